@@ -1,0 +1,46 @@
+#include "bridge/storage.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "bridge/error.h"
+
+namespace tb {
+
+std::shared_ptr<Storage> Storage::Allocate(size_t nbytes, bool zero) {
+  std::shared_ptr<Storage> s(new Storage());
+  s->nbytes_ = nbytes;
+  s->owns_allocation_ = true;
+  if (nbytes > 0) {
+    // aligned_alloc wants a multiple of the alignment.
+    size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+    s->data_ = std::aligned_alloc(kAlignment, rounded);
+    if (s->data_ == nullptr) {
+      TB_THROW(RuntimeError) << "tensorbridge: out of memory allocating " << nbytes << " bytes";
+    }
+    if (zero) std::memset(s->data_, 0, rounded);
+  }
+  return s;
+}
+
+std::shared_ptr<Storage> Storage::Wrap(void* data, size_t nbytes, Device device, void* context,
+                                       ReleaseFn release) {
+  std::shared_ptr<Storage> s(new Storage());
+  s->data_ = data;
+  s->nbytes_ = nbytes;
+  s->device_ = device;
+  s->context_ = context;
+  s->release_ = release;
+  return s;
+}
+
+Storage::~Storage() {
+  if (owns_allocation_) {
+    std::free(data_);
+  } else if (release_ != nullptr) {
+    release_(context_);
+  }
+}
+
+}  // namespace tb

@@ -1,0 +1,120 @@
+// The boxed calling convention: a Value holds one argument or result, a Stack holds a call's
+// arguments and, after the call, its results.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "bridge/tensor.h"
+
+namespace tb {
+
+// A number as ATen's Scalar: bool, integer or floating point.
+class Scalar {
+ public:
+  Scalar() = default;
+  Scalar(bool v) : kind_(Kind::kBool), i_(v) {}         // NOLINT
+  Scalar(int64_t v) : kind_(Kind::kInt), i_(v) {}       // NOLINT
+  Scalar(int v) : kind_(Kind::kInt), i_(v) {}           // NOLINT
+  Scalar(double v) : kind_(Kind::kDouble), d_(v) {}     // NOLINT
+  bool is_bool() const { return kind_ == Kind::kBool; }
+  bool is_integral() const { return kind_ == Kind::kInt; }
+  bool is_floating_point() const { return kind_ == Kind::kDouble; }
+  double to_double() const { return kind_ == Kind::kDouble ? d_ : static_cast<double>(i_); }
+  int64_t to_int() const { return kind_ == Kind::kDouble ? static_cast<int64_t>(d_) : i_; }
+
+ private:
+  enum class Kind : uint8_t { kBool, kInt, kDouble } kind_ = Kind::kInt;
+  int64_t i_ = 0;
+  double d_ = 0;
+};
+
+class Value {
+ public:
+  enum class Tag : uint8_t {
+    kNone,
+    kBool,
+    kInt,
+    kDouble,
+    kTensor,
+    kTensorList,
+    kOptionalTensorList,
+    kIntList,
+    kDoubleList,
+    kBoolList,
+    kString,
+    kDType,
+    kDevice,
+  };
+
+  Value() = default;
+  Value(std::nullopt_t) {}                                    // NOLINT
+  Value(bool v) : v_(v) {}                                    // NOLINT
+  Value(int64_t v) : v_(v) {}                                 // NOLINT
+  Value(int v) : v_(static_cast<int64_t>(v)) {}               // NOLINT
+  Value(double v) : v_(v) {}                                  // NOLINT
+  Value(Tensor v) : v_(std::move(v)) {}                       // NOLINT
+  Value(std::optional<Tensor> v) {                            // NOLINT
+    if (v) v_ = std::move(*v);
+  }
+  Value(std::vector<Tensor> v) : v_(std::move(v)) {}          // NOLINT
+  Value(std::vector<std::optional<Tensor>> v) : v_(std::move(v)) {}  // NOLINT
+  Value(std::vector<int64_t> v) : v_(std::move(v)) {}         // NOLINT
+  Value(std::vector<double> v) : v_(std::move(v)) {}          // NOLINT
+  Value(std::vector<bool> v) : v_(std::move(v)) {}            // NOLINT
+  Value(std::string v) : v_(std::move(v)) {}                  // NOLINT
+  Value(const char* v) : v_(std::string(v)) {}                // NOLINT
+  Value(DType v) : v_(v) {}                                   // NOLINT
+  Value(Device v) : v_(v) {}                                  // NOLINT
+  Value(const Scalar& s) {                                    // NOLINT
+    if (s.is_bool()) v_ = s.to_int() != 0;
+    else if (s.is_integral()) v_ = s.to_int();
+    else v_ = s.to_double();
+  }
+
+  Tag tag() const { return static_cast<Tag>(v_.index()); }
+  bool is_none() const { return tag() == Tag::kNone; }
+  bool is_bool() const { return tag() == Tag::kBool; }
+  bool is_int() const { return tag() == Tag::kInt; }
+  bool is_double() const { return tag() == Tag::kDouble; }
+  bool is_tensor() const { return tag() == Tag::kTensor; }
+  bool is_scalar() const { return is_bool() || is_int() || is_double(); }
+
+  bool to_bool() const { return std::get<bool>(v_); }
+  int64_t to_int() const { return std::get<int64_t>(v_); }
+  double to_double() const { return is_double() ? std::get<double>(v_) : static_cast<double>(to_int()); }
+  Scalar to_scalar() const {
+    if (is_bool()) return Scalar(to_bool());
+    if (is_int()) return Scalar(to_int());
+    return Scalar(std::get<double>(v_));
+  }
+  const Tensor& to_tensor() const { return std::get<Tensor>(v_); }
+  Tensor& to_tensor() { return std::get<Tensor>(v_); }
+  const std::vector<Tensor>& to_tensor_list() const { return std::get<std::vector<Tensor>>(v_); }
+  const std::vector<std::optional<Tensor>>& to_optional_tensor_list() const {
+    return std::get<std::vector<std::optional<Tensor>>>(v_);
+  }
+  const std::vector<int64_t>& to_int_list() const { return std::get<std::vector<int64_t>>(v_); }
+  const std::vector<double>& to_double_list() const { return std::get<std::vector<double>>(v_); }
+  const std::vector<bool>& to_bool_list() const { return std::get<std::vector<bool>>(v_); }
+  const std::string& to_string() const { return std::get<std::string>(v_); }
+  DType to_dtype() const { return std::get<DType>(v_); }
+  Device to_device() const { return std::get<Device>(v_); }
+
+  // "Tensor", "int", "None", ... for error messages.
+  TB_API const char* type_name() const;
+
+ private:
+  std::variant<std::monostate, bool, int64_t, double, Tensor, std::vector<Tensor>,
+               std::vector<std::optional<Tensor>>, std::vector<int64_t>, std::vector<double>,
+               std::vector<bool>, std::string, DType, Device>
+      v_;
+};
+
+using Stack = std::vector<Value>;
+
+}  // namespace tb

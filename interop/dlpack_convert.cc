@@ -1,0 +1,251 @@
+#include "interop/dlpack_convert.h"
+
+#include <utility>
+
+namespace tb {
+namespace {
+
+struct DTypeCode {
+  DType dtype;
+  uint8_t code;
+  uint8_t bits;
+};
+
+constexpr DTypeCode kDTypeCodes[] = {
+    {DType::kBool, kDLBool, 8},
+    {DType::kUInt8, kDLUInt, 8},
+    {DType::kInt8, kDLInt, 8},
+    {DType::kInt16, kDLInt, 16},
+    {DType::kInt32, kDLInt, 32},
+    {DType::kInt64, kDLInt, 64},
+    {DType::kUInt16, kDLUInt, 16},
+    {DType::kUInt32, kDLUInt, 32},
+    {DType::kUInt64, kDLUInt, 64},
+    {DType::kFloat16, kDLFloat, 16},
+    {DType::kBFloat16, kDLBfloat, 16},
+    {DType::kFloat32, kDLFloat, 32},
+    {DType::kFloat64, kDLFloat, 64},
+    {DType::kComplex64, kDLComplex, 64},
+    {DType::kComplex128, kDLComplex, 128},
+    {DType::kFloat8_e3m4, kDLFloat8_e3m4, 8},
+    {DType::kFloat8_e4m3, kDLFloat8_e4m3, 8},
+    {DType::kFloat8_e4m3b11fnuz, kDLFloat8_e4m3b11fnuz, 8},
+    {DType::kFloat8_e4m3fn, kDLFloat8_e4m3fn, 8},
+    {DType::kFloat8_e4m3fnuz, kDLFloat8_e4m3fnuz, 8},
+    {DType::kFloat8_e5m2, kDLFloat8_e5m2, 8},
+    {DType::kFloat8_e5m2fnuz, kDLFloat8_e5m2fnuz, 8},
+    {DType::kFloat8_e8m0fnu, kDLFloat8_e8m0fnu, 8},
+    {DType::kFloat6_e2m3fn, kDLFloat6_e2m3fn, 6},
+    {DType::kFloat6_e3m2fn, kDLFloat6_e3m2fn, 6},
+    {DType::kFloat4_e2m1fn, kDLFloat4_e2m1fn, 4},
+};
+
+std::string DLDataTypeString(DLDataType dl) {
+  return "(code=" + std::to_string(dl.code) + ", bits=" + std::to_string(dl.bits) +
+         ", lanes=" + std::to_string(dl.lanes) + ")";
+}
+
+// The DLPack side of an imported tensor's ownership, one template for both managed structs:
+// the storage's release function calls the producer's deleter, once.
+template <typename Managed>
+void ReleaseManaged(void* context) noexcept {
+  auto* managed = static_cast<Managed*>(context);
+  if (managed->deleter != nullptr) managed->deleter(managed);
+}
+
+// Calls the deleter when an import is refused before a Storage took ownership.
+template <typename Managed>
+struct DeleteOnFailure {
+  Managed* managed;
+  ~DeleteOnFailure() {
+    if (managed != nullptr) ReleaseManaged<Managed>(managed);
+  }
+};
+
+// The byte range [lo, hi) that the view touches, relative to its first element.
+void ByteExtent(IntArrayRef shape, IntArrayRef strides, int64_t bits, int64_t* lo, int64_t* hi) {
+  int64_t elo = 0, ehi = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) {
+      *lo = *hi = 0;
+      return;
+    }
+    int64_t reach = (shape[i] - 1) * strides[i];
+    (reach < 0 ? elo : ehi) += reach;
+  }
+  *lo = elo * bits / 8;
+  *hi = ((ehi + 1) * bits + 7) / 8;
+}
+
+// Validates `dl` and describes it as a Tensor over `storage` (made by `make_storage` from the
+// data base and the byte extent, once the tensor is known to be valid).
+template <typename MakeStorage>
+Tensor DescribeDLTensor(const DLTensor& dl, bool read_only, MakeStorage&& make_storage) {
+  if (dl.ndim < 0) TB_THROW(BufferError) << "DLPack tensor has negative ndim " << dl.ndim;
+  DType dtype;
+  if (!DTypeFromDLPack(dl.dtype, &dtype)) {
+    TB_THROW(BufferError) << "DLPack dtype " << DLDataTypeString(dl.dtype)
+                          << " is not supported (lanes must be 1; known codes 0-17)";
+  }
+  if (!IsKnownDeviceType(static_cast<int32_t>(dl.device.device_type))) {
+    TB_THROW(BufferError) << "DLPack device type " << static_cast<int>(dl.device.device_type)
+                          << " is not known";
+  }
+  const size_t nd = static_cast<size_t>(dl.ndim);
+  if (nd > 0 && dl.shape == nullptr) TB_THROW(BufferError) << "DLPack tensor has null shape";
+  Dims shape(IntArrayRef(dl.shape, nd));
+  for (int64_t s : shape) {
+    if (s < 0) TB_THROW(BufferError) << "DLPack tensor has negative size in " << ShapeString(shape);
+  }
+  Dims strides = dl.strides != nullptr ? Dims(IntArrayRef(dl.strides, nd)) : ContiguousStrides(shape);
+  int64_t numel = ShapeNumel(shape);
+  if (IsSubByte(dtype) && nd > 0 && numel > 1 && strides != ContiguousStrides(shape).ref()) {
+    TB_THROW(BufferError) << "DLPack tensor of packed sub-byte dtype " << DTypeName(dtype)
+                          << " must be compact, got strides " << ShapeString(strides);
+  }
+  if (numel > 0 && dl.data == nullptr) {
+    TB_THROW(BufferError) << "DLPack tensor of shape " << ShapeString(shape)
+                          << " has a null data pointer";
+  }
+  char* first = static_cast<char*>(dl.data) + dl.byte_offset;
+  if (numel == 0 && dl.data == nullptr) first = nullptr;
+  int64_t lo = 0, hi = 0;
+  ByteExtent(shape, strides, DTypeBits(dtype), &lo, &hi);
+  Device device{static_cast<DeviceType>(dl.device.device_type), dl.device.device_id};
+  std::shared_ptr<Storage> storage =
+      make_storage(numel > 0 ? first + lo : first, static_cast<size_t>(hi - lo), device);
+  return Tensor(std::move(storage), first, std::move(shape), std::move(strides), dtype, device,
+                read_only);
+}
+
+template <typename Managed>
+Tensor ImportManaged(Managed* managed, bool read_only) {
+  DeleteOnFailure<Managed> guard{managed};
+  Tensor t = DescribeDLTensor(managed->dl_tensor, read_only,
+                              [&](void* base, size_t nbytes, Device device) {
+                                auto s = Storage::Wrap(base, nbytes, device, managed,
+                                                       &ReleaseManaged<Managed>);
+                                guard.managed = nullptr;  // the storage owns it now
+                                return s;
+                              });
+  return t;
+}
+
+// What an exported managed tensor keeps alive: a reference to the tensor (and so to its
+// storage), plus the shape and strides arrays the DLTensor points into.
+template <typename Managed>
+struct ExportHolder {
+  Managed managed{};
+  Tensor tensor;
+  Dims shape;
+  Dims strides;
+};
+
+template <typename Managed>
+void DeleteExport(Managed* self) {
+  delete static_cast<ExportHolder<Managed>*>(self->manager_ctx);
+}
+
+template <typename Managed>
+ExportHolder<Managed>* MakeExport(const Tensor& tensor) {
+  TB_CHECK(tensor.defined(), BufferError) << "cannot export an undefined tensor";
+  auto* h = new ExportHolder<Managed>();
+  h->tensor = tensor;
+  h->shape = Dims(tensor.shape());
+  // Size-1 dimensions get the stride a compact layout would give them: their stride is
+  // meaningless, and consumers that test contiguity by comparing strides trip on odd ones.
+  h->strides = Dims(tensor.strides());
+  Dims compact = ContiguousStrides(tensor.shape());
+  for (size_t i = 0; i < h->strides.size(); ++i) {
+    if (h->shape[i] == 1) h->strides[i] = compact[i];
+  }
+  DLTensor& dl = h->managed.dl_tensor;
+  dl.data = tensor.data();
+  dl.device = DeviceToDLPack(tensor.device());
+  dl.ndim = static_cast<int32_t>(tensor.ndim());
+  dl.dtype = DTypeToDLPack(tensor.dtype());
+  dl.shape = h->shape.data();
+  dl.strides = h->strides.data();
+  dl.byte_offset = 0;
+  h->managed.manager_ctx = h;
+  h->managed.deleter = &DeleteExport<Managed>;
+  return h;
+}
+
+}  // namespace
+
+bool DTypeFromDLPack(DLDataType dl, DType* out) {
+  if (dl.lanes != 1) return false;
+  for (const auto& e : kDTypeCodes) {
+    if (e.code == dl.code && e.bits == dl.bits) {
+      *out = e.dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+DLDataType DTypeToDLPack(DType dtype) {
+  for (const auto& e : kDTypeCodes) {
+    if (e.dtype == dtype) return DLDataType{e.code, e.bits, 1};
+  }
+  TB_ICHECK(false) << "dtype without a DLPack code";
+  return {};
+}
+
+DLDevice DeviceToDLPack(Device device) {
+  return DLDevice{static_cast<DLDeviceType>(device.type), device.index};
+}
+
+Tensor ImportDLPack(DLManagedTensorVersioned* managed) {
+  TB_CHECK(managed != nullptr, BufferError) << "null DLManagedTensorVersioned";
+  if (managed->version.major != TB_DLPACK_MAJOR_VERSION) {
+    // Only the deleter may be touched: the rest of the layout is unknown.
+    uint32_t major = managed->version.major, minor = managed->version.minor;
+    ReleaseManaged<DLManagedTensorVersioned>(managed);
+    TB_THROW(BufferError) << "DLPack version " << major << "." << minor
+                          << " is not supported (tensorbridge reads major version "
+                          << TB_DLPACK_MAJOR_VERSION << ")";
+  }
+  if ((managed->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED) != 0) {
+    DType dtype;
+    if (DTypeFromDLPack(managed->dl_tensor.dtype, &dtype) && IsSubByte(dtype)) {
+      ReleaseManaged<DLManagedTensorVersioned>(managed);
+      TB_THROW(BufferError) << "DLPack tensor of " << DTypeName(dtype)
+                            << " is padded (IS_SUBBYTE_TYPE_PADDED); tensorbridge stores "
+                               "sub-byte types packed only";
+    }
+  }
+  bool read_only = (managed->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+  return ImportManaged(managed, read_only);
+}
+
+Tensor ImportDLPack(DLManagedTensor* managed) {
+  TB_CHECK(managed != nullptr, BufferError) << "null DLManagedTensor";
+  return ImportManaged(managed, /*read_only=*/false);
+}
+
+Tensor ImportDLTensor(const DLTensor& tensor, std::shared_ptr<Storage> owner, bool read_only) {
+  return DescribeDLTensor(tensor, read_only,
+                          [&](void*, size_t, Device) { return std::move(owner); });
+}
+
+DLManagedTensorVersioned* ExportDLPackVersioned(const Tensor& tensor, bool copy) {
+  auto* h = MakeExport<DLManagedTensorVersioned>(copy ? tensor.clone() : tensor);
+  h->managed.version = DLPackVersion{TB_DLPACK_MAJOR_VERSION, TB_DLPACK_MINOR_VERSION};
+  h->managed.flags = 0;
+  if (copy) h->managed.flags |= DLPACK_FLAG_BITMASK_IS_COPIED;
+  if (tensor.read_only() && !copy) h->managed.flags |= DLPACK_FLAG_BITMASK_READ_ONLY;
+  return &h->managed;
+}
+
+DLManagedTensor* ExportDLPackLegacy(const Tensor& tensor) {
+  if (tensor.read_only()) {
+    TB_THROW(BufferError) << "a read-only tensor cannot be exported through the legacy DLPack "
+                             "protocol, which cannot mark it read-only; ask for "
+                             "max_version=(1, 0) or newer, or copy=True";
+  }
+  return &MakeExport<DLManagedTensor>(tensor)->managed;
+}
+
+}  // namespace tb

@@ -1,0 +1,92 @@
+#include "kernels/onednn.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+#include "kernels/onednn_internal.h"
+
+namespace tb {
+namespace {
+
+// Debian's oneDNN 2.6 dies with SIGILL in its AMX bf16 kernels on CPUs with AMX, so unless
+// the user chose an ISA, oneDNN is capped below AMX. This must run before any other oneDNN
+// call, so it runs when the library is loaded.
+bool CapIsa() {
+  if (std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr || std::getenv("DNNL_MAX_CPU_ISA") != nullptr) {
+    return false;
+  }
+  return dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core_bf16) == dnnl_success;
+}
+
+const bool kIsaCapped = CapIsa();
+
+}  // namespace
+
+bool OneDnnIsaCapped() { return kIsaCapped; }
+
+std::string OneDnnEffectiveIsa() {
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_all: return "all";
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    default: return "other";
+  }
+}
+
+std::string OneDnnVersion() {
+  const dnnl_version_t* v = dnnl_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch);
+}
+
+namespace onednn {
+
+dnnl::engine& Engine() {
+  static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+dnnl::stream& Stream() {
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
+dnnl::primitive Cached(const std::string& key, const std::function<dnnl::primitive()>& make) {
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<std::string, dnnl::primitive>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) return it->second;
+  }
+  dnnl::primitive p = make();  // outside the lock: creation can take milliseconds
+  std::lock_guard<std::mutex> lock(mu);
+  return cache->emplace(key, p).first->second;
+}
+
+dnnl::memory::data_type DataType(DType dtype, const char* op) {
+  using dt = dnnl::memory::data_type;
+  switch (dtype) {
+    case DType::kFloat32: return dt::f32;
+    case DType::kBFloat16: return dt::bf16;
+    case DType::kFloat16: return dt::f16;
+    case DType::kInt32: return dt::s32;
+    case DType::kInt8: return dt::s8;
+    case DType::kUInt8: return dt::u8;
+    default:
+      TB_THROW(NotImplementedError) << op << ": dtype " << DTypeName(dtype)
+                                    << " is not supported by this oneDNN kernel";
+  }
+}
+
+}  // namespace onednn
+}  // namespace tb

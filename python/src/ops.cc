@@ -1,0 +1,121 @@
+// The op table from Python: call one op by its ATen name, list and explain ops, metrics.
+#include "dispatch/op_table.h"
+#include "py_common.h"
+
+namespace tb::py {
+namespace {
+
+Value ToValue(py::handle obj) {
+  if (obj.is_none()) return Value();
+  if (py::isinstance<PyArray>(obj)) return Value(obj.cast<PyArray&>().tensor);
+  if (PyBool_Check(obj.ptr())) return Value(obj.cast<bool>());
+  if (PyLong_Check(obj.ptr())) return Value(obj.cast<int64_t>());
+  if (PyFloat_Check(obj.ptr())) return Value(obj.cast<double>());
+  if (py::isinstance<py::str>(obj)) return Value(obj.cast<std::string>());
+  if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+    auto seq = py::reinterpret_borrow<py::sequence>(obj);
+    bool all_int = true, all_float = true;
+    for (auto item : seq) {
+      all_int &= PyLong_Check(item.ptr()) && !PyBool_Check(item.ptr());
+      all_float &= PyFloat_Check(item.ptr()) || PyLong_Check(item.ptr());
+    }
+    if (all_int) return Value(seq.cast<std::vector<int64_t>>());
+    if (all_float) return Value(seq.cast<std::vector<double>>());
+    std::vector<Tensor> tensors;
+    for (auto item : seq) tensors.push_back(TensorFromObject(item, py::none(), py::none()));
+    return Value(std::move(tensors));
+  }
+  return Value(TensorFromObject(obj, py::none(), py::none()));
+}
+
+py::object FromValue(const Value& v) {
+  switch (v.tag()) {
+    case Value::Tag::kNone: return py::none();
+    case Value::Tag::kBool: return py::bool_(v.to_bool());
+    case Value::Tag::kInt: return py::int_(v.to_int());
+    case Value::Tag::kDouble: return py::float_(v.to_double());
+    case Value::Tag::kTensor: return WrapTensor(v.to_tensor());
+    case Value::Tag::kTensorList: {
+      py::list out;
+      for (const auto& t : v.to_tensor_list()) out.append(WrapTensor(t));
+      return out;
+    }
+    case Value::Tag::kIntList: return py::cast(v.to_int_list());
+    case Value::Tag::kDoubleList: return py::cast(v.to_double_list());
+    case Value::Tag::kString: return py::str(v.to_string());
+    default: TB_THROW(TypeError) << "cannot return a " << v.type_name() << " to Python";
+  }
+}
+
+py::object Call(const std::string& op, const py::args& args) {
+  OpTable& table = OpTable::Global();
+  auto id = table.Find(op);
+  if (!id) {
+    TB_THROW(NotImplementedError) << op << " is not a known op; tensorbridge.ops() lists them";
+  }
+  Stack stack;
+  stack.reserve(args.size());
+  for (auto a : args) stack.push_back(ToValue(a));
+  {
+    py::gil_scoped_release release;
+    table.Call(*id, stack);
+  }
+  if (stack.size() == 1) return FromValue(stack[0]);
+  py::tuple out(stack.size());
+  for (size_t i = 0; i < stack.size(); ++i) out[i] = FromValue(stack[i]);
+  return out;
+}
+
+}  // namespace
+
+void BindOps(py::module_& m) {
+  m.def("call", &Call, py::arg("op"),
+        "Runs one op of the table by its ATen name on Arrays (or anything from_dlpack "
+        "accepts), with positional arguments in schema order; returns Arrays.");
+  m.def("ops", [] {
+    OpTable& table = OpTable::Global();
+    py::list out;
+    for (OpId id = 0; id < table.size(); ++id) {
+      Resolution r = table.Resolve(id, DeviceType::kCPU);
+      if (r.served_by == ServedBy::kMissing || r.served_by == ServedBy::kFallback) continue;
+      py::dict d;
+      d["op"] = table.Info(id).qualified;
+      d["served_by"] = ServedByName(r.served_by);
+      d["registered_at"] = r.where ? *r.where : std::string();
+      out.append(d);
+    }
+    return out;
+  }, "Every op the table serves on the CPU, with how it is served.");
+  m.def("explain", [](const std::string& op) {
+    OpTable& table = OpTable::Global();
+    auto id = table.Find(op);
+    if (!id) return op + ": not registered; a call would " +
+                     (table.has_fallback() ? "take the fallback" : "fail");
+    Resolution r = table.Resolve(*id, DeviceType::kCPU);
+    return table.Info(*id).qualified + " on cpu: " + ServedByName(r.served_by) + ", " +
+           r.Describe();
+  }, py::arg("op"), "Says which path the next call of `op` on the CPU takes, and why.");
+  m.def("metrics", [] {
+    OpTable& table = OpTable::Global();
+    py::dict out;
+    for (OpId id = 0; id < table.size(); ++id) {
+      OpCounters c = table.Counters(id);
+      if (c.calls == 0) continue;
+      py::dict d;
+      d["calls"] = c.calls;
+      d["kernel"] = c.kernel;
+      d["composite"] = c.composite;
+      d["decomposition"] = c.decomposition;
+      d["fallback"] = c.fallback;
+      d["time_ns"] = c.time_ns;
+      out[py::str(table.Info(id).qualified)] = d;
+    }
+    return out;
+  }, "Per-op counters: calls, and how many were served by kernel, composite, decomposition "
+     "or fallback; time_ns while profiling is on.");
+  m.def("reset_metrics", [] { OpTable::Global().ResetCounters(); });
+  m.def("set_profiling", [](bool on) { OpTable::Global().SetProfiling(on); }, py::arg("on"));
+  m.def("dump", [] { return OpTable::Global().Dump(); }, "The whole op table, as text.");
+}
+
+}  // namespace tb::py
