@@ -91,7 +91,8 @@ OpId OpTable::Intern(std::string_view qualified) {
   size_t n = size_.load(std::memory_order_relaxed);
   TB_CHECK(n < kMaxOps, RuntimeError) << "op table is full (" << kMaxOps << " ops)";
   auto* e = new Entry();
-  e->info = OpInfo{static_cast<OpId>(n), std::move(name), key};
+  e->info = OpInfo{static_cast<OpId>(n), std::move(name), key, nullptr};
+  if (e->info.name.name.rfind("aten::", 0) == 0) e->info.schema = FindAtenSchema(key);
   auto* snap = new Snapshot();
   e->all_snapshots.emplace_back(snap);
   e->snapshot.store(snap, std::memory_order_release);
@@ -99,6 +100,23 @@ OpId OpTable::Intern(std::string_view qualified) {
   size_.store(n + 1, std::memory_order_release);
   ids_.emplace(key, static_cast<OpId>(n));
   return static_cast<OpId>(n);
+}
+
+OpId OpTable::Define(std::string_view schema_text) {
+  auto schema = std::make_unique<FunctionSchema>(FunctionSchema::Parse(schema_text));
+  OpId id = Intern(schema->name().ToString());
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = *entries_[id].load();
+  if (e.info.schema != nullptr) {
+    if (e.info.schema->ToString() != schema->ToString()) {
+      TB_THROW(ValueError) << "op " << e.info.qualified << " already has the schema "
+                           << e.info.schema->ToString();
+    }
+    return id;
+  }
+  e.info.schema = schema.get();
+  defined_schemas_.push_back(std::move(schema));
+  return id;
 }
 
 std::optional<OpId> OpTable::Find(std::string_view qualified) const {
@@ -301,6 +319,21 @@ void OpTable::Call(std::string_view qualified, Stack& stack) {
   Call(*id, stack);
 }
 
+Stack OpTable::CallWithArgs(OpId op, Stack positional,
+                            std::vector<std::pair<std::string, Value>> keywords) {
+  const OpInfo& info = Info(op);
+  Stack stack;
+  if (info.schema != nullptr) {
+    stack = info.schema->Bind(std::move(positional), std::move(keywords));
+  } else {
+    TB_CHECK(keywords.empty(), TypeError)
+        << info.qualified << " has no schema, so it takes positional arguments only";
+    stack = std::move(positional);
+  }
+  Call(op, stack);
+  return stack;
+}
+
 OpCounters OpTable::Counters(OpId op) const {
   Info(op);
   const Entry& e = *entries_[op].load();
@@ -345,8 +378,12 @@ std::string OpTable::Dump() const {
 namespace detail {
 
 void ThrowArgType(const OpInfo& op, size_t index, const char* expected, const Value& got) {
-  TB_THROW(TypeError) << op.qualified << ": argument " << index << " expected " << expected
-                      << " but got " << got.type_name();
+  std::string name;
+  if (op.schema != nullptr && index < op.schema->arguments().size()) {
+    name = " '" + op.schema->arguments()[index].name + "'";
+  }
+  TB_THROW(TypeError) << op.qualified << ": argument " << index << name << " expected "
+                      << expected << " but got " << got.type_name();
 }
 
 void CheckArity(const OpInfo& op, const Stack& s, size_t expected) {

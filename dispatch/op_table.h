@@ -18,6 +18,7 @@
 
 #include "bridge/api.h"
 #include "dispatch/op_name.h"
+#include "dispatch/schema.h"
 #include "dispatch/value.h"
 
 namespace tb {
@@ -28,7 +29,8 @@ class OpTable;
 struct OpInfo {
   OpId id;
   OpName name;
-  std::string qualified;  // "aten::add.Tensor"
+  std::string qualified;                   // "aten::add.Tensor"
+  const FunctionSchema* schema = nullptr;  // PyTorch's schema; null for schema-less ops
 };
 
 // A kernel takes its arguments from the stack and leaves its results there.
@@ -97,6 +99,8 @@ class TB_API OpTable {
 
   // The id of an op name, creating an (empty) entry on first use.
   OpId Intern(std::string_view qualified);
+  // Declares a schema for an op outside aten (aten ops have PyTorch's schemas built in).
+  OpId Define(std::string_view schema_text);
   // The id of a known op, or nullopt.
   std::optional<OpId> Find(std::string_view qualified) const;
   const OpInfo& Info(OpId op) const;
@@ -120,6 +124,10 @@ class TB_API OpTable {
   // Resolves, counts and runs. Device: that of the first tensor argument (CPU without one).
   void Call(OpId op, Stack& stack);
   void Call(std::string_view qualified, Stack& stack);
+  // Calls by name as a user would: positional and keyword arguments bound against the
+  // schema (defaults filled, types checked); returns the results.
+  Stack CallWithArgs(OpId op, Stack positional,
+                     std::vector<std::pair<std::string, Value>> keywords = {});
 
   // Counters.
   OpCounters Counters(OpId op) const;
@@ -148,6 +156,7 @@ class TB_API OpTable {
   std::unique_ptr<std::atomic<Entry*>[]> entries_;
   std::atomic<size_t> size_{0};
   std::unordered_map<std::string, OpId> ids_;  // guarded by mu_
+  std::vector<std::unique_ptr<FunctionSchema>> defined_schemas_;  // guarded by mu_
   std::shared_ptr<FallbackHandler> fallback_;  // read with atomic_load
   std::atomic<bool> profiling_{false};
   uint64_t next_token_ = 1;

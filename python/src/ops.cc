@@ -5,6 +5,29 @@
 namespace tb::py {
 namespace {
 
+// torch.float32, numpy.dtype("float32") or "float32" -> DType; nullopt for other objects.
+std::optional<DType> AsDType(py::handle obj) {
+  std::string module = py::str(py::type::of(obj).attr("__module__")).cast<std::string>();
+  std::string name;
+  if (module == "torch" && std::string(Py_TYPE(obj.ptr())->tp_name) == "torch.dtype") {
+    name = py::str(obj).cast<std::string>().substr(6);  // "torch.float32"
+  } else if (module.rfind("numpy", 0) == 0 && py::hasattr(obj, "itemsize") &&
+             py::hasattr(obj, "kind")) {
+    name = py::str(obj).cast<std::string>();
+  } else {
+    return std::nullopt;
+  }
+  DType d;
+  if (name == "float") name = "float32";
+  if (name == "double") name = "float64";
+  if (name == "long") name = "int64";
+  if (name == "half") name = "float16";
+  if (!DTypeFromName(name, &d)) {
+    TB_THROW(TypeError) << "dtype " << name << " has no tensorbridge equivalent";
+  }
+  return d;
+}
+
 Value ToValue(py::handle obj) {
   if (obj.is_none()) return Value();
   if (py::isinstance<PyArray>(obj)) return Value(obj.cast<PyArray&>().tensor);
@@ -12,6 +35,7 @@ Value ToValue(py::handle obj) {
   if (PyLong_Check(obj.ptr())) return Value(obj.cast<int64_t>());
   if (PyFloat_Check(obj.ptr())) return Value(obj.cast<double>());
   if (py::isinstance<py::str>(obj)) return Value(obj.cast<std::string>());
+  if (auto d = AsDType(obj)) return Value(*d);
   if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
     auto seq = py::reinterpret_borrow<py::sequence>(obj);
     bool all_int = true, all_float = true;
@@ -21,6 +45,20 @@ Value ToValue(py::handle obj) {
     }
     if (all_int) return Value(seq.cast<std::vector<int64_t>>());
     if (all_float) return Value(seq.cast<std::vector<double>>());
+    bool all_bool = true, any_none = false;
+    for (auto item : seq) {
+      all_bool &= PyBool_Check(item.ptr());
+      any_none |= item.is_none();
+    }
+    if (all_bool) return Value(seq.cast<std::vector<bool>>());
+    if (any_none) {
+      std::vector<std::optional<Tensor>> tensors;
+      for (auto item : seq) {
+        if (item.is_none()) tensors.emplace_back(std::nullopt);
+        else tensors.emplace_back(TensorFromObject(item, py::none(), py::none()));
+      }
+      return Value(std::move(tensors));
+    }
     std::vector<Tensor> tensors;
     for (auto item : seq) tensors.push_back(TensorFromObject(item, py::none(), py::none()));
     return Value(std::move(tensors));
@@ -43,22 +81,27 @@ py::object FromValue(const Value& v) {
     case Value::Tag::kIntList: return py::cast(v.to_int_list());
     case Value::Tag::kDoubleList: return py::cast(v.to_double_list());
     case Value::Tag::kString: return py::str(v.to_string());
+    case Value::Tag::kBoolList: return py::cast(v.to_bool_list());
+    case Value::Tag::kDType: return py::str(std::string(DTypeName(v.to_dtype())));
     default: TB_THROW(TypeError) << "cannot return a " << v.type_name() << " to Python";
   }
 }
 
-py::object Call(const std::string& op, const py::args& args) {
+py::object Call(const std::string& op, const py::args& args, const py::kwargs& kwargs) {
   OpTable& table = OpTable::Global();
   auto id = table.Find(op);
   if (!id) {
     TB_THROW(NotImplementedError) << op << " is not a known op; tensorbridge.ops() lists them";
   }
+  Stack positional;
+  positional.reserve(args.size());
+  for (auto a : args) positional.push_back(ToValue(a));
+  std::vector<std::pair<std::string, Value>> keywords;
+  for (auto [k, v] : kwargs) keywords.emplace_back(k.cast<std::string>(), ToValue(v));
   Stack stack;
-  stack.reserve(args.size());
-  for (auto a : args) stack.push_back(ToValue(a));
   {
     py::gil_scoped_release release;
-    table.Call(*id, stack);
+    stack = table.CallWithArgs(*id, std::move(positional), std::move(keywords));
   }
   if (stack.size() == 1) return FromValue(stack[0]);
   py::tuple out(stack.size());
@@ -71,7 +114,19 @@ py::object Call(const std::string& op, const py::args& args) {
 void BindOps(py::module_& m) {
   m.def("call", &Call, py::arg("op"),
         "Runs one op of the table by its ATen name on Arrays (or anything from_dlpack "
-        "accepts), with positional arguments in schema order; returns Arrays.");
+        "accepts), with arguments bound against PyTorch's schema (defaults filled, types "
+        "checked); returns Arrays.");
+  m.def("schema", [](const std::string& op) -> py::object {
+    OpTable& table = OpTable::Global();
+    auto id = table.Find(op);
+    const FunctionSchema* s = id ? table.Info(*id).schema : FindAtenSchema(op);
+    if (s == nullptr) return py::none();
+    return py::str(s->ToString());
+  }, py::arg("op"), "The schema tensorbridge holds for `op`, in PyTorch's text form.");
+  m.def("_aten_schema_names", &AtenSchemaNames);
+  m.def("_parse_schema", [](const std::string& text) {
+    return FunctionSchema::Parse(text).ToString();
+  });
   m.def("ops", [] {
     OpTable& table = OpTable::Global();
     py::list out;
