@@ -52,6 +52,10 @@ class TB_API Tensor {
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
   bool read_only() const { return read_only_; }
+  // A 0-d tensor standing for a Python number (PyTorch's "wrapped number"): in type
+  // promotion it counts by category only. Views and copies do not inherit the mark.
+  bool is_wrapped_number() const { return wrapped_number_; }
+  void set_wrapped_number(bool wrapped) { wrapped_number_ = wrapped; }
   int64_t numel() const { return numel_; }
   int64_t element_size() const { return DTypeSize(dtype_); }
   // Bytes the elements take when packed contiguously (sub-byte types packed).
@@ -112,6 +116,7 @@ class TB_API Tensor {
   DType dtype_ = DType::kFloat32;
   Device device_{};
   bool read_only_ = false;
+  bool wrapped_number_ = false;
 };
 
 // A borrowed description of a Tensor: what kernels take. Valid while the Tensor it was

@@ -296,6 +296,7 @@ Value Check(const FunctionSchema& s, const Argument& a, Value v) {
   switch (t.kind) {
     case TypeKind::kTensor:
       if (!t.list) {
+        if (v.is_scalar()) return Value(WrapNumber(v));  // as torch does for `x + 2`
         if (!v.is_tensor()) BadArg(s, a, v);
       } else if (t.element_optional) {
         if (v.tag() == Value::Tag::kTensorList) {

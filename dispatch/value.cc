@@ -21,4 +21,20 @@ const char* Value::type_name() const {
   return "?";
 }
 
+Tensor WrapNumber(const Value& number) {
+  Tensor t;
+  if (number.is_bool()) {
+    t = Tensor::Empty({}, DType::kBool);
+    *t.data_as<bool>() = number.to_bool();
+  } else if (number.is_int()) {
+    t = Tensor::Empty({}, DType::kInt64);
+    *t.data_as<int64_t>() = number.to_int();
+  } else {
+    t = Tensor::Empty({}, DType::kFloat64);
+    *t.data_as<double>() = number.to_double();
+  }
+  t.set_wrapped_number(true);
+  return t;
+}
+
 }  // namespace tb

@@ -117,4 +117,8 @@ class Value {
 
 using Stack = std::vector<Value>;
 
+// A Python number passed where a Tensor is expected, as PyTorch wraps it: a 0-d tensor of
+// int64 (int), float64 (float) or bool, marked as a wrapped number.
+TB_API Tensor WrapNumber(const Value& number);
+
 }  // namespace tb

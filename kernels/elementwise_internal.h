@@ -4,11 +4,14 @@
 #include <cstdint>
 
 #include "bridge/tensor.h"
+#include "kernels/tensor_ops.h"
 
 namespace tb::kernels {
 
 // The broadcast of two shapes (numpy / torch rules); ValueError naming `op` otherwise.
-Dims BroadcastShapes(IntArrayRef a, IntArrayRef b, const char* op);
+inline Dims BroadcastShapes(IntArrayRef a, IntArrayRef b, const char* op) {
+  return ::tb::BroadcastShapes({a, b}, op);
+}
 
 // Below this many elements a loop runs on one thread.
 inline constexpr int64_t kParallelGrain = 1 << 15;

@@ -1,0 +1,154 @@
+#include "kernels/tensor_ops.h"
+
+#include <algorithm>
+
+#include "kernels/dtype_internal.h"
+#include "kernels/loops_internal.h"
+
+namespace tb {
+namespace {
+
+enum class Category { kBool = 0, kInt = 1, kFloat = 2, kComplex = 3 };
+
+Category CategoryOf(DType t) {
+  if (t == DType::kBool) return Category::kBool;
+  if (IsComplex(t)) return Category::kComplex;
+  if (IsFloatingPoint(t)) return Category::kFloat;
+  return Category::kInt;
+}
+
+bool IsUnsigned(DType t) {
+  return t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 || t == DType::kUInt64;
+}
+
+DType SignedOfBits(int bits) {
+  switch (bits) {
+    case 8: return DType::kInt8;
+    case 16: return DType::kInt16;
+    case 32: return DType::kInt32;
+    default: return DType::kInt64;
+  }
+}
+
+}  // namespace
+
+DType PromoteTypes(DType a, DType b) {
+  if (a == b) return a;
+  if (IsStorageOnly(a) || IsStorageOnly(b)) {
+    TB_THROW(TypeError) << "promote_types: " << DTypeName(a) << " and " << DTypeName(b)
+                        << " do not promote (storage-only dtype)";
+  }
+  if (a == DType::kBool) return b;
+  if (b == DType::kBool) return a;
+  Category ca = CategoryOf(a), cb = CategoryOf(b);
+  if (ca == Category::kComplex || cb == Category::kComplex) {
+    if (ca == Category::kComplex && cb == Category::kComplex) {
+      return DTypeBits(a) >= DTypeBits(b) ? a : b;
+    }
+    DType c = ca == Category::kComplex ? a : b, o = ca == Category::kComplex ? b : a;
+    return o == DType::kFloat64 ? DType::kComplex128 : c;
+  }
+  if (ca == Category::kFloat && cb == Category::kFloat) {
+    if ((a == DType::kFloat16 && b == DType::kBFloat16) ||
+        (a == DType::kBFloat16 && b == DType::kFloat16)) {
+      return DType::kFloat32;
+    }
+    return DTypeBits(a) >= DTypeBits(b) ? a : b;
+  }
+  if (ca == Category::kFloat) return a;
+  if (cb == Category::kFloat) return b;
+  // Both integral.
+  bool ua = IsUnsigned(a), ub = IsUnsigned(b);
+  if (ua == ub) return DTypeBits(a) >= DTypeBits(b) ? a : b;
+  DType u = ua ? a : b, s = ua ? b : a;
+  if (DTypeBits(u) == 64) {
+    TB_THROW(TypeError) << "promote_types: " << DTypeName(a) << " and " << DTypeName(b)
+                        << " have no common type";
+  }
+  // A signed type wide enough for both.
+  int bits = std::max(DTypeBits(s), 2 * DTypeBits(u));
+  return SignedOfBits(bits);
+}
+
+PromotionOperand Operand(const Tensor& t) {
+  return {t.dtype(), t.ndim() == 0, t.is_wrapped_number()};
+}
+
+DType ResultType(const std::vector<PromotionOperand>& operands) {
+  std::optional<DType> dim, zero, wrapped;
+  auto promote = [](std::optional<DType>& acc, DType t) { acc = acc ? PromoteTypes(*acc, t) : t; };
+  for (const auto& o : operands) {
+    if (o.wrapped) {
+      // A Python number counts by category: float -> the default dtype, complex -> complex64.
+      DType t = o.dtype;
+      if (IsFloatingPoint(t)) t = DType::kFloat32;
+      if (IsComplex(t)) t = DType::kComplex64;
+      promote(wrapped, t);
+    } else if (o.zero_dim) {
+      promote(zero, o.dtype);
+    } else {
+      promote(dim, o.dtype);
+    }
+  }
+  // torch's combine_categories(higher, lower).
+  auto combine = [](std::optional<DType> higher, std::optional<DType> lower) -> std::optional<DType> {
+    if (!higher) return lower;
+    if (!lower) return higher;
+    Category ch = CategoryOf(*higher), cl = CategoryOf(*lower);
+    if (ch == Category::kComplex) return higher;
+    if (cl != Category::kComplex && ch == Category::kFloat) return higher;
+    if (ch == Category::kBool || cl == Category::kFloat || cl == Category::kComplex) {
+      // The lower class wins only by category: a float lower than an int tensor yields the
+      // default dtype for wrapped numbers, or the zero-dim tensor's own type.
+      return PromoteTypes(*higher, *lower);
+    }
+    return higher;
+  };
+  auto r = combine(dim, combine(zero, wrapped));
+  TB_CHECK(r.has_value(), ValueError) << "result_type: no operands";
+  return *r;
+}
+
+Dims BroadcastShapes(const std::vector<IntArrayRef>& shapes, const char* op) {
+  size_t nd = 0;
+  for (auto s : shapes) nd = std::max(nd, s.size());
+  Dims out(nd, 1);
+  for (auto s : shapes) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      size_t d = nd - s.size() + i;
+      int64_t x = s[i];
+      if (x == out[d] || x == 1) continue;
+      if (out[d] != 1) {
+        std::string all;
+        for (auto t : shapes) all += ShapeString(t) + " ";
+        TB_THROW(ValueError) << op << ": shapes " << all << "cannot be broadcast together";
+      }
+      out[d] = x;
+    }
+  }
+  return out;
+}
+
+void CopyCast(const Tensor& dst, const Tensor& src) {
+  Tensor s = src.expand(dst.shape());
+  if (s.dtype() == dst.dtype()) {
+    dst.copy_from(s);
+    return;
+  }
+  TB_DISPATCH(dst.dtype(), "copy", TB_TYPES_ALL, [&] {
+    using To = scalar_t;
+    TB_DISPATCH(s.dtype(), "copy", TB_TYPES_ALL, [&] {
+      using From = scalar_t;
+      kernels::Map<To, From>(dst, [](From v) { return kernels::Convert<To>(v); }, s);
+    });
+  });
+}
+
+Tensor Cast(const Tensor& src, DType dtype) {
+  if (src.dtype() == dtype) return src;
+  Tensor out = Tensor::Empty(src.shape(), dtype);
+  CopyCast(out, src);
+  return out;
+}
+
+}  // namespace tb

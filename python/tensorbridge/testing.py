@@ -1,0 +1,100 @@
+"""Running torch code through tensorbridge's op table, op by op, for tests and conformance.
+
+``TableMode`` is a ``TorchDispatchMode``: inside it, every ATen op that torch code calls on
+ordinary CPU tensors is sent to tensorbridge's C++ table instead (the tensors are lent
+zero-copy through DLPack, the results come back zero-copy). An op the table cannot serve runs
+on torch's own kernel and is counted in ``fallbacks``; with ``strict=True`` it raises.
+
+    with TableMode() as mode:
+        y = torch.nn.functional.gelu(x) + 1
+    mode.served   # {"aten::gelu": 1, "aten::add.Tensor": 1}
+"""
+
+from __future__ import annotations
+
+import collections
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import tensorbridge as tb
+
+__all__ = ["TableMode", "qualified_name"]
+
+
+def qualified_name(func) -> str:
+    """'aten::add.Tensor' for torch.ops.aten.add.Tensor ('aten::gelu' for .default)."""
+    schema = func._schema
+    return schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
+
+
+_SERVED = {"kernel", "composite", "decomposition"}
+
+
+def _table_serves(name: str) -> bool:
+    return any(o["op"] == name for o in tb.ops())
+
+
+def _to_table(x):
+    if isinstance(x, torch.Tensor):
+        if x.is_conj() or x.is_neg():
+            x = x.resolve_conj().resolve_neg()
+        return tb.from_dlpack(x.detach())
+    if isinstance(x, (list, tuple)):
+        return [_to_table(v) for v in x]
+    if isinstance(x, torch.device):
+        return str(x)
+    if isinstance(x, (torch.layout, torch.memory_format)):
+        return str(x).replace("torch.", "")
+    return x
+
+
+def _to_torch(x):
+    if isinstance(x, tb.Array):
+        return torch.from_dlpack(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_torch(v) for v in x)
+    return x
+
+
+class TableMode(TorchDispatchMode):
+    """Routes every ATen op on CPU tensors to tensorbridge's table (see the module doc)."""
+
+    def __init__(self, strict: bool = False):
+        super().__init__()
+        self.strict = strict
+        self.served: collections.Counter[str] = collections.Counter()
+        self.fallbacks: collections.Counter[str] = collections.Counter()
+        self._serves: dict[str, bool] = {}
+
+    def _serves_op(self, name: str) -> bool:
+        if name not in self._serves:
+            self._serves[name] = _table_serves(name)
+        return self._serves[name]
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = qualified_name(func)
+        cpu = all(
+            a.device.type == "cpu"
+            for a in torch.utils._pytree.tree_leaves((args, kwargs))
+            if isinstance(a, torch.Tensor)
+        )
+        if not (cpu and self._serves_op(name)):
+            if self.strict:
+                raise NotImplementedError(f"{name}: not served by tensorbridge's table")
+            self.fallbacks[name] += 1
+            return func(*args, **kwargs)
+        out = tb.call(name, *_to_table(list(args)), **{k: _to_table(v) for k, v in kwargs.items()})
+        self.served[name] += 1
+        result = _to_torch(out)
+        # Ops that write to an argument return that argument itself (aliasing kept).
+        schema = func._schema
+        mutated = [
+            i for i, a in enumerate(schema.arguments)
+            if a.alias_info is not None and a.alias_info.is_write
+        ]
+        if mutated and len(schema.returns) == 1 and schema.returns[0].alias_info is not None:
+            a = schema.arguments[mutated[0]]
+            return kwargs[a.name] if a.kwarg_only or a.name in kwargs else args[mutated[0]]
+        return result
