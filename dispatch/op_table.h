@@ -248,6 +248,35 @@ struct Unbox<std::vector<Tensor>> {
     return v.to_tensor_list();
   }
 };
+template <>
+struct Unbox<std::vector<double>> {
+  static std::vector<double> get(const Value& v, const OpInfo& op, size_t i) {
+    if (v.tag() == Value::Tag::kDoubleList) return v.to_double_list();
+    if (v.tag() == Value::Tag::kIntList) {
+      return std::vector<double>(v.to_int_list().begin(), v.to_int_list().end());
+    }
+    ThrowArgType(op, i, "float[]", v);
+  }
+};
+template <>
+struct Unbox<std::vector<bool>> {
+  static const std::vector<bool>& get(const Value& v, const OpInfo& op, size_t i) {
+    if (v.tag() != Value::Tag::kBoolList) ThrowArgType(op, i, "bool[]", v);
+    return v.to_bool_list();
+  }
+};
+template <>
+struct Unbox<std::vector<std::optional<Tensor>>> {
+  static const std::vector<std::optional<Tensor>>& get(const Value& v, const OpInfo& op, size_t i) {
+    if (v.tag() != Value::Tag::kOptionalTensorList) ThrowArgType(op, i, "Tensor?[]", v);
+    return v.to_optional_tensor_list();
+  }
+};
+// Arguments a kernel takes as they come (layout, device, memory_format, generator, ...).
+template <>
+struct Unbox<Value> {
+  static const Value& get(const Value& v, const OpInfo&, size_t) { return v; }
+};
 template <typename T>
 struct Unbox<std::optional<T>> {
   static std::optional<T> get(const Value& v, const OpInfo& op, size_t i) {
