@@ -207,6 +207,27 @@ void OpTable::SetLegal(OpId op, bool legal) {
   entries_[op].load()->legal.store(legal, std::memory_order_release);
 }
 
+bool OpTable::HasKernel(OpId op, DeviceType device) const {
+  Info(op);
+  const Snapshot& snap = *entries_[op].load()->snapshot.load();
+  if (snap.composite != nullptr) return true;
+  for (const auto& [dev, slot] : snap.kernels) {
+    if (dev == device) return true;
+  }
+  return false;
+}
+
+std::vector<OpId> OpTable::Composites() const {
+  std::vector<OpId> out;
+  size_t n = size_.load();
+  for (size_t i = 0; i < n; ++i) {
+    if (entries_[i].load()->snapshot.load()->decomposition != nullptr) {
+      out.push_back(static_cast<OpId>(i));
+    }
+  }
+  return out;
+}
+
 bool OpTable::IsLegal(OpId op) const {
   Info(op);
   return entries_[op].load()->legal.load(std::memory_order_acquire);
@@ -384,6 +405,21 @@ void ThrowArgType(const OpInfo& op, size_t index, const char* expected, const Va
   }
   TB_THROW(TypeError) << op.qualified << ": argument " << index << name << " expected "
                       << expected << " but got " << got.type_name();
+}
+
+std::string SourceLocation(const char* file, int line) {
+  std::string_view f(file);
+  size_t best = std::string_view::npos;
+  for (const char* layer : {"bridge/", "interop/", "dispatch/", "kernels/", "python/", "tests/",
+                            "benchmarks/"}) {
+    size_t pos = f.rfind(layer);
+    if (pos != std::string_view::npos && (pos == 0 || f[pos - 1] == '/') &&
+        (best == std::string_view::npos || pos > best)) {
+      best = pos;
+    }
+  }
+  if (best != std::string_view::npos) f = f.substr(best);
+  return std::string(f) + ":" + std::to_string(line);
 }
 
 void CheckArity(const OpInfo& op, const Stack& s, size_t expected) {

@@ -118,6 +118,10 @@ class TB_API OpTable {
   // The backend-legal set: a composite that is not legal is decomposed (step 3).
   void SetLegal(OpId op, bool legal);
   bool IsLegal(OpId op) const;
+  // True when a kernel (or composite kernel) is registered for the op, legal or not.
+  bool HasKernel(OpId op, DeviceType device) const;
+  // Composite ops: those with a registered decomposition.
+  std::vector<OpId> Composites() const;
 
   // Lookup: numbered steps in one function, returning the kernel and the reason.
   Resolution Resolve(OpId op, DeviceType device) const;
@@ -295,6 +299,8 @@ void PushResult(Stack& s, std::tuple<T...>&& r) {
 }
 
 TB_API void CheckArity(const OpInfo& op, const Stack& s, size_t expected);
+// "kernels/binary.cc:50": the path relative to the source tree, however the build named it.
+TB_API std::string SourceLocation(const char* file, int line);
 
 template <typename R, typename... A, size_t... I>
 void CallTyped(R (*fn)(A...), const OpInfo& op, Stack& s, std::index_sequence<I...>) {
@@ -328,9 +334,7 @@ BoxedKernel Boxed() {
 //   TB_REGISTER_KERNELS(binary) {
 //     table.RegisterKernel("aten::add.Tensor", DeviceType::kCPU, Boxed<&Add>(), TB_HERE);
 //   }
-#define TB_STRINGIZE_(x) #x
-#define TB_STRINGIZE(x) TB_STRINGIZE_(x)
-#define TB_HERE (std::string(__FILE__ ":" TB_STRINGIZE(__LINE__)))
+#define TB_HERE (::tb::detail::SourceLocation(__FILE__, __LINE__))
 #define TB_REGISTER_KERNELS(group)                                           \
   static void TbRegister_##group(::tb::KernelRegistrar& table);              \
   static ::tb::KernelRegistrar tb_registrar_##group(#group, &TbRegister_##group); \

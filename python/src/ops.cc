@@ -72,7 +72,9 @@ py::object FromValue(const Value& v) {
     case Value::Tag::kBool: return py::bool_(v.to_bool());
     case Value::Tag::kInt: return py::int_(v.to_int());
     case Value::Tag::kDouble: return py::float_(v.to_double());
-    case Value::Tag::kTensor: return WrapTensor(v.to_tensor());
+    case Value::Tag::kTensor:
+      if (!v.to_tensor().defined()) return py::none();  // an output masked off
+      return WrapTensor(v.to_tensor());
     case Value::Tag::kTensorList: {
       py::list out;
       for (const auto& t : v.to_tensor_list()) out.append(WrapTensor(t));
@@ -83,6 +85,14 @@ py::object FromValue(const Value& v) {
     case Value::Tag::kString: return py::str(v.to_string());
     case Value::Tag::kBoolList: return py::cast(v.to_bool_list());
     case Value::Tag::kDType: return py::str(std::string(DTypeName(v.to_dtype())));
+    case Value::Tag::kDevice: return py::str(DeviceString(v.to_device()));
+    case Value::Tag::kOptionalTensorList: {
+      py::list out;
+      for (const auto& t : v.to_optional_tensor_list()) {
+        out.append(t && t->defined() ? WrapTensor(*t) : py::none());
+      }
+      return out;
+    }
     default: TB_THROW(TypeError) << "cannot return a " << v.type_name() << " to Python";
   }
 }
@@ -90,8 +100,13 @@ py::object FromValue(const Value& v) {
 py::object Call(const std::string& op, const py::args& args, const py::kwargs& kwargs) {
   OpTable& table = OpTable::Global();
   auto id = table.Find(op);
+  // An ATen op nobody registered a kernel for still has PyTorch's schema: the fallback can
+  // serve it.
+  if (!id && FindAtenSchema(op) != nullptr) id = table.Intern(op);
   if (!id) {
-    TB_THROW(NotImplementedError) << op << " is not a known op; tensorbridge.ops() lists them";
+    TB_THROW(NotImplementedError) << op << " is not a known op (not in aten, and not defined "
+                                  << "with register_kernel(schema=...)); tensorbridge.ops() "
+                                  << "lists the ops with kernels";
   }
   Stack positional;
   positional.reserve(args.size());
@@ -109,9 +124,101 @@ py::object Call(const std::string& op, const py::args& args, const py::kwargs& k
   return out;
 }
 
+// Python objects for a call's arguments: positional, and keyword-only ones by name.
+std::pair<py::tuple, py::dict> ToPythonArgs(const OpInfo& op, const Stack& stack) {
+  const FunctionSchema* schema = op.schema;
+  py::list args;
+  py::dict kwargs;
+  for (size_t i = 0; i < stack.size(); ++i) {
+    py::object obj = FromValue(stack[i]);
+    if (schema != nullptr && i < schema->arguments().size() && schema->arguments()[i].kwarg_only) {
+      kwargs[py::str(schema->arguments()[i].name)] = obj;
+    } else {
+      args.append(obj);
+    }
+  }
+  return {py::tuple(args), kwargs};
+}
+
+// Puts a Python function's result on the stack as the op's results.
+void FromPythonResult(const OpInfo& op, py::handle result, Stack& stack) {
+  stack.clear();
+  const FunctionSchema* schema = op.schema;
+  const bool list_return = schema != nullptr && schema->returns().size() == 1 &&
+                           schema->returns()[0].type.list;
+  if (result.is_none() && schema != nullptr && schema->returns().empty()) return;
+  if (py::isinstance<py::tuple>(result) && !list_return) {
+    for (auto item : result) stack.push_back(ToValue(item));
+    return;
+  }
+  stack.push_back(ToValue(result));
+}
+
+// A kernel written in Python: fn(*args, **kwargs) over tensorbridge.Arrays. The function
+// object is kept for the life of the process (a lock-free caller may still reach it).
+BoxedKernel PythonKernel(py::object fn, bool pass_op_name) {
+  PyObject* f = fn.release().ptr();
+  return [f, pass_op_name](const OpInfo& op, Stack& stack) {
+    py::gil_scoped_acquire gil;
+    auto [args, kwargs] = ToPythonArgs(op, stack);
+    py::object result = pass_op_name
+        ? py::reinterpret_borrow<py::object>(f)(op.qualified, args, kwargs)
+        : py::reinterpret_borrow<py::object>(f)(*args, **kwargs);
+    FromPythonResult(op, result, stack);
+  };
+}
+
+// What register_kernel returns: removing it restores the kernel that was there before.
+struct PyRegistration {
+  RegistrationHandle handle;
+  std::string op;
+  std::string where;
+};
+
 }  // namespace
 
 void BindOps(py::module_& m) {
+  py::class_<PyRegistration>(m, "KernelRegistration",
+                             "A kernel registered from Python; remove() unregisters it.")
+      .def("remove", [](PyRegistration& r) { r.handle.reset(); })
+      .def_readonly("op", &PyRegistration::op)
+      .def("__repr__", [](const PyRegistration& r) {
+        return "<KernelRegistration " + r.op + " from " + r.where + ">";
+      });
+  m.def("_register_python_kernel", [](const std::string& op, py::object fn,
+                                      const std::string& where) {
+    auto reg = std::make_unique<PyRegistration>();
+    reg->op = OpName::Parse(op).ToString();
+    reg->where = where;
+    reg->handle = OpTable::Global().RegisterKernel(op, DeviceType::kCPU,
+                                                   PythonKernel(std::move(fn), false), where);
+    return reg;
+  }, py::arg("op"), py::arg("fn"), py::arg("where"));
+  m.def("_define", [](const std::string& schema) {
+    return OpTable::Global().Info(OpTable::Global().Define(schema)).qualified;
+  }, py::arg("schema"), "Declares the schema of an op outside aten.");
+  m.def("_set_fallback", [](py::object fn) {
+    if (fn.is_none()) {
+      OpTable::Global().SetFallback(nullptr);
+    } else {
+      OpTable::Global().SetFallback(PythonKernel(std::move(fn), true));
+    }
+  }, py::arg("fn"), "Installs fn(op_name, args, kwargs) as the table's fallback (step 4).");
+  m.def("_set_legal", [](const std::string& op, bool legal) {
+    OpTable::Global().SetLegal(OpTable::Global().Intern(op), legal);
+  });
+  m.def("_composites", [] {
+    OpTable& table = OpTable::Global();
+    py::list out;
+    for (OpId id : table.Composites()) {
+      py::dict d;
+      d["op"] = table.Info(id).qualified;
+      d["legal"] = table.IsLegal(id);
+      d["has_kernel"] = table.HasKernel(id, DeviceType::kCPU);
+      out.append(d);
+    }
+    return out;
+  });
   m.def("call", &Call, py::arg("op"),
         "Runs one op of the table by its ATen name on Arrays (or anything from_dlpack "
         "accepts), with arguments bound against PyTorch's schema (defaults filled, types "

@@ -4,7 +4,11 @@ The pieces available now:
 
 * ``Array`` and ``from_dlpack``: wrap a numpy / torch / JAX array (any DLPack producer)
   zero-copy, and hand it back through ``__dlpack__``.
-* ``call("aten::add.Tensor", a, b, 1)``: run one op of the C++ table by its ATen name.
+* ``call("aten::add.Tensor", a, b, alpha=2)``: run one op of the C++ table by its ATen name,
+  arguments bound against PyTorch's schema (``schema(op)``).
+* ``config.legal_ops`` (which composites run whole), ``config.fallback`` (what happens to ops
+  without a kernel: PyTorch's own kernel on zero-copy views, counted).
+* ``register_kernel(op)``: a Python kernel over Arrays that overrides the built-in one.
 * ``ops()``, ``explain(op)``, ``metrics()``, ``metrics_report()``, ``reset_metrics()``.
 """
 
@@ -21,13 +25,25 @@ from tensorbridge._C import (
     onednn_info,
     ops,
     reset_metrics,
+    schema,
     set_profiling,
 )
+from tensorbridge import _fallback
+from tensorbridge import _config
+from tensorbridge._config import config
+from tensorbridge._registry import KernelHandle, register_kernel
 
 __version__ = _C.__version__
 
 __all__ = [
     "Array",
+    "KernelHandle",
+    "config",
+    "get_include",
+    "get_library",
+    "load_library",
+    "register_kernel",
+    "schema",
     "__version__",
     "call",
     "dump",
@@ -40,6 +56,32 @@ __all__ = [
     "reset_metrics",
     "set_profiling",
 ]
+
+
+_C._set_fallback(_fallback.run)
+_config._apply_environment()
+
+
+def get_include() -> str:
+    """The directory of tensorbridge's C++ headers (``#include "dispatch/op_table.h"``)."""
+    import os
+
+    return os.path.join(os.path.dirname(__file__), "include")
+
+
+def get_library() -> str:
+    """The path of libtensorbridge.so this package loaded: link C++ kernel libraries to it, so
+    that what they register lands in the same op table."""
+    import os
+
+    return os.path.join(os.path.dirname(__file__), "libtensorbridge.so")
+
+
+def load_library(path: str) -> None:
+    """Loads a C++ shared library whose static registration blocks add kernels to the table."""
+    import ctypes
+
+    ctypes.CDLL(path)
 
 
 def metrics_report() -> str:

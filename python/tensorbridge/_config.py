@@ -1,0 +1,82 @@
+"""Run-time configuration: which composite ops run whole, and what happens to ops the table lacks."""
+
+from __future__ import annotations
+
+import os
+
+from tensorbridge import _C
+
+_FALLBACK_MODES = ("allow", "warn", "error")
+
+
+def _normalize(op: str) -> str:
+    op = op.strip()
+    return op[: -len(".default")] if op.endswith(".default") else op
+
+
+class Config:
+    """``tensorbridge.config``.
+
+    ``legal_ops``: the backend-legal composites, which run whole (one kernel) instead of being
+    decomposed into simpler ops. Default: every composite that has a kernel. Assign a smaller
+    set to decompose the others from their next call on (eager calls and compiled plans alike).
+    The environment variable ``TENSORBRIDGE_DECOMPOSE=aten::gelu,aten::_softmax`` removes ops
+    from the set when tensorbridge is imported.
+
+    ``fallback``: what happens to an op the table has no kernel for. ``"allow"`` (default) runs
+    PyTorch's own CPU kernel on zero-copy views and counts it in ``metrics()``; ``"warn"`` does
+    the same with one warning per op; ``"error"`` raises ``NotImplementedError`` naming the op.
+    """
+
+    def __init__(self) -> None:
+        self._fallback = "allow"
+
+    @staticmethod
+    def composites() -> dict[str, dict]:
+        """Every composite op: whether it has a whole kernel and whether it is legal now."""
+        return {c["op"]: c for c in _C._composites()}
+
+    @property
+    def legal_ops(self) -> frozenset[str]:
+        return frozenset(op for op, c in self.composites().items() if c["legal"] and c["has_kernel"])
+
+    @legal_ops.setter
+    def legal_ops(self, ops) -> None:
+        wanted = {_normalize(o) for o in ops}
+        composites = self.composites()
+        unknown = wanted - composites.keys()
+        if unknown:
+            raise ValueError(
+                f"not composite ops: {sorted(unknown)}; the composites are {sorted(composites)}"
+            )
+        for op in composites:
+            _C._set_legal(op, op in wanted)
+
+    def decompose(self, *ops: str) -> None:
+        """Takes `ops` out of the legal set (they are decomposed from their next call on)."""
+        self.legal_ops = self.legal_ops - {_normalize(o) for o in ops}
+
+    def reset_legal_ops(self) -> None:
+        """Every composite with a kernel runs whole again."""
+        for op in self.composites():
+            _C._set_legal(op, True)
+
+    @property
+    def fallback(self) -> str:
+        return self._fallback
+
+    @fallback.setter
+    def fallback(self, mode: str) -> None:
+        if mode not in _FALLBACK_MODES:
+            raise ValueError(f"config.fallback must be one of {_FALLBACK_MODES}, got {mode!r}")
+        self._fallback = mode
+
+
+config = Config()
+
+
+def _apply_environment() -> None:
+    names = os.environ.get("TENSORBRIDGE_DECOMPOSE", "")
+    ops = [n for n in names.split(",") if n.strip()]
+    if ops:
+        config.decompose(*ops)

@@ -1,0 +1,76 @@
+"""The table's fallback (lookup step 4): PyTorch's own CPU kernel on zero-copy views.
+
+The C++ table calls ``run(op_name, args, kwargs)`` with the op's arguments as
+``tensorbridge.Array``s; they are lent to torch through DLPack (no copy), torch's kernel runs,
+and its tensors come back the same way. In-place and out= ops write straight into our memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from tensorbridge import _C
+from tensorbridge._config import config
+
+_warned: set[str] = set()
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_op(op_name: str):
+    import torch
+
+    ns, _, rest = op_name.partition("::")
+    name, _, overload = rest.partition(".")
+    packet = getattr(getattr(torch.ops, ns), name)
+    return getattr(packet, overload or "default")
+
+
+def _to_torch(x, arg_type: str):
+    import torch
+
+    if isinstance(x, _C.Array):
+        return torch.from_dlpack(x)
+    if isinstance(x, list):
+        return [_to_torch(v, arg_type) for v in x]
+    if isinstance(x, str):
+        if arg_type.startswith("ScalarType"):
+            return getattr(torch, x)
+        if arg_type.startswith("Layout"):
+            return getattr(torch, x)
+        if arg_type.startswith("MemoryFormat"):
+            return getattr(torch, x)
+        if arg_type.startswith("Device"):
+            return torch.device(x)
+    return x
+
+
+def _from_torch(x):
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return _C.from_dlpack(x.detach())
+    if isinstance(x, (list, tuple)):
+        return type(x)(_from_torch(v) for v in x)
+    return x
+
+
+def run(op_name: str, args: tuple, kwargs: dict):
+    mode = config.fallback
+    if mode == "error":
+        raise NotImplementedError(
+            f"{op_name} has no tensorbridge kernel, and config.fallback is 'error' "
+            "(set it to 'allow' to run PyTorch's own CPU kernel on zero-copy views)"
+        )
+    if mode == "warn" and op_name not in _warned:
+        _warned.add(op_name)
+        warnings.warn(
+            f"{op_name} has no tensorbridge kernel; running PyTorch's CPU kernel on zero-copy views",
+            stacklevel=2,
+        )
+    func = _torch_op(op_name)
+    schema_args = func._schema.arguments
+    types = {a.name: str(a.type) for a in schema_args}
+    targs = [_to_torch(a, str(schema_args[i].type)) for i, a in enumerate(args)]
+    tkwargs = {k: _to_torch(v, types.get(k, "")) for k, v in kwargs.items()}
+    return _from_torch(func(*targs, **tkwargs))

@@ -1,0 +1,163 @@
+"""The op table from Python: PyTorch's schemas, argument binding, the backend-legal set,
+the fallback modes, Python and C++ user kernels, metrics and introspection."""
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tensorbridge as tb
+
+
+def _torch_schema(op: str) -> str:
+    ns, _, rest = op.partition("::")
+    name, _, overload = rest.partition(".")
+    return str(getattr(getattr(torch.ops, ns), name).__getattr__(overload or "default")._schema)
+
+
+def test_registered_schemas_equal_torchs():
+    names = {o["op"] for o in tb.ops() if o["op"].startswith("aten::")}
+    names |= set(tb.config.composites())
+    assert len(names) >= 10
+    for op in sorted(names):
+        assert tb.schema(op) == _torch_schema(op), op
+
+
+def test_every_aten_schema_parses_back_to_torchs_text():
+    names = tb._C._aten_schema_names()
+    assert len(names) > 2000
+    mismatched = [n for n, _ in names if tb._C._parse_schema(_torch_schema(n)) != _torch_schema(n)]
+    assert mismatched == []
+
+
+def test_keywords_defaults_and_type_errors():
+    a = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(tb.call("aten::add.Tensor", a, a, alpha=3).numpy(), a + 3 * a)
+    np.testing.assert_array_equal(tb.call("aten::add.Tensor", a, a).numpy(), a + a)  # alpha=1
+    with pytest.raises(TypeError, match="unexpected keyword argument 'beta'"):
+        tb.call("aten::add.Tensor", a, a, beta=2)
+    with pytest.raises(TypeError, match="missing required argument 'other'"):
+        tb.call("aten::add.Tensor", a)
+    with pytest.raises(TypeError, match="argument 'approximate' must be str"):
+        tb.call("aten::gelu", a, approximate=3)
+
+
+def test_narrowing_the_legal_set_decomposes_gelu():
+    x = np.linspace(-3, 3, 101, dtype=np.float32)
+    ref = torch.nn.functional.gelu(torch.from_numpy(x)).numpy()
+    assert "aten::gelu" in tb.config.legal_ops
+    try:
+        tb.reset_metrics()
+        whole = tb.call("aten::gelu", x).numpy()
+        tb.config.decompose("aten::gelu")
+        assert "aten::gelu" not in tb.config.legal_ops
+        assert "decomposition" in tb.explain("aten::gelu")
+        parts = tb.call("aten::gelu", x).numpy()
+        m = tb.metrics()
+        assert m["aten::gelu"]["kernel"] == 1 and m["aten::gelu"]["decomposition"] == 1
+        assert m["aten::erf"]["calls"] >= 1  # the decomposition ran through the table
+    finally:
+        tb.config.reset_legal_ops()
+    np.testing.assert_allclose(whole, ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(parts, ref, rtol=1e-5, atol=1e-6)
+    assert "kernel" in tb.explain("aten::gelu")
+
+
+def test_legal_ops_rejects_non_composites():
+    with pytest.raises(ValueError, match="not composite ops"):
+        tb.config.legal_ops = {"aten::mm"}
+
+
+def test_decompose_environment_variable():
+    code = "import tensorbridge as tb; print(sorted(set(tb.config.composites()) - tb.config.legal_ops))"
+    env = dict(os.environ, TENSORBRIDGE_DECOMPOSE="aten::gelu,aten::_softmax")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "aten::gelu" in out.stdout and "aten::_softmax" in out.stdout
+
+
+def test_fallback_modes():
+    x = np.linspace(-2, 2, 7, dtype=np.float32)
+    op = "aten::special_bessel_j0"  # no tensorbridge kernel
+    expected = torch.special.bessel_j0(torch.from_numpy(x)).numpy()
+    tb.reset_metrics()
+    np.testing.assert_allclose(tb.call(op, x).numpy(), expected, rtol=1e-6)
+    assert tb.metrics()[op]["fallback"] == 1
+    try:
+        tb.config.fallback = "warn"
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            tb.call(op, x)
+            tb.call(op, x)
+        assert len([m for m in w if op in str(m.message)]) <= 1
+        tb.config.fallback = "error"
+        with pytest.raises(NotImplementedError, match=op):
+            tb.call(op, x)
+    finally:
+        tb.config.fallback = "allow"
+    with pytest.raises(ValueError, match="config.fallback"):
+        tb.config.fallback = "sometimes"
+
+
+def test_fallback_writes_in_place_into_our_memory():
+    x = np.linspace(0, 1, 5, dtype=np.float32)
+    before = x.copy()
+    tb.call("aten::special_bessel_j0.out", x.copy(), out=x)  # out= through the fallback
+    np.testing.assert_allclose(x, torch.special.bessel_j0(torch.from_numpy(before)).numpy(), rtol=1e-6)
+
+
+def test_python_kernel_overrides_and_restores():
+    x = np.array([-1.0, 2.0], np.float32)
+
+    @tb.register_kernel("aten::relu")
+    def fake_relu(a):
+        assert isinstance(a, tb.Array)
+        return tb.from_dlpack(np.full(a.shape, 7.0, np.float32))
+
+    try:
+        assert "python:" in tb.explain("aten::relu")
+        np.testing.assert_array_equal(tb.call("aten::relu", x).numpy(), [7.0, 7.0])
+    finally:
+        fake_relu.remove()
+    np.testing.assert_array_equal(tb.call("aten::relu", x).numpy(), [0.0, 2.0])
+    assert "kernels/" in tb.explain("aten::relu")
+
+
+def test_python_kernel_for_a_new_op():
+    with tb.register_kernel("mylib::scale", lambda x, k: tb.from_dlpack(x.numpy() * k),
+                            schema="mylib::scale(Tensor x, float k=2.0) -> Tensor"):
+        out = tb.call("mylib::scale", np.ones(3, np.float32))
+        np.testing.assert_array_equal(out.numpy(), [2.0, 2.0, 2.0])
+        assert tb.schema("mylib::scale") == "mylib::scale(Tensor x, float k=2.0) -> Tensor"
+
+
+def test_cpp_kernel_library_registers_into_the_same_table(tmp_path):
+    src = os.path.join(os.path.dirname(__file__), "plugin", "plugin.cc")
+    lib = tmp_path / "libplugin.so"
+    libdir = os.path.dirname(tb.get_library())
+    cmd = ["g++", "-std=c++17", "-O1", "-shared", "-fPIC", src, f"-I{tb.get_include()}",
+           f"-L{libdir}", "-ltensorbridge", f"-Wl,-rpath,{libdir}", "-o", str(lib)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    tb.load_library(str(lib))
+    assert "plugin/plugin.cc" in tb.explain("plugin::triple")
+    np.testing.assert_array_equal(tb.call("plugin::triple", np.ones(2, np.float32)).numpy(), [3, 3])
+
+
+def test_metrics_report_and_profiling():
+    tb.reset_metrics()
+    tb.set_profiling(True)
+    try:
+        tb.call("aten::mm", np.ones((8, 8), np.float32), np.ones((8, 8), np.float32))
+    finally:
+        tb.set_profiling(False)
+    m = tb.metrics()["aten::mm"]
+    assert m["calls"] == 1 and m["kernel"] == 1 and m["time_ns"] > 0
+    report = tb.metrics_report()
+    assert "aten::mm" in report and "fallback" in report.splitlines()[0]
+    tb.reset_metrics()
+    assert tb.metrics() == {}
