@@ -32,12 +32,19 @@ from tensorbridge import _fallback
 from tensorbridge import _config
 from tensorbridge._config import config
 from tensorbridge._registry import KernelHandle, register_kernel
+from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module
 
 __version__ = _C.__version__
 
 __all__ = [
     "Array",
     "KernelHandle",
+    "Tensor",
+    "to_jax",
+    "to_numpy",
+    "to_torch",
+    "wrap",
+    "wrap_module",
     "config",
     "get_include",
     "get_library",

@@ -34,13 +34,10 @@ def _to_torch(x, arg_type: str):
     if isinstance(x, list):
         return [_to_torch(v, arg_type) for v in x]
     if isinstance(x, str):
-        if arg_type.startswith("ScalarType"):
+        # arg_type is the schema's real type: "ScalarType", "Optional[Layout]", ...
+        if "ScalarType" in arg_type or "Layout" in arg_type or "MemoryFormat" in arg_type:
             return getattr(torch, x)
-        if arg_type.startswith("Layout"):
-            return getattr(torch, x)
-        if arg_type.startswith("MemoryFormat"):
-            return getattr(torch, x)
-        if arg_type.startswith("Device"):
+        if "Device" in arg_type:
             return torch.device(x)
     return x
 
@@ -70,7 +67,7 @@ def run(op_name: str, args: tuple, kwargs: dict):
         )
     func = _torch_op(op_name)
     schema_args = func._schema.arguments
-    types = {a.name: str(a.type) for a in schema_args}
-    targs = [_to_torch(a, str(schema_args[i].type)) for i, a in enumerate(args)]
+    types = {a.name: str(a.real_type) for a in schema_args}
+    targs = [_to_torch(a, str(schema_args[i].real_type)) for i, a in enumerate(args)]
     tkwargs = {k: _to_torch(v, types.get(k, "")) for k, v in kwargs.items()}
     return _from_torch(func(*targs, **tkwargs))

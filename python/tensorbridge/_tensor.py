@@ -1,0 +1,189 @@
+"""``tensorbridge.Tensor``: a ``torch.Tensor`` whose data is a ``tensorbridge.Array`` over memory
+that numpy, JAX or torch owns, and whose every ATen op runs in tensorbridge's C++ table.
+
+It is a wrapper subclass on device ``cpu``: torch sees shape, strides and dtype; the data stays
+where it was. ``__torch_dispatch__`` hands each op to the table in one call (the kernel runs
+with the GIL released); ops the table lacks run on torch's own CPU kernel through zero-copy
+views (the fallback, counted in ``metrics()``). Autograd works above it: backward ops come
+through ``__torch_dispatch__`` like any other op.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tensorbridge import _C
+
+__all__ = ["Tensor", "to_jax", "to_numpy", "to_torch", "wrap", "wrap_module"]
+
+_TORCH_DTYPES = {
+    "bool": torch.bool,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "uint16": torch.uint16,
+    "uint32": torch.uint32,
+    "uint64": torch.uint64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "complex64": torch.complex64,
+    "complex128": torch.complex128,
+}
+
+
+class Tensor(torch.Tensor):
+    """A torch tensor over foreign memory; see the module documentation. Make one with
+    ``tensorbridge.wrap(x)``."""
+
+    _array: _C.Array
+
+    @staticmethod
+    def __new__(cls, array: _C.Array, requires_grad: bool = False):
+        if array.device != "cpu":
+            raise ValueError(f"tensorbridge.Tensor computes on the CPU; this array is on {array.device}")
+        dtype = _TORCH_DTYPES.get(array.dtype)
+        if dtype is None:
+            raise TypeError(f"dtype {array.dtype} has no torch equivalent")
+        t = torch.Tensor._make_wrapper_subclass(
+            cls, array.shape, strides=array.strides, dtype=dtype, device="cpu",
+            requires_grad=requires_grad,
+        )
+        t._array = array
+        return t
+
+    def __init__(self, array: _C.Array, requires_grad: bool = False) -> None:
+        pass
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return _dispatch(func, args, kwargs or {})
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        grad = f", grad_fn={type(self.grad_fn).__name__}" if self.grad_fn is not None else ""
+        grad = grad or (", requires_grad=True" if self.requires_grad else "")
+        return f"tensorbridge.Tensor({to_torch(self)!r}{grad})"
+
+    def numpy(self, *, force: bool = False):
+        return to_numpy(self)
+
+    @property
+    def array(self) -> _C.Array:
+        """The ``tensorbridge.Array`` holding this tensor's data."""
+        return self._array
+
+
+# ---- dispatch ---------------------------------------------------------------------------------
+
+_NAMES: dict = {}
+_MUTATED: dict = {}
+
+
+def _op_name(func) -> str:
+    name = _NAMES.get(func)
+    if name is None:
+        s = func._schema
+        name = s.name + (f".{s.overload_name}" if s.overload_name else "")
+        _NAMES[func] = name
+        writes = [
+            (i, a.name, a.kwarg_only)
+            for i, a in enumerate(s.arguments)
+            if a.alias_info is not None and a.alias_info.is_write
+        ]
+        returns_alias = len(s.returns) == 1 and s.returns[0].alias_info is not None
+        _MUTATED[func] = writes[0] if writes and returns_alias else None
+    return name
+
+
+def _unwrap(x):
+    if isinstance(x, Tensor):
+        return x._array
+    if isinstance(x, torch.Tensor):
+        if x.device.type != "cpu":
+            raise ValueError(f"tensorbridge: cannot mix a {x.device} tensor into a CPU op")
+        if x.is_conj() or x.is_neg():
+            x = x.resolve_conj().resolve_neg()
+        return _C.from_dlpack(x.detach())
+    if isinstance(x, (list, tuple)):
+        return [_unwrap(v) for v in x]
+    if isinstance(x, torch.device):
+        if x.type != "cpu":
+            raise NotImplementedError(f"tensorbridge.Tensor lives on the CPU; got device {x}")
+        return "cpu"
+    if isinstance(x, (torch.layout, torch.memory_format)):
+        return str(x)[6:]  # "torch.strided" -> "strided"
+    return x
+
+
+def _wrap(x):
+    if isinstance(x, _C.Array):
+        return Tensor(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_wrap(v) for v in x)
+    return x
+
+
+def _dispatch(func, args, kwargs):
+    name = _op_name(func)
+    out = _C.call(name, *[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+    mutated = _MUTATED[func]
+    if mutated is not None:
+        # In-place and out= ops return the very object they wrote to.
+        i, arg_name, kwarg_only = mutated
+        return kwargs[arg_name] if kwarg_only or arg_name in kwargs else args[i]
+    return _wrap(out)
+
+
+# ---- conversions ------------------------------------------------------------------------------
+
+
+def wrap(x, *, copy: bool = False, requires_grad: bool | None = None) -> Tensor:
+    """A ``tensorbridge.Tensor`` over `x`'s memory: a numpy array, JAX array, torch tensor,
+    ``tensorbridge.Array`` or any DLPack producer. No copy unless ``copy=True`` (which also
+    makes read-only sources such as JAX arrays writable)."""
+    if isinstance(x, Tensor):
+        return Tensor(x._array.clone() if copy else x._array, requires_grad=x.requires_grad)
+    grad = False
+    if isinstance(x, torch.Tensor):
+        grad = x.requires_grad
+        x = x.detach()
+    array = _C.from_dlpack(x, copy=True if copy else None)
+    return Tensor(array, requires_grad=grad if requires_grad is None else requires_grad)
+
+
+def to_torch(t: Tensor) -> torch.Tensor:
+    """A plain torch tensor over the same memory (no copy; no autograd history)."""
+    return torch.from_dlpack(t._array if isinstance(t, Tensor) else t)
+
+
+def to_numpy(t: Tensor):
+    """A numpy array over the same memory (read-only if the source was)."""
+    return (t._array if isinstance(t, Tensor) else t).numpy()
+
+
+def to_jax(t: Tensor):
+    """A JAX array from the same memory. JAX shares CPU memory that is suitably aligned and
+    copies otherwise (``jax.dlpack.from_dlpack`` decides); arrays JAX shares must not be
+    written afterwards, as JAX arrays are immutable."""
+    import jax.numpy as jnp
+
+    return jnp.from_dlpack(t._array if isinstance(t, Tensor) else t)
+
+
+def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Module:
+    """Turns `module`'s parameters and buffers into ``tensorbridge.Tensor``s in place (sharing
+    their memory unless ``copy=True``), so that the module runs on tensorbridge's kernels."""
+    for m in module.modules():
+        for name, p in list(m._parameters.items()):
+            if p is not None and not isinstance(p, Tensor):
+                m._parameters[name] = torch.nn.Parameter(wrap(p.data, copy=copy),
+                                                         requires_grad=p.requires_grad)
+        for name, b in list(m._buffers.items()):
+            if b is not None and not isinstance(b, Tensor):
+                m._buffers[name] = wrap(b, copy=copy)
+    return module
