@@ -312,13 +312,22 @@ void OpTable::Call(OpId op, Stack& stack) {
     }
   }
   Resolution r = Resolve(op, device);
+  if (r.served_by == ServedBy::kMissing) {
+    e.calls.fetch_add(1, std::memory_order_relaxed);
+    ReportMissing(op, device);
+  }
+  CallResolved(op, r, stack);
+}
+
+void OpTable::CallResolved(OpId op, const Resolution& r, Stack& stack) {
+  Entry& e = *entries_[op].load(std::memory_order_acquire);
   e.calls.fetch_add(1, std::memory_order_relaxed);
   switch (r.served_by) {
     case ServedBy::kKernel: e.kernel.fetch_add(1, std::memory_order_relaxed); break;
     case ServedBy::kComposite: e.composite.fetch_add(1, std::memory_order_relaxed); break;
     case ServedBy::kDecomposition: e.decomposition.fetch_add(1, std::memory_order_relaxed); break;
     case ServedBy::kFallback: e.fallback.fetch_add(1, std::memory_order_relaxed); break;
-    case ServedBy::kMissing: ReportMissing(op, device);
+    case ServedBy::kMissing: ReportMissing(op, DeviceType::kCPU);
   }
   if (!profiling()) {
     (*r.kernel)(e.info, stack);

@@ -128,6 +128,8 @@ class TB_API OpTable {
   // Resolves, counts and runs. Device: that of the first tensor argument (CPU without one).
   void Call(OpId op, Stack& stack);
   void Call(std::string_view qualified, Stack& stack);
+  // Runs a resolution obtained earlier (plans resolve once, at build), counting it.
+  void CallResolved(OpId op, const Resolution& r, Stack& stack);
   // Calls by name as a user would: positional and keyword arguments bound against the
   // schema (defaults filled, types checked); returns the results.
   Stack CallWithArgs(OpId op, Stack positional,

@@ -366,6 +366,12 @@ Value Check(const FunctionSchema& s, const Argument& a, Value v) {
 
 }  // namespace
 
+Value FunctionSchema::CheckArgument(size_t index, Value v) const {
+  TB_CHECK(index < arguments_.size(), TypeError)
+      << name_.ToString() << ": takes " << arguments_.size() << " arguments, not " << index + 1;
+  return Check(*this, arguments_[index], std::move(v));
+}
+
 Stack FunctionSchema::Bind(Stack positional,
                            std::vector<std::pair<std::string, Value>> keywords) const {
   const std::string op = name_.ToString();

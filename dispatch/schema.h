@@ -66,6 +66,8 @@ class TB_API FunctionSchema {
   // Binds a call: positional arguments in order, then keywords by name; fills defaults;
   // checks each value against its type. TypeError/ValueError name the op and the argument.
   Stack Bind(Stack positional, std::vector<std::pair<std::string, Value>> keywords) const;
+  // Checks and normalises one argument value (as Bind does for each).
+  Value CheckArgument(size_t index, Value v) const;
 
  private:
   OpName name_;

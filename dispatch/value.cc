@@ -1,5 +1,7 @@
 #include "dispatch/value.h"
 
+#include <sstream>
+
 namespace tb {
 
 const char* Value::type_name() const {
@@ -19,6 +21,34 @@ const char* Value::type_name() const {
     case Tag::kDevice: return "Device";
   }
   return "?";
+}
+
+std::string Value::Repr() const {
+  auto list = [](const auto& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  switch (tag()) {
+    case Tag::kNone: return "None";
+    case Tag::kBool: return to_bool() ? "True" : "False";
+    case Tag::kInt: return std::to_string(to_int());
+    case Tag::kDouble: {
+      std::ostringstream os;
+      os << to_double();
+      return os.str();
+    }
+    case Tag::kTensor: {
+      const Tensor& t = to_tensor();
+      if (!t.defined()) return "None";
+      return "Tensor" + ShapeString(t.shape()) + " " + std::string(DTypeName(t.dtype()));
+    }
+    case Tag::kIntList: return list(to_int_list());
+    case Tag::kString: return "'" + to_string() + "'";
+    case Tag::kDType: return std::string(DTypeName(to_dtype()));
+    case Tag::kDevice: return DeviceString(to_device());
+    default: return type_name();
+  }
 }
 
 Tensor WrapNumber(const Value& number) {

@@ -107,6 +107,8 @@ class Value {
 
   // "Tensor", "int", "None", ... for error messages.
   TB_API const char* type_name() const;
+  // A short readable form: "3", "0.5", "'tanh'", "[1, 2]", "Tensor[2, 3] float32", ...
+  TB_API std::string Repr() const;
 
  private:
   std::variant<std::monostate, bool, int64_t, double, Tensor, std::vector<Tensor>,

@@ -1,7 +1,11 @@
 // The DLPack Python protocol, both directions:
-//  - from_dlpack(x): capsules (versioned and legacy), `__dlpack__` negotiation, and the C
-//    exchange API fast path (`type(x).__dlpack_c_exchange_api__`, cached per type);
+//  - from_dlpack(x): Arrays, capsules (versioned and legacy), the producer's C exchange API
+//    (`type(x).__dlpack_c_exchange_api__`, looked up once per type), and otherwise
+//    `__dlpack__(max_version=(1, 3))` with the legacy `__dlpack__()` on TypeError;
 //  - Array.__dlpack__ / __dlpack_device__, and Array's own exchange API table.
+// from_dlpack, __dlpack__ and __dlpack_device__ are plain CPython vectorcall functions, not
+// pybind11 bindings: pybind11's generic argument dispatch costs more than the conversion.
+#include <chrono>
 #include <cstring>
 #include <unordered_map>
 
@@ -17,11 +21,115 @@ constexpr const char* kLegacy = "dltensor";
 constexpr const char* kUsedLegacy = "used_dltensor";
 constexpr const char* kExchangeApi = "dlpack_exchange_api";
 
-// ---- capsules ------------------------------------------------------------------------------
+// Interned strings and constant arguments, made once by BindDLPack (and kept: the module is
+// never unloaded).
+struct Statics {
+  PyObject* dlpack;           // "__dlpack__"
+  PyObject* max_version;      // (1, 3)
+  PyObject* kwnames[4];       // __dlpack__ keywords: max_version [, dl_device] [, copy]
+  PyObject* from_dlpack_args[3];  // x, device, copy
+  PyObject* dunder_args[4];       // stream, max_version, dl_device, copy
+};
+Statics g;
+PyTypeObject* g_array_type = nullptr;
 
-// Destructor of the capsules we hand out. A consumer that took the tensor renamed the
-// capsule to "used_*" and owns it now; otherwise the tensor was never taken and we free it.
-// Runs with the GIL held; keeps any Python error that is in flight.
+PyObject* Intern(const char* s) {
+  PyObject* o = PyUnicode_InternFromString(s);
+  if (o == nullptr) throw py::error_already_set();
+  return o;
+}
+
+// ---- arguments of the vectorcall entry points ------------------------------------------------
+
+// Binds vectorcall arguments to `names` (interned): the first `npos` may come by position, all
+// by keyword. Slots not given keep their value.
+void BindArgs(const char* fn, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+              PyObject* const* names, Py_ssize_t nnames, Py_ssize_t npos, PyObject** out) {
+  if (nargs > npos) {
+    TB_THROW(TypeError) << fn << "() takes " << npos << " positional argument"
+                        << (npos == 1 ? "" : "s") << " but " << nargs << " were given";
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) out[i] = args[i];
+  const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    Py_ssize_t j = 0;
+    while (j < nnames && names[j] != key) ++j;  // interned: the usual case
+    if (j == nnames) {
+      j = 0;
+      while (j < nnames && PyUnicode_Compare(names[j], key) != 0) ++j;
+      PyErr_Clear();
+    }
+    if (j == nnames) {
+      TB_THROW(TypeError) << fn << "() got an unexpected keyword argument '"
+                          << py::str(key).cast<std::string>() << "'";
+    }
+    if (j < nargs) {
+      TB_THROW(TypeError) << fn << "() got multiple values for argument '"
+                          << py::str(key).cast<std::string>() << "'";
+    }
+    out[j] = args[nargs + k];
+  }
+}
+
+std::optional<bool> ParseCopy(PyObject* copy) {
+  if (copy == Py_None) return std::nullopt;
+  if (copy == Py_True) return true;
+  if (copy == Py_False) return false;
+  try {
+    return py::handle(copy).cast<bool>();  // numpy.bool_ and friends
+  } catch (const py::cast_error&) {
+    TB_THROW(TypeError) << "copy must be None, True or False, got "
+                        << py::repr(copy).cast<std::string>();
+  }
+}
+
+// True for a legacy export: max_version None or of major version 0.
+bool WantsLegacy(PyObject* max_version) {
+  if (max_version == Py_None) return true;
+  if (PyTuple_CheckExact(max_version) && PyTuple_GET_SIZE(max_version) == 2 &&
+      PyLong_CheckExact(PyTuple_GET_ITEM(max_version, 0))) {
+    int overflow = 0;
+    long major = PyLong_AsLongAndOverflow(PyTuple_GET_ITEM(max_version, 0), &overflow);
+    return overflow == 0 ? major < 1 : overflow < 0;
+  }
+  try {
+    return py::handle(max_version).cast<std::pair<int64_t, int64_t>>().first < 1;
+  } catch (const py::cast_error&) {
+    TB_THROW(TypeError) << "__dlpack__: max_version must be None or a (major, minor) pair, got "
+                        << py::repr(max_version).cast<std::string>();
+  }
+}
+
+std::pair<int32_t, int32_t> ParseDevicePair(PyObject* device, const char* what) {
+  try {
+    return py::handle(device).cast<std::pair<int32_t, int32_t>>();
+  } catch (const py::cast_error&) {
+    TB_THROW(TypeError) << what << " must be a (device_type, device_id) pair, got "
+                        << py::repr(device).cast<std::string>();
+  }
+}
+
+// from_dlpack's `device`: None, "cpu", or a DLPack (device_type, device_id) pair.
+std::optional<Device> ParseDevice(PyObject* device) {
+  if (device == Py_None) return std::nullopt;
+  if (PyUnicode_Check(device)) {
+    std::string s = py::handle(device).cast<std::string>();
+    if (s == "cpu") return Device{DeviceType::kCPU, 0};
+    TB_THROW(ValueError) << "from_dlpack: device '" << s
+                         << "' is not supported; tensorbridge computes on 'cpu'";
+  }
+  auto pair = ParseDevicePair(device, "from_dlpack: device");
+  TB_CHECK(IsKnownDeviceType(pair.first), ValueError)
+      << "from_dlpack: unknown DLPack device type " << pair.first;
+  return Device{static_cast<DeviceType>(pair.first), pair.second};
+}
+
+// ---- capsules --------------------------------------------------------------------------------
+
+// Destructor of the capsules we hand out. A consumer that took the tensor renamed the capsule
+// to "used_*" and owns it now; otherwise the tensor was never taken and we free it. Python
+// runs it with the GIL held (also while finalizing); it keeps any Python error in flight.
 template <typename Managed>
 void CapsuleDestructor(PyObject* capsule) noexcept {
   constexpr bool kIsVersioned = std::is_same_v<Managed, DLManagedTensorVersioned>;
@@ -35,7 +143,7 @@ void CapsuleDestructor(PyObject* capsule) noexcept {
 }
 
 template <typename Managed>
-py::capsule MakeCapsule(Managed* managed) {
+PyObject* NewCapsule(Managed* managed) {
   constexpr bool kIsVersioned = std::is_same_v<Managed, DLManagedTensorVersioned>;
   PyObject* cap = PyCapsule_New(managed, kIsVersioned ? kVersioned : kLegacy,
                                 &CapsuleDestructor<Managed>);
@@ -43,11 +151,14 @@ py::capsule MakeCapsule(Managed* managed) {
     managed->deleter(managed);
     throw py::error_already_set();
   }
-  return py::reinterpret_steal<py::capsule>(cap);
+  return cap;
 }
 
-Tensor ImportCapsule(py::handle capsule) {
-  PyObject* c = capsule.ptr();
+Tensor ImportCapsule(PyObject* c) {
+  if (!PyCapsule_CheckExact(c)) {
+    TB_THROW(TypeError) << "__dlpack__ returned a " << Py_TYPE(c)->tp_name
+                        << ", not a DLPack capsule";
+  }
   if (PyCapsule_IsValid(c, kVersioned)) {
     auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(c, kVersioned));
     // From here the tensor is ours: the producer's capsule destructor must not free it, and
@@ -70,115 +181,363 @@ Tensor ImportCapsule(py::handle capsule) {
                       << "' is not a DLPack capsule ('dltensor' or 'dltensor_versioned')";
 }
 
-// ---- the C exchange API, consumer side ---------------------------------------------------------
+// ---- Array instances -------------------------------------------------------------------------
 
-// The exchange API of a type, or null. Cached per type; the cache holds a reference to the
-// type so that its address cannot be reused by another type. Guarded by the GIL.
-const DLPackExchangeAPI* ExchangeApiOf(PyTypeObject* type) {
-  static auto* cache = new std::unordered_map<PyTypeObject*, const DLPackExchangeAPI*>();
-  auto it = cache->find(type);
-  if (it != cache->end()) return it->second;
-  const DLPackExchangeAPI* api = nullptr;
-  PyObject* attr = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type),
-                                          "__dlpack_c_exchange_api__");
-  if (attr == nullptr) {
-    PyErr_Clear();
-  } else {
-    if (PyCapsule_IsValid(attr, kExchangeApi)) {
-      auto* header = static_cast<DLPackExchangeAPIHeader*>(PyCapsule_GetPointer(attr, kExchangeApi));
-      // Walk to a table of the major version we speak.
-      while (header != nullptr && header->version.major != TB_DLPACK_MAJOR_VERSION) {
-        header = header->prev_api;
-      }
-      api = reinterpret_cast<const DLPackExchangeAPI*>(header);
-      if (api != nullptr && api->managed_tensor_from_py_object_no_sync == nullptr) api = nullptr;
+// The PyArray inside a tensorbridge.Array. For the exact type, pybind11's simple instance
+// layout is read directly (pybind11's cast first looks the type up in its registry).
+PyArray* ArrayOf(PyObject* obj) {
+  if (Py_TYPE(obj) == g_array_type) {
+    auto* inst = reinterpret_cast<py::detail::instance*>(obj);
+    if (inst->simple_layout && inst->simple_holder_constructed) {
+      return static_cast<PyArray*>(inst->simple_value_holder[0]);
     }
-    Py_DECREF(attr);
   }
-  Py_INCREF(type);
-  cache->emplace(type, api);
-  return api;
+  if (!PyType_IsSubtype(Py_TYPE(obj), g_array_type)) {
+    TB_THROW(TypeError) << "expected a tensorbridge.Array, got " << Py_TYPE(obj)->tp_name;
+  }
+  return &py::handle(obj).cast<PyArray&>();  // subclasses; an error for uninitialised ones
 }
 
-bool IsJaxArray(py::handle obj) {
-  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())),
-                                            "__module__");
-  if (module == nullptr) {
+// ---- what we know of a producer type ---------------------------------------------------------
+
+struct TypeInfo {
+  bool is_array = false;                   // tensorbridge.Array or a subclass
+  bool immutable = false;                  // JAX: read-only by contract, whatever its capsule says
+  const DLPackExchangeAPI* api = nullptr;  // its C exchange API, when that may be used
+  PyObject* is_conj = nullptr;             // torch: Tensor.is_conj / is_neg (CheckTorchBits)
+  PyObject* is_neg = nullptr;
+};
+
+// Index in type's MRO of the first class that defines `name` itself, or -1.
+Py_ssize_t DefinedAt(PyTypeObject* type, const char* name) {
+  PyObject* mro = type->tp_mro;
+  for (Py_ssize_t i = 0; mro != nullptr && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* dict = PyObject_GetAttrString(PyTuple_GET_ITEM(mro, i), "__dict__");
+    int has = dict == nullptr ? 0 : PyMapping_HasKeyString(dict, name);
+    Py_XDECREF(dict);
     PyErr_Clear();
-    return false;
+    if (has) return i;
   }
-  bool jax = false;
-  if (PyUnicode_Check(module)) {
-    const char* s = PyUnicode_AsUTF8(module);
-    jax = s != nullptr && (std::strncmp(s, "jax", 3) == 0);  // jax, jaxlib
-  }
-  Py_DECREF(module);
-  return jax;
+  return -1;
 }
 
-// Parses the `device` argument: None, "cpu", or a (device_type, index) pair.
-std::optional<Device> ParseDevice(py::handle device) {
-  if (device.is_none()) return std::nullopt;
-  if (py::isinstance<py::str>(device)) {
-    std::string s = device.cast<std::string>();
-    if (s == "cpu") return Device{DeviceType::kCPU, 0};
-    TB_THROW(ValueError) << "from_dlpack: device '" << s
-                         << "' is not supported; tensorbridge computes on 'cpu'";
+TypeInfo Inspect(PyTypeObject* type) {
+  TypeInfo info;
+  auto* t = reinterpret_cast<PyObject*>(type);
+  info.is_array = PyType_IsSubtype(type, g_array_type) != 0;
+  if (info.is_array) return info;
+  if (PyObject* module = PyObject_GetAttrString(t, "__module__")) {  // jax, jaxlib, jaxlib._jax
+    const char* s = PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : nullptr;
+    info.immutable = s != nullptr && std::strncmp(s, "jax", 3) == 0;
+    Py_DECREF(module);
   }
-  auto pair = device.cast<std::pair<int32_t, int32_t>>();
-  TB_CHECK(IsKnownDeviceType(pair.first), ValueError)
-      << "from_dlpack: unknown DLPack device type " << pair.first;
-  return Device{static_cast<DeviceType>(pair.first), pair.second};
+  PyErr_Clear();
+  PyObject* cap = PyObject_GetAttrString(t, "__dlpack_c_exchange_api__");
+  if (cap == nullptr) {
+    PyErr_Clear();
+    return info;
+  }
+  // A subclass that overrides __dlpack__ below the class that provides the table exports its
+  // own way: the inherited table would bypass that.
+  Py_ssize_t dunder_at = DefinedAt(type, "__dlpack__");
+  Py_ssize_t api_at = DefinedAt(type, "__dlpack_c_exchange_api__");
+  if (PyCapsule_IsValid(cap, kExchangeApi) && !(dunder_at >= 0 && api_at > dunder_at)) {
+    auto* header = static_cast<DLPackExchangeAPIHeader*>(PyCapsule_GetPointer(cap, kExchangeApi));
+    while (header != nullptr && header->version.major != TB_DLPACK_MAJOR_VERSION) {
+      header = header->prev_api;  // walk to a table of the major version we speak
+    }
+    info.api = reinterpret_cast<const DLPackExchangeAPI*>(header);
+    if (info.api != nullptr && info.api->managed_tensor_from_py_object_no_sync == nullptr) {
+      info.api = nullptr;
+    }
+  }
+  Py_DECREF(cap);  // the table is static in its producer, and we keep the type alive
+  PyErr_Clear();
+  if (info.api == nullptr) return info;
+  // torch (already imported, since one of its tensors is here): its table skips the checks
+  // of its __dlpack__ for lazily conjugated / negated views; CheckTorchBits makes them.
+  if (PyObject* torch = PyImport_GetModule(py::str("torch").ptr())) {
+    PyObject* tensor = PyObject_GetAttrString(torch, "Tensor");
+    if (tensor != nullptr && PyType_Check(tensor) &&
+        PyType_IsSubtype(type, reinterpret_cast<PyTypeObject*>(tensor))) {
+      info.is_conj = PyObject_GetAttrString(tensor, "is_conj");
+      info.is_neg = PyObject_GetAttrString(tensor, "is_neg");
+      if (info.is_conj == nullptr || info.is_neg == nullptr) info.api = nullptr;  // be safe
+    }
+    Py_XDECREF(tensor);
+    Py_DECREF(torch);
+  }
+  PyErr_Clear();
+  return info;
 }
 
-// ---- the C exchange API, producer side (Array's own table) -------------------------------------
+// Per-type facts, computed once. The cache holds a reference to each type, so that its address
+// cannot be reused by another type. Guarded by the GIL.
+const TypeInfo& InfoOf(PyTypeObject* type) {
+  static PyTypeObject* last_type = nullptr;
+  static const TypeInfo* last_info = nullptr;
+  if (type == last_type) return *last_info;
+  static auto* cache = new std::unordered_map<PyTypeObject*, TypeInfo>();  // never destroyed
+  auto it = cache->find(type);
+  if (it == cache->end()) {
+    it = cache->emplace(type, Inspect(type)).first;  // node-based: references stay valid
+    Py_INCREF(type);
+  }
+  last_type = type;
+  last_info = &it->second;
+  return it->second;
+}
+
+// ---- import ----------------------------------------------------------------------------------
+
+enum class Path { kArray, kCapsule, kExchangeApi, kDLPack, kDLPackLegacy };
+
+const char* PathName(Path p) {
+  switch (p) {
+    case Path::kArray: return "array";
+    case Path::kCapsule: return "capsule";
+    case Path::kExchangeApi: return "exchange_api";
+    case Path::kDLPack: return "dlpack";
+    case Path::kDLPackLegacy: return "dlpack_legacy";
+  }
+  return "?";
+}
+
+struct Options {
+  std::optional<Device> device;
+  std::optional<bool> copy;
+};
+
+bool CallFlag(PyObject* fn, PyObject* obj) {
+  PyObject* r = PyObject_Vectorcall(fn, &obj, 1, nullptr);
+  if (r == nullptr) throw py::error_already_set();
+  bool set = r == Py_True;
+  Py_DECREF(r);
+  return set;
+}
+
+// torch's __dlpack__ refuses views whose conjugation or negation is a pending bit (x.conj(),
+// x.conj().imag); its exchange table hands out their memory as if it held the values.
+void CheckTorchBits(PyObject* obj, const TypeInfo& info, const Tensor& t) {
+  if (IsComplex(t.dtype()) && CallFlag(info.is_conj, obj)) {
+    TB_THROW(BufferError) << "from_dlpack: this torch tensor has the conjugate bit set (a lazy "
+                             "conj()); call .resolve_conj() first";
+  }
+  if (CallFlag(info.is_neg, obj)) {
+    TB_THROW(BufferError) << "from_dlpack: this torch tensor has the negative bit set (a lazy "
+                             "negation, e.g. conj().imag); call .resolve_neg() first";
+  }
+}
+
+Tensor ImportViaExchangeApi(PyObject* obj, const TypeInfo& info) {
+  DLManagedTensorVersioned* managed = nullptr;
+  if (info.api->managed_tensor_from_py_object_no_sync(obj, &managed) != 0 || managed == nullptr) {
+    if (!PyErr_Occurred()) {
+      PyErr_SetString(PyExc_BufferError, "the producer's DLPack exchange API gave no tensor");
+    }
+    throw py::error_already_set();
+  }
+  Tensor t = ImportDLPack(managed);
+  if (info.is_neg != nullptr) CheckTorchBits(obj, info, t);
+  return t;
+}
+
+// `__dlpack__(max_version=(1, 3)[, dl_device=...][, copy=...])`, then `__dlpack__()` when the
+// producer refuses those keywords with TypeError. `copied`: the producer was asked to copy.
+Tensor ImportViaDunder(PyObject* obj, const Options& o, bool* copied, Path* path) {
+  PyObject* buf[5] = {nullptr, obj, g.max_version, nullptr, nullptr};
+  int mask = 0, nkw = 1;
+  py::object dl_device;
+  if (o.device) {
+    dl_device = py::make_tuple(static_cast<int>(o.device->type), o.device->index);
+    buf[2 + nkw++] = dl_device.ptr();
+    mask |= 1;
+  }
+  if (o.copy) {
+    buf[2 + nkw++] = *o.copy ? Py_True : Py_False;
+    mask |= 2;
+  }
+  constexpr size_t kSelf = 1 | PY_VECTORCALL_ARGUMENTS_OFFSET;
+  PyObject* cap = PyObject_VectorcallMethod(g.dlpack, buf + 1, kSelf, g.kwnames[mask]);
+  *copied = o.copy.value_or(false);
+  *path = Path::kDLPack;
+  if (cap == nullptr && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    PyErr_Clear();  // a producer of the legacy protocol: no keywords, no versioned capsule
+    cap = PyObject_VectorcallMethod(g.dlpack, buf + 1, kSelf, nullptr);
+    *copied = false;
+    *path = Path::kDLPackLegacy;
+  }
+  if (cap == nullptr) {
+    if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      if (PyObject_HasAttr(obj, g.dlpack) == 0) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        TB_THROW(TypeError) << "from_dlpack: expected an object with __dlpack__ (numpy, torch, "
+                               "JAX, CuPy, ...), a DLPack capsule or a tensorbridge.Array, got "
+                            << Py_TYPE(obj)->tp_name;
+      }
+      PyErr_Restore(type, value, tb);
+    }
+    throw py::error_already_set();
+  }
+  auto owner = py::reinterpret_steal<py::object>(cap);
+  return ImportCapsule(cap);
+}
+
+std::string DeviceDesc(Device d) {
+  return DeviceString(d) + " (" + std::to_string(static_cast<int>(d.type)) + ", " +
+         std::to_string(d.index) + ")";
+}
+
+Tensor Finish(Tensor t, const Options& o, bool immutable, bool copied) {
+  if (o.device && t.device() != *o.device) {
+    TB_THROW(BufferError) << "from_dlpack: the producer gave a tensor on "
+                          << DeviceDesc(t.device()) << ", not on " << DeviceDesc(*o.device);
+  }
+  if (immutable && !copied) t = t.with_read_only(true);
+  if (o.copy.value_or(false) && !copied) t = t.clone();  // clone() is writable
+  return t;
+}
+
+Tensor Import(PyObject* obj, const Options& o, Path* path) {
+  if (PyCapsule_CheckExact(obj)) {
+    *path = Path::kCapsule;
+    return Finish(ImportCapsule(obj), o, false, false);
+  }
+  const TypeInfo& info = InfoOf(Py_TYPE(obj));
+  if (info.is_array) {
+    *path = Path::kArray;
+    return Finish(ArrayOf(obj)->tensor, o, false, false);
+  }
+  if (info.api != nullptr) {
+    Tensor t = ImportViaExchangeApi(obj, info);
+    if (!o.device || t.device() == *o.device) {
+      *path = Path::kExchangeApi;
+      return Finish(std::move(t), o, info.immutable, false);
+    }
+    // Another device was asked for: let the producer's __dlpack__ move it.
+  }
+  bool copied = false;
+  Tensor t = ImportViaDunder(obj, o, &copied, path);
+  return Finish(std::move(t), o, info.immutable, copied);
+}
+
+// from_dlpack(x, *, device=None, copy=None)
+PyObject* FromDLPack(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  try {
+    PyObject* a[3] = {nullptr, Py_None, Py_None};
+    BindArgs("from_dlpack", args, nargs, kwnames, g.from_dlpack_args, 3, 1, a);
+    if (a[0] == nullptr) TB_THROW(TypeError) << "from_dlpack() missing required argument 'x'";
+    Options o{ParseDevice(a[1]), ParseCopy(a[2])};
+    Path path;
+    return WrapTensor(Import(a[0], o, &path)).release().ptr();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+// ---- export: Array.__dlpack__ and __dlpack_device__ -------------------------------------------
+
+// __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None)
+PyObject* ArrayDLPack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                      PyObject* kwnames) {
+  try {
+    PyObject* a[4] = {Py_None, Py_None, Py_None, Py_None};
+    BindArgs("__dlpack__", args, nargs, kwnames, g.dunder_args, 4, 0, a);
+    PyObject *stream = a[0], *max_version = a[1], *dl_device = a[2];
+    const Tensor& t = ArrayOf(self)->tensor;
+    if (stream != Py_None && t.device().is_cpu()) {
+      // The array API standard: no stream on CPU (-1, "no synchronization", is tolerated).
+      int overflow = 0;
+      if (!(PyLong_Check(stream) && PyLong_AsLongAndOverflow(stream, &overflow) == -1 &&
+            overflow == 0)) {
+        TB_THROW(ValueError) << "__dlpack__: stream must be None for a CPU array";
+      }
+    }
+    std::optional<bool> want_copy = ParseCopy(a[3]);
+    bool must_copy = false;
+    if (dl_device != Py_None) {
+      auto d = ParseDevicePair(dl_device, "__dlpack__: dl_device");
+      Device target{static_cast<DeviceType>(d.first), d.second};
+      if (target != t.device()) {
+        if (!(target.is_cpu() && t.device().is_host_accessible())) {
+          TB_THROW(BufferError) << "__dlpack__: cannot export an array on "
+                                << DeviceString(t.device()) << " to device (" << d.first << ", "
+                                << d.second << ")";
+        }
+        must_copy = true;
+      }
+    }
+    if (must_copy && want_copy == false) {
+      TB_THROW(BufferError) << "__dlpack__: exporting to the requested device needs a copy, "
+                               "and copy=False forbids it";
+    }
+    const bool do_copy = must_copy || want_copy.value_or(false);
+    const bool legacy = WantsLegacy(max_version);
+    if (legacy) return NewCapsule(ExportDLPackLegacy(do_copy ? t.clone() : t));
+    return NewCapsule(ExportDLPackVersioned(t, do_copy));
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+PyObject* ArrayDLPackDevice(PyObject* self, PyObject*) {
+  try {
+    Device d = ArrayOf(self)->tensor.device();
+    return Py_BuildValue("(ii)", static_cast<int>(d.type), static_cast<int>(d.index));
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+// ---- the C exchange API, producer side (Array's own table) ------------------------------------
+// C entry points: no exception leaves them; failures set a Python error and return -1.
 
 int ArrayToManaged(void* py_object, DLManagedTensorVersioned** out) {
   try {
-    auto& a = py::handle(static_cast<PyObject*>(py_object)).cast<PyArray&>();
-    *out = ExportDLPackVersioned(a.tensor);
+    *out = ExportDLPackVersioned(ArrayOf(static_cast<PyObject*>(py_object))->tensor);
     return 0;
-  } catch (const tb::Error& e) {
-    PyErr_SetString(PyExc_BufferError, e.what());
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (...) {
+    py::detail::try_translate_exceptions();
   }
   return -1;
 }
 
 int ArrayToDLTensor(void* py_object, DLTensor* out) {
   try {
-    auto& a = py::handle(static_cast<PyObject*>(py_object)).cast<PyArray&>();
-    if (a.tensor.read_only()) {
-      PyErr_SetString(PyExc_BufferError,
-                      "a read-only Array cannot be lent as a bare DLTensor, which cannot say "
-                      "read-only; use managed_tensor_from_py_object_no_sync");
-      return -1;
+    const Tensor& t = ArrayOf(static_cast<PyObject*>(py_object))->tensor;
+    if (t.read_only()) {
+      TB_THROW(BufferError) << "a read-only Array cannot be lent as a bare DLTensor, which "
+                               "cannot say read-only; use managed_tensor_from_py_object_no_sync, "
+                               "or a copy (from_dlpack(x, copy=True))";
     }
-    out->data = a.tensor.data();
-    out->device = DeviceToDLPack(a.tensor.device());
-    out->ndim = static_cast<int32_t>(a.tensor.ndim());
-    out->dtype = DTypeToDLPack(a.tensor.dtype());
-    // Valid while the Array lives, which the caller guarantees for the call.
-    out->shape = const_cast<int64_t*>(a.tensor.shape().data());
-    out->strides = const_cast<int64_t*>(a.tensor.strides().data());
+    out->data = t.data();
+    out->device = DeviceToDLPack(t.device());
+    out->ndim = static_cast<int32_t>(t.ndim());
+    out->dtype = DTypeToDLPack(t.dtype());
+    // The Array's own arrays: valid while it lives, which the caller guarantees for the call.
+    out->shape = const_cast<int64_t*>(t.shape().data());
+    out->strides = const_cast<int64_t*>(t.strides().data());
     out->byte_offset = 0;
     return 0;
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (...) {
+    py::detail::try_translate_exceptions();
   }
   return -1;
 }
 
 int ManagedToArray(DLManagedTensorVersioned* managed, void** out_py_object) {
   try {
-    py::object obj = WrapTensor(ImportDLPack(managed));
-    *out_py_object = obj.release().ptr();
+    *out_py_object = WrapTensor(ImportDLPack(managed)).release().ptr();  // owns `managed` now
     return 0;
-  } catch (const tb::Error& e) {
-    PyErr_SetString(PyExc_BufferError, e.what());
-  } catch (py::error_already_set& e) {
-    e.restore();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
   }
   return -1;
 }
@@ -186,8 +545,11 @@ int ManagedToArray(DLManagedTensorVersioned* managed, void** out_py_object) {
 int AllocateManaged(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
                     void (*set_error)(void*, const char*, const char*)) {
   try {
+    *out = nullptr;
     TB_CHECK(prototype->device.device_type == kDLCPU, BufferError)
         << "tensorbridge allocates CPU memory only";
+    TB_CHECK(prototype->ndim >= 0 && (prototype->ndim == 0 || prototype->shape != nullptr),
+             BufferError) << "malformed prototype DLTensor";
     DType dtype;
     TB_CHECK(DTypeFromDLPack(prototype->dtype, &dtype), BufferError) << "unsupported dtype";
     Tensor t = Tensor::Empty(IntArrayRef(prototype->shape, prototype->ndim), dtype);
@@ -195,6 +557,8 @@ int AllocateManaged(DLTensor* prototype, DLManagedTensorVersioned** out, void* e
     return 0;
   } catch (const std::exception& e) {
     set_error(error_ctx, "BufferError", e.what());
+  } catch (...) {
+    set_error(error_ctx, "BufferError", "tensorbridge: allocation failed");
   }
   return -1;
 }
@@ -213,130 +577,148 @@ const DLPackExchangeAPI kArrayExchangeApi = {
     &CpuWorkStream,
 };
 
+// ---- benchmarking and debugging helpers -------------------------------------------------------
+
+// ns per tensor of `n` conversions of `obj` in a C++ loop (no Python call per tensor). Paths:
+//   exchange_api           the whole import through the producer's table (as from_dlpack does),
+//                          the tensor made and dropped (so the producer's deleter runs)
+//   exchange_api_unchecked the same without the torch conj/neg-bit checks (CheckTorchBits)
+//   exchange_api_export    the producer's managed_tensor_from_py_object_no_sync + deleter only
+//   exchange_api_dltensor  the producer's dltensor_from_py_object_no_sync only (borrowed)
+//   dlpack                 the __dlpack__ negotiation path, capsule import included
+//   from_dlpack            from_dlpack's whole work, the Python Array object included
+double BenchImport(py::handle handle, int64_t n, const std::string& path) {
+  PyObject* obj = handle.ptr();
+  const TypeInfo& info = InfoOf(Py_TYPE(obj));
+  const DLPackExchangeAPI* api = info.is_array ? &kArrayExchangeApi : info.api;
+  TB_CHECK(n > 0, ValueError) << "_bench_import: n must be positive";
+  auto time = [&](auto&& body) {
+    auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; ++i) body();
+    std::chrono::duration<double, std::nano> d = std::chrono::steady_clock::now() - start;
+    return d.count() / static_cast<double>(n);
+  };
+  auto need_api = [&] {
+    TB_CHECK(api != nullptr, ValueError) << "_bench_import: " << Py_TYPE(obj)->tp_name
+                                         << " has no DLPack C exchange API";
+  };
+  if (path == "exchange_api" || path == "exchange_api_unchecked") {
+    need_api();
+    TypeInfo with_api = info;
+    with_api.api = api;
+    if (path == "exchange_api_unchecked") with_api.is_conj = with_api.is_neg = nullptr;
+    return time([&] { Tensor t = ImportViaExchangeApi(obj, with_api); });
+  }
+  if (path == "exchange_api_export") {
+    need_api();
+    return time([&] {
+      DLManagedTensorVersioned* m = nullptr;
+      if (api->managed_tensor_from_py_object_no_sync(obj, &m) != 0) throw py::error_already_set();
+      m->deleter(m);
+    });
+  }
+  if (path == "exchange_api_dltensor") {
+    need_api();
+    TB_CHECK(api->dltensor_from_py_object_no_sync != nullptr, ValueError)
+        << "_bench_import: no dltensor_from_py_object_no_sync in this table";
+    DLTensor dl;
+    return time([&] {
+      if (api->dltensor_from_py_object_no_sync(obj, &dl) != 0) throw py::error_already_set();
+      asm volatile("" : : "r"(dl.data) : "memory");
+    });
+  }
+  Options o;
+  if (path == "dlpack") {
+    return time([&] {
+      bool copied;
+      Path p;
+      Tensor t = ImportViaDunder(obj, o, &copied, &p);
+    });
+  }
+  if (path == "from_dlpack") {
+    return time([&] {
+      Path p;
+      py::object a = WrapTensor(Import(obj, o, &p));
+    });
+  }
+  TB_THROW(ValueError) << "_bench_import: unknown path '" << path << "'";
+}
+
+PyMethodDef kFromDLPackDef = {
+    "from_dlpack", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&FromDLPack)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "from_dlpack(x, *, device=None, copy=None)\n--\n\n"
+    "Wraps `x` as a tensorbridge.Array without copying.\n\n"
+    "`x` is any object with ``__dlpack__`` (numpy, torch, JAX, CuPy, ...), a DLPack capsule, or "
+    "an\nArray. The producer's C exchange API is used when its type has one; otherwise\n"
+    "``__dlpack__(max_version=(1, 3))``, falling back to the legacy protocol. ``copy=True`` asks "
+    "for\na copy, ``copy=False`` forbids one (BufferError when the producer would need to copy);\n"
+    "``device`` asks the producer for memory on that device. JAX arrays arrive read-only."};
+
+PyMethodDef kDLPackDef = {
+    "__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ArrayDLPack)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+    "Exports this array as a DLPack capsule: legacy ('dltensor') when max_version is None or "
+    "of\nmajor version 0, versioned ('dltensor_versioned', version 1.3) otherwise."};
+
+PyMethodDef kDLPackDeviceDef = {"__dlpack_device__", &ArrayDLPackDevice, METH_NOARGS,
+                                "__dlpack_device__($self, /)\n--\n\n"
+                                "The (DLPack device type, device id) of this array."};
+
+void AddMethod(py::handle type, PyMethodDef* def) {
+  PyObject* descr = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(type.ptr()), def);
+  if (descr == nullptr) throw py::error_already_set();
+  auto owner = py::reinterpret_steal<py::object>(descr);
+  type.attr(def->ml_name) = owner;
+}
+
 }  // namespace
 
 Tensor TensorFromObject(py::handle obj, py::handle device, py::handle copy) {
-  std::optional<Device> want = ParseDevice(device);
-  std::optional<bool> want_copy;
-  if (!copy.is_none()) want_copy = copy.cast<bool>();
-  auto finish = [&](Tensor t, bool copied) {
-    if (want && t.device() != *want) {
-      TB_THROW(BufferError) << "from_dlpack: the producer gave a tensor on "
-                            << DeviceString(t.device()) << ", not on " << DeviceString(*want);
-    }
-    if (want_copy.value_or(false) && !copied) t = t.clone();
-    return t;
-  };
-  if (py::isinstance<PyArray>(obj)) {
-    return finish(obj.cast<PyArray&>().tensor, false);
-  }
-  if (PyCapsule_CheckExact(obj.ptr())) {
-    return finish(ImportCapsule(obj), false);
-  }
-  const bool read_only_source = IsJaxArray(obj);
-  // Fast path: the producer's C exchange API, when no device move or copy is asked for.
-  if (!want && !want_copy.value_or(false)) {
-    if (const DLPackExchangeAPI* api = ExchangeApiOf(Py_TYPE(obj.ptr()))) {
-      DLManagedTensorVersioned* managed = nullptr;
-      if (api->managed_tensor_from_py_object_no_sync(obj.ptr(), &managed) != 0) {
-        throw py::error_already_set();
-      }
-      Tensor t = ImportDLPack(managed);
-      return finish(read_only_source ? t.with_read_only(true) : t, false);
-    }
-  }
-  if (!py::hasattr(obj, "__dlpack__")) {
-    TB_THROW(TypeError) << "from_dlpack: expected an object with __dlpack__ (numpy, torch, JAX, "
-                           "CuPy, ...), a DLPack capsule or a tensorbridge.Array, got "
-                        << py::str(py::type::of(obj)).cast<std::string>();
-  }
-  py::object capsule;
-  bool copied = false;
-  {
-    py::dict kwargs;
-    kwargs["max_version"] = py::make_tuple(TB_DLPACK_MAJOR_VERSION, TB_DLPACK_MINOR_VERSION);
-    if (want) kwargs["dl_device"] = py::make_tuple(static_cast<int>(want->type), want->index);
-    if (want_copy) kwargs["copy"] = *want_copy;
-    try {
-      capsule = obj.attr("__dlpack__")(**kwargs);
-      copied = want_copy.value_or(false);
-    } catch (py::error_already_set& e) {
-      if (!e.matches(PyExc_TypeError)) throw;
-      // A producer of the legacy protocol: no keywords, no versioned capsule.
-      capsule = obj.attr("__dlpack__")();
-    }
-  }
-  Tensor t = ImportCapsule(capsule);
-  return finish(read_only_source ? t.with_read_only(true) : t, copied);
+  Options o{ParseDevice(device.ptr()), ParseCopy(copy.ptr())};
+  Path path;
+  return Import(obj.ptr(), o, &path);
 }
 
 void BindDLPack(py::module_& m) {
-  m.def("from_dlpack", [](py::handle x, py::handle device, py::handle copy) {
-    return PyArray{TensorFromObject(x, device, copy)};
-  }, py::arg("x"), py::kw_only(), py::arg("device") = py::none(), py::arg("copy") = py::none(),
-  R"doc(Wraps `x` as a tensorbridge.Array without copying.
-
-`x` is any object with ``__dlpack__`` (numpy, torch, JAX, CuPy, ...), a DLPack capsule, or an
-Array. The producer's C exchange API is used when its type has one; otherwise
-``__dlpack__(max_version=(1, 3))``, falling back to the legacy protocol. ``copy=True`` asks for
-a copy, ``copy=False`` forbids one (BufferError when the producer would need to copy);
-``device`` asks the producer for memory on that device. JAX arrays arrive read-only.)doc");
-
   auto array = py::type::of<PyArray>();
+  g_array_type = reinterpret_cast<PyTypeObject*>(array.ptr());
+  g.dlpack = Intern("__dlpack__");
+  g.max_version = Py_BuildValue("(ii)", TB_DLPACK_MAJOR_VERSION, TB_DLPACK_MINOR_VERSION);
+  if (g.max_version == nullptr) throw py::error_already_set();
+  for (int mask = 0; mask < 4; ++mask) {
+    py::list names;
+    names.append("max_version");
+    if (mask & 1) names.append("dl_device");
+    if (mask & 2) names.append("copy");
+    g.kwnames[mask] = py::tuple(names).release().ptr();
+  }
+  const char* fa[] = {"x", "device", "copy"};
+  for (int i = 0; i < 3; ++i) g.from_dlpack_args[i] = Intern(fa[i]);
+  const char* da[] = {"stream", "max_version", "dl_device", "copy"};
+  for (int i = 0; i < 4; ++i) g.dunder_args[i] = Intern(da[i]);
+
+  PyObject* fn = PyCFunction_NewEx(&kFromDLPackDef, nullptr, m.attr("__name__").ptr());
+  if (fn == nullptr) throw py::error_already_set();
+  m.add_object("from_dlpack", py::reinterpret_steal<py::object>(fn));
+
   array.attr("__dlpack_c_exchange_api__") =
       py::capsule(const_cast<DLPackExchangeAPI*>(&kArrayExchangeApi), kExchangeApi);
+  AddMethod(array, &kDLPackDef);
+  AddMethod(array, &kDLPackDeviceDef);
 
-  array.attr("__dlpack_device__") = py::cpp_function(
-      [](const PyArray& a) {
-        return py::make_tuple(static_cast<int>(a.tensor.device().type), a.tensor.device().index);
-      },
-      py::is_method(array));
-
-  array.attr("__dlpack__") = py::cpp_function(
-      [](const PyArray& a, py::handle stream, py::handle max_version, py::handle dl_device,
-         py::handle copy) -> py::object {
-        const Tensor& t = a.tensor;
-        if (!stream.is_none() && t.device().is_cpu()) {
-          // The array API standard: on CPU the stream is None (-1 is tolerated as "no sync").
-          if (!(py::isinstance<py::int_>(stream) && stream.cast<int64_t>() == -1)) {
-            TB_THROW(ValueError) << "__dlpack__: stream must be None for a CPU array";
-          }
-        }
-        std::optional<bool> want_copy;
-        if (!copy.is_none()) want_copy = copy.cast<bool>();
-        bool must_copy = false;
-        if (!dl_device.is_none()) {
-          auto d = dl_device.cast<std::pair<int32_t, int32_t>>();
-          Device target{static_cast<DeviceType>(d.first), d.second};
-          if (target != t.device()) {
-            if (target.is_cpu() && t.device().is_host_accessible()) {
-              must_copy = true;
-            } else {
-              TB_THROW(BufferError) << "__dlpack__: cannot export an array on "
-                                    << DeviceString(t.device()) << " to device ("
-                                    << d.first << ", " << d.second << ")";
-            }
-          }
-        }
-        if (must_copy && want_copy == false) {
-          TB_THROW(BufferError) << "__dlpack__: exporting to the requested device needs a copy, "
-                                   "and copy=False forbids it";
-        }
-        const bool do_copy = must_copy || want_copy.value_or(false);
-        bool legacy = max_version.is_none();
-        if (!legacy) {
-          auto mv = max_version.cast<std::pair<int64_t, int64_t>>();
-          legacy = mv.first < 1;
-        }
-        if (legacy) {
-          Tensor src = do_copy ? t.clone() : t;
-          return MakeCapsule(ExportDLPackLegacy(src));
-        }
-        return MakeCapsule(ExportDLPackVersioned(t, do_copy));
-      },
-      py::is_method(array), py::kw_only(), py::arg("stream") = py::none(),
-      py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
-      py::arg("copy") = py::none());
+  m.def("_import_path", [](py::handle x, py::handle device, py::handle copy) {
+    Options o{ParseDevice(device.ptr()), ParseCopy(copy.ptr())};
+    Path path;
+    Import(x.ptr(), o, &path);
+    return PathName(path);
+  }, py::arg("x"), py::kw_only(), py::arg("device") = py::none(), py::arg("copy") = py::none(),
+  "Debugging: imports `x` as from_dlpack would and says how: 'array', 'capsule', "
+  "'exchange_api', 'dlpack' or 'dlpack_legacy'.");
+  m.def("_bench_import", &BenchImport, py::arg("x"), py::arg("n"), py::arg("path"),
+        "Benchmarking: ns per tensor of n conversions of x in a C++ loop; path is one of "
+        "exchange_api, exchange_api_export, exchange_api_dltensor, dlpack, from_dlpack.");
 }
 
 }  // namespace tb::py

@@ -29,6 +29,7 @@ PYBIND11_MODULE(_C, m) {
   tb::py::BindArray(m);
   tb::py::BindDLPack(m);
   tb::py::BindOps(m);
+  tb::py::BindPlan(m);
   m.def("onednn_info", [] {
     py::dict d;
     d["version"] = tb::OneDnnVersion();

@@ -28,6 +28,8 @@ std::optional<DType> AsDType(py::handle obj) {
   return d;
 }
 
+}  // namespace
+
 Value ToValue(py::handle obj) {
   if (obj.is_none()) return Value();
   if (py::isinstance<PyArray>(obj)) return Value(obj.cast<PyArray&>().tensor);
@@ -96,6 +98,8 @@ py::object FromValue(const Value& v) {
     default: TB_THROW(TypeError) << "cannot return a " << v.type_name() << " to Python";
   }
 }
+
+namespace {
 
 py::object Call(const std::string& op, const py::args& args, const py::kwargs& kwargs) {
   OpTable& table = OpTable::Global();

@@ -31,5 +31,6 @@ void BindErrors(py::module_& m);
 void BindArray(py::module_& m);
 void BindDLPack(py::module_& m);
 void BindOps(py::module_& m);
+void BindPlan(py::module_& m);
 
 }  // namespace tb::py

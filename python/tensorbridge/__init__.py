@@ -33,6 +33,7 @@ from tensorbridge import _config
 from tensorbridge._config import config
 from tensorbridge._registry import KernelHandle, register_kernel
 from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module
+from tensorbridge._compile import load_exported, plan_metrics, reset_plan_metrics
 
 __version__ = _C.__version__
 
@@ -48,7 +49,10 @@ __all__ = [
     "config",
     "get_include",
     "get_library",
+    "load_exported",
     "load_library",
+    "plan_metrics",
+    "reset_plan_metrics",
     "register_kernel",
     "schema",
     "__version__",
@@ -65,8 +69,18 @@ __all__ = [
 ]
 
 
-_C._set_fallback(_fallback.run)
-_config._apply_environment()
+
+
+def _register_compile_backend() -> None:
+    """Makes ``torch.compile(..., backend="tensorbridge")`` find us once torch is imported."""
+    import sys
+
+    if "torch" in sys.modules:
+        from torch._dynamo import register_backend
+
+        from tensorbridge._compile import backend
+
+        register_backend(name="tensorbridge")(backend)
 
 
 def get_include() -> str:
@@ -100,3 +114,8 @@ def metrics_report() -> str:
     for op, m in rows:
         lines.append(op.ljust(width) + "".join(str(m[c]).rjust(15) for c in cols))
     return "\n".join(lines)
+
+
+_C._set_fallback(_fallback.run)
+_register_compile_backend()
+_config._apply_environment()

@@ -1,0 +1,215 @@
+#include "dispatch/plan.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace tb {
+
+int Plan::NewValue(std::string name) {
+  value_names_.push_back(std::move(name));
+  return static_cast<int>(value_names_.size()) - 1;
+}
+
+int Plan::AddInput(std::string name) {
+  TB_CHECK(!finalized_, ValueError) << "Plan: cannot add to a finalized plan";
+  int v = NewValue(std::move(name));
+  inputs_.push_back(v);
+  return v;
+}
+
+std::vector<int> Plan::AddNode(std::string_view op, std::vector<Arg> args, int num_outputs,
+                               std::string name) {
+  TB_CHECK(!finalized_, ValueError) << "Plan: cannot add to a finalized plan";
+  Node n;
+  n.op = table_->Intern(op);
+  n.args = std::move(args);
+  // Constants are checked and converted against the schema once, here (a Python number
+  // where a Tensor goes becomes a wrapped-number tensor, an int for int[2] a list, ...).
+  if (const FunctionSchema* schema = table_->Info(n.op).schema) {
+    TB_CHECK(n.args.size() == schema->arguments().size(), TypeError)
+        << "Plan: node " << name << " gives " << n.args.size() << " arguments to "
+        << schema->ToString();
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      if (n.args[i].kind == Arg::Kind::kConstant) {
+        n.args[i].constant = schema->CheckArgument(i, std::move(n.args[i].constant));
+      }
+    }
+  }
+  for (int i = 0; i < num_outputs; ++i) {
+    n.outputs.push_back(NewValue(num_outputs == 1 ? name : name + "." + std::to_string(i)));
+  }
+  n.name = std::move(name);
+  nodes_.push_back(std::move(n));
+  return nodes_.back().outputs;
+}
+
+void Plan::SetOutputs(std::vector<Arg> outputs) { outputs_ = std::move(outputs); }
+
+void Plan::ForEachValue(const Arg& a, const std::function<void(int)>& f) const {
+  if (a.kind == Arg::Kind::kValue || a.kind == Arg::Kind::kItem) f(a.value);
+  for (const Arg& item : a.items) ForEachValue(item, f);
+}
+
+void Plan::Finalize() {
+  TB_CHECK(!finalized_, ValueError) << "Plan: already finalized";
+  const int nv = static_cast<int>(value_names_.size());
+  // Last use of each value: the index of the last node reading it (outputs live to the end).
+  const int kEnd = static_cast<int>(nodes_.size());
+  std::vector<int> last_use(nv, -1);
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+    for (const Arg& a : nodes_[i].args) ForEachValue(a, [&](int v) { last_use[v] = i; });
+  }
+  for (const Arg& a : outputs_) ForEachValue(a, [&](int v) { last_use[v] = kEnd; });
+  // Slot assignment by liveness: inputs first, then each node's outputs take a free slot.
+  slot_of_.assign(nv, -1);
+  std::vector<int> free_slots;
+  auto take = [&]() {
+    if (!free_slots.empty()) {
+      int s = free_slots.back();
+      free_slots.pop_back();
+      return s;
+    }
+    return static_cast<int>(num_slots_++);
+  };
+  auto release_dead = [&](int node_index, std::vector<int>* freed) {
+    // Values whose last use is this node die after it.
+    for (int v = 0; v < nv; ++v) {
+      if (slot_of_[v] >= 0 && last_use[v] == node_index) {
+        freed->push_back(slot_of_[v]);
+        free_slots.push_back(slot_of_[v]);
+      }
+    }
+  };
+  for (int v : inputs_) slot_of_[v] = take();
+  std::vector<int> unused_inputs;
+  release_dead(-1, &unused_inputs);  // inputs nobody reads
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+    Node& n = nodes_[i];
+    n.resolution = table_->Resolve(n.op, DeviceType::kCPU);
+    if (n.resolution.served_by == ServedBy::kMissing) {
+      TB_THROW(NotImplementedError)
+          << "Plan: node " << n.name << " calls " << table_->Info(n.op).qualified
+          << ", which has no kernel, decomposition or fallback";
+    }
+    // Free this node's dead inputs first so that its outputs can reuse their slots: kernels
+    // read all arguments before the results are stored.
+    release_dead(i, &n.free_after);
+    for (int v : n.outputs) {
+      const bool read = last_use[v] != -1;
+      n.keep_output.push_back(read);
+      if (read) slot_of_[v] = take();
+    }
+  }
+  finalized_ = true;
+}
+
+Value Plan::Materialize(const Arg& a, const std::vector<Value>& slots) const {
+  switch (a.kind) {
+    case Arg::Kind::kValue: return slots[slot_of_[a.value]];
+    case Arg::Kind::kItem: {
+      const Value& list = slots[slot_of_[a.value]];
+      TB_CHECK(list.tag() == Value::Tag::kTensorList &&
+                   a.index < static_cast<int>(list.to_tensor_list().size()),
+               RuntimeError)
+          << "Plan: item " << a.index << " of a value that is not a long enough Tensor[]";
+      return Value(list.to_tensor_list()[a.index]);
+    }
+    case Arg::Kind::kConstant: return a.constant;
+    case Arg::Kind::kList: {
+      std::vector<Tensor> ts;
+      ts.reserve(a.items.size());
+      for (const Arg& item : a.items) {
+        Value v = Materialize(item, slots);
+        TB_CHECK(v.is_tensor(), TypeError) << "Plan: a Tensor[] item is a " << v.type_name();
+        ts.push_back(v.to_tensor());
+      }
+      return Value(std::move(ts));
+    }
+    case Arg::Kind::kOptionalList: {
+      std::vector<std::optional<Tensor>> ts;
+      for (const Arg& item : a.items) {
+        Value v = Materialize(item, slots);
+        if (v.is_none()) ts.emplace_back(std::nullopt);
+        else ts.emplace_back(v.to_tensor());
+      }
+      return Value(std::move(ts));
+    }
+  }
+  return Value();
+}
+
+Stack Plan::Run(Stack inputs) const {
+  TB_CHECK(finalized_, ValueError) << "Plan: Run before Finalize";
+  TB_CHECK(inputs.size() == inputs_.size(), TypeError)
+      << "Plan: expected " << inputs_.size() << " inputs, got " << inputs.size();
+  std::vector<Value> slots(num_slots_);
+  for (size_t i = 0; i < inputs_.size(); ++i) slots[slot_of_[inputs_[i]]] = std::move(inputs[i]);
+  Stack stack;
+  for (const Node& n : nodes_) {
+    stack.clear();
+    stack.reserve(n.args.size());
+    for (const Arg& a : n.args) stack.push_back(Materialize(a, slots));
+    table_->CallResolved(n.op, n.resolution, stack);
+    for (int s : n.free_after) slots[s] = Value();
+    TB_CHECK(stack.size() >= n.outputs.size(), RuntimeError)
+        << "Plan: node " << n.name << " returned " << stack.size() << " values, expected "
+        << n.outputs.size();
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.keep_output[k]) slots[slot_of_[n.outputs[k]]] = std::move(stack[k]);
+    }
+  }
+  Stack out;
+  out.reserve(outputs_.size());
+  for (const Arg& a : outputs_) out.push_back(Materialize(a, slots));
+  return out;
+}
+
+size_t Plan::CountServedBy(ServedBy s) const {
+  return static_cast<size_t>(std::count_if(nodes_.begin(), nodes_.end(), [&](const Node& n) {
+    return n.resolution.served_by == s;
+  }));
+}
+
+std::string Plan::Dump() const {
+  std::ostringstream os;
+  os << "Plan: " << inputs_.size() << " inputs, " << nodes_.size() << " nodes, " << num_slots_
+     << " slots for " << value_names_.size() << " values\n";
+  auto name = [&](int v) {
+    std::string slot = !finalized_ ? "" : slot_of_[v] < 0 ? "[unused]"
+                                                          : "[s" + std::to_string(slot_of_[v]) + "]";
+    return "%" + value_names_[v] + slot;
+  };
+  std::function<std::string(const Arg&)> arg = [&](const Arg& a) -> std::string {
+    switch (a.kind) {
+      case Arg::Kind::kValue: return name(a.value);
+      case Arg::Kind::kItem: return name(a.value) + "[" + std::to_string(a.index) + "]";
+      case Arg::Kind::kConstant: return a.constant.Repr();
+      default: {
+        std::string s = "[";
+        for (size_t i = 0; i < a.items.size(); ++i) s += (i ? ", " : "") + arg(a.items[i]);
+        return s + "]";
+      }
+    }
+  };
+  for (int v : inputs_) os << "  input " << name(v) << "\n";
+  for (const Node& n : nodes_) {
+    os << "  ";
+    for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << name(n.outputs[k]);
+    os << " = " << table_->Info(n.op).qualified << "(";
+    for (size_t i = 0; i < n.args.size(); ++i) os << (i ? ", " : "") << arg(n.args[i]);
+    os << ")  [" << ServedByName(n.resolution.served_by);
+    if (n.resolution.where != nullptr) os << ": " << *n.resolution.where;
+    os << "]";
+    if (!n.free_after.empty()) {
+      os << "  frees";
+      for (int s : n.free_after) os << " s" << s;
+    }
+    os << "\n";
+  }
+  os << "  return";
+  for (const Arg& a : outputs_) os << " " << arg(a);
+  os << "\n";
+  return os.str();
+}
+
+}  // namespace tb

@@ -1,0 +1,98 @@
+// Plan: a captured graph of table ops, built once and run many times without leaving C++.
+//
+// Building resolves each node's kernel (so the backend-legal set and the registered kernels
+// at build time decide: a node is a kernel, composite, decomposition or fallback node),
+// converts constants once, and assigns every intermediate value a slot. Slots are reused by
+// liveness: a value's slot is released after its last use and handed to a later value, so a
+// plan holds as few live intermediates as its graph allows. Running binds the inputs (no
+// copy), runs the nodes in order and returns the outputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dispatch/op_table.h"
+
+namespace tb {
+
+class TB_API Plan {
+ public:
+  // An argument of a node: a value slot, a constant, or a list mixing both.
+  struct Arg {
+    enum class Kind : uint8_t { kValue, kItem, kConstant, kList, kOptionalList };
+    Kind kind = Kind::kConstant;
+    int value = -1;         // kValue, kItem: the graph value number
+    int index = 0;          // kItem: element `index` of a Tensor[] value
+    Value constant;         // kConstant
+    std::vector<Arg> items; // kList / kOptionalList (Tensor[] / Tensor?[])
+
+    static Arg Of(int v) {
+      Arg a;
+      a.kind = Kind::kValue;
+      a.value = v;
+      return a;
+    }
+    static Arg Item(int v, int i) {
+      Arg a;
+      a.kind = Kind::kItem;
+      a.value = v;
+      a.index = i;
+      return a;
+    }
+    static Arg Const(Value c) {
+      Arg a;
+      a.constant = std::move(c);
+      return a;
+    }
+  };
+
+  explicit Plan(OpTable& table = OpTable::Global()) : table_(&table) {}
+
+  // ---- building (graph values are numbered in the order they are created) ----
+  int AddInput(std::string name);
+  // Adds a node calling `op` with `args` in schema order (all arguments, defaults included)
+  // and returns the value numbers of its `num_outputs` results.
+  std::vector<int> AddNode(std::string_view op, std::vector<Arg> args, int num_outputs,
+                           std::string name);
+  void SetOutputs(std::vector<Arg> outputs);
+  // Resolves kernels, computes liveness and assigns slots. Nothing can be added afterwards.
+  void Finalize();
+
+  // ---- running ----
+  // Inputs in AddInput order; returns the outputs. Safe to call from several threads at once.
+  Stack Run(Stack inputs) const;
+
+  size_t num_nodes() const { return nodes_.size(); }
+  size_t num_slots() const { return num_slots_; }
+  // How many nodes are served by each path.
+  size_t CountServedBy(ServedBy s) const;
+  // Nodes, their kernels (composites and fallbacks marked), slots and reuse.
+  std::string Dump() const;
+
+ private:
+  struct Node {
+    OpId op;
+    std::vector<Arg> args;
+    std::vector<int> outputs;  // value numbers
+    std::string name;
+    // Filled by Finalize():
+    Resolution resolution;
+    std::vector<int> free_after;     // slots of arguments whose last use is this node
+    std::vector<bool> keep_output;   // false for results nobody reads (not stored)
+  };
+
+  int NewValue(std::string name);
+  void ForEachValue(const Arg& a, const std::function<void(int)>& f) const;
+  Value Materialize(const Arg& a, const std::vector<Value>& slots) const;
+
+  OpTable* table_;
+  std::vector<int> inputs_;  // value numbers
+  std::vector<Node> nodes_;
+  std::vector<Arg> outputs_;
+  std::vector<std::string> value_names_;
+  std::vector<int> slot_of_;  // value number -> slot
+  size_t num_slots_ = 0;
+  bool finalized_ = false;
+};
+
+}  // namespace tb
