@@ -34,6 +34,7 @@ from tensorbridge._config import config
 from tensorbridge._registry import KernelHandle, register_kernel
 from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module
 from tensorbridge._compile import load_exported, plan_metrics, reset_plan_metrics
+from tensorbridge._jax import call_torch, functionalize, torch_function
 
 __version__ = _C.__version__
 
@@ -57,6 +58,9 @@ __all__ = [
     "schema",
     "__version__",
     "call",
+    "call_torch",
+    "functionalize",
+    "torch_function",
     "dump",
     "explain",
     "from_dlpack",

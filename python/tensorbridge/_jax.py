@@ -1,0 +1,316 @@
+"""Torch functions called from array code: numpy in, numpy out; JAX in, JAX out; and inside
+``jax.jit``, ``jax.grad`` / ``jax.vjp`` and ``jax.vmap``.
+
+Eagerly, ``call_torch`` wraps its array arguments zero-copy as ``tensorbridge.Tensor``s, runs the
+function and hands the results back (numpy results share memory; JAX takes results through
+DLPack). Under JAX transforms the function becomes a well-formed JAX primitive built from
+``jax.pure_callback``: output shapes come from running the function once per input signature
+on meta tensors; ``custom_vjp`` runs torch autograd for the backward pass; ``vmap`` runs the
+function on the whole batch at once through ``torch.func.vmap``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+import torch.utils._pytree as torch_pytree
+
+from tensorbridge._tensor import Tensor, wrap
+
+__all__ = ["call_torch", "functionalize", "torch_function"]
+
+_TORCH_DTYPE = {
+    np.dtype(np.bool_): torch.bool, np.dtype(np.uint8): torch.uint8, np.dtype(np.int8): torch.int8,
+    np.dtype(np.int16): torch.int16, np.dtype(np.int32): torch.int32,
+    np.dtype(np.int64): torch.int64, np.dtype(np.float16): torch.float16,
+    np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64,
+    np.dtype(np.complex64): torch.complex64, np.dtype(np.complex128): torch.complex128,
+}
+
+
+def _jax():
+    import jax
+
+    return jax
+
+
+def _is_jax(x) -> bool:
+    mod = type(x).__module__
+    return mod.startswith("jax") or mod.startswith("jaxlib")
+
+
+def _torch_dtype(dtype):
+    dt = np.dtype(dtype)
+    if dt in _TORCH_DTYPE:
+        return _TORCH_DTYPE[dt]
+    if str(dt) == "bfloat16":
+        return torch.bfloat16
+    raise TypeError(f"call_torch: dtype {dt} has no torch equivalent")
+
+
+def _check_leaf(x, where: str):
+    if isinstance(x, np.ndarray) or _is_jax(x):
+        _torch_dtype(x.dtype)
+        return
+    raise TypeError(
+        f"call_torch: {where} is a {type(x).__name__}; pass numpy or JAX arrays (bind other "
+        "arguments with functools.partial)"
+    )
+
+
+# ---- eager -------------------------------------------------------------------------------------
+
+
+def _run_eager(fn, args, kwargs):
+    leaves, spec = torch_pytree.tree_flatten((args, kwargs))
+    for i, x in enumerate(leaves):
+        _check_leaf(x, f"argument leaf {i}")
+    to_jax = any(_is_jax(x) for x in leaves)
+    tensors = [wrap(x) for x in leaves]
+    a, k = torch_pytree.tree_unflatten(tensors, spec)
+    with torch.no_grad():
+        out = fn(*a, **k)
+    return torch_pytree.tree_map(lambda t: _export(t, to_jax), out)
+
+
+def _export(t, to_jax: bool):
+    if not isinstance(t, torch.Tensor):
+        return t
+    if isinstance(t, Tensor):
+        arr = t.array
+    else:
+        from tensorbridge import _C
+
+        arr = _C.from_dlpack(t.detach())
+    if to_jax:
+        import jax.numpy as jnp
+
+        return jnp.from_dlpack(arr.clone() if arr.read_only else arr)
+    return arr.numpy()
+
+
+# ---- JAX transforms ----------------------------------------------------------------------------
+
+
+def _meta_outputs(fn, leaves_spec, shapes_dtypes):
+    """Output structure of fn, from a run on meta tensors (cached by the caller)."""
+    metas = [torch.empty(s, dtype=_torch_dtype(d), device="meta") for s, d in shapes_dtypes]
+    args, kwargs = torch_pytree.tree_unflatten(metas, leaves_spec)
+    try:
+        with torch.no_grad():
+            out = fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - re-raised with the cause attached
+        raise ValueError(
+            "call_torch under a JAX transform needs output shapes that depend only on input "
+            f"shapes (inferred once on meta tensors); {getattr(fn, '__name__', fn)} failed: {e}"
+        ) from e
+    out_leaves, out_spec = torch_pytree.tree_flatten(out)
+    for o in out_leaves:
+        if not isinstance(o, torch.Tensor):
+            raise TypeError(f"call_torch: under a JAX transform every output must be a tensor, got {type(o).__name__}")
+    return out_spec, [(tuple(o.shape), o.dtype) for o in out_leaves]
+
+
+_NP_DTYPE = {v: k for k, v in _TORCH_DTYPE.items()}
+
+
+def _np_dtype(td):
+    if td == torch.bfloat16:
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return _NP_DTYPE[td]
+
+
+class _Traced:
+    """The JAX function for one torch function and one input pytree structure."""
+
+    def __init__(self, fn, spec):
+        self.fn = fn
+        self.spec = spec
+        self._out = {}
+
+    def out_info(self, shapes_dtypes):
+        key = tuple(shapes_dtypes)
+        if key not in self._out:
+            self._out[key] = _meta_outputs(self.fn, self.spec, shapes_dtypes)
+        return self._out[key]
+
+    # Host side: numpy in, numpy out, zero-copy both ways.
+    def host_forward(self, *arrays):
+        tensors = [wrap(np.asarray(a)) for a in arrays]
+        args, kwargs = torch_pytree.tree_unflatten(tensors, self.spec)
+        with torch.no_grad():
+            out = self.fn(*args, **kwargs)
+        return [_export(o, False) for o in torch_pytree.tree_leaves(out)]
+
+    def host_batched_forward(self, *arrays):
+        # vmap_method="expand_dims": batched args carry the batch axis first, the others a
+        # size-1 axis there. Run the whole batch at once with torch.func.vmap.
+        batch = max(a.shape[0] for a in arrays)
+        in_dims, tensors = [], []
+        for a in arrays:
+            a = np.asarray(a)
+            if a.shape[0] == batch:
+                in_dims.append(0)
+                tensors.append(wrap(a))
+            else:
+                in_dims.append(None)
+                tensors.append(wrap(a[0]))
+
+        def flat_fn(*ts):
+            args, kwargs = torch_pytree.tree_unflatten(list(ts), self.spec)
+            return tuple(torch_pytree.tree_leaves(self.fn(*args, **kwargs)))
+
+        with torch.no_grad():
+            outs = torch.func.vmap(flat_fn, in_dims=tuple(in_dims))(*tensors)
+        return [_export(o, False) for o in outs]
+
+    def host_backward(self, *arrays_and_cts):
+        n = len(arrays_and_cts) - len(self._last_out_info)
+        arrays, cts = arrays_and_cts[:n], arrays_and_cts[n:]
+        inputs = []
+        for a in arrays:
+            t = wrap(np.array(a))  # a private copy: autograd may need it writable
+            if t.dtype.is_floating_point or t.dtype.is_complex:
+                t.requires_grad_(True)
+            inputs.append(t)
+        args, kwargs = torch_pytree.tree_unflatten(inputs, self.spec)
+        with torch.enable_grad():
+            outs = torch_pytree.tree_leaves(self.fn(*args, **kwargs))
+        diff = [t for t in inputs if t.requires_grad]
+        pairs = [(o, wrap(np.asarray(c))) for o, c in zip(outs, cts) if o.requires_grad]
+        grads = torch.autograd.grad(
+            [o for o, _ in pairs], diff, [c for _, c in pairs], allow_unused=True
+        ) if pairs else [None] * len(diff)
+        it = iter(grads)
+        result = []
+        for t, a in zip(inputs, arrays):
+            if t.requires_grad:
+                g = next(it)
+                result.append(np.zeros(a.shape, a.dtype) if g is None else _export(g, False))
+        return result
+
+    def build(self, jax, shapes_dtypes):
+        out_spec, out_info = self.out_info(shapes_dtypes)
+        self._last_out_info = out_info
+        self._in_info = shapes_dtypes
+        result_shapes = [jax.ShapeDtypeStruct(s, _np_dtype(d)) for s, d in out_info]
+        diff_mask = [np.issubdtype(np.dtype(d), np.inexact) for _, d in shapes_dtypes]
+
+        def forward(*arrays):
+            return jax.pure_callback(self._host_dispatch, result_shapes, *arrays,
+                                     vmap_method="expand_dims")
+
+        @jax.custom_vjp
+        def f(*arrays):
+            return forward(*arrays)
+
+        def f_fwd(*arrays):
+            return forward(*arrays), arrays
+
+        def f_bwd(arrays, cts):
+            grad_shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype)
+                           for a, m in zip(arrays, diff_mask) if m]
+            grads = iter(jax.pure_callback(self.host_backward, grad_shapes, *arrays, *cts,
+                                           vmap_method="sequential"))
+            out = []
+            for a, m in zip(arrays, diff_mask):
+                out.append(next(grads) if m else np.zeros(a.shape, jax.dtypes.float0))
+            return tuple(out)
+
+        f.defvjp(f_fwd, f_bwd)
+        return f, out_spec
+
+    def _host_dispatch(self, *arrays):
+        # Under vmap (vmap_method="expand_dims") every argument gains leading axes: the batch
+        # size for batched arguments, 1 for the others. One extra axis runs as one batched
+        # torch call; nested vmaps peel the outer axes one by one.
+        extra = max(np.ndim(a) - len(s) for a, (s, _) in zip(arrays, self._in_info))
+        if extra <= 0:
+            return self.host_forward(*arrays)
+        if extra == 1:
+            return self.host_batched_forward(*arrays)
+        batch = max(np.shape(a)[0] for a in arrays)
+        rows = [self._host_dispatch(*[a[i if np.shape(a)[0] > 1 else 0] for a in arrays])
+                for i in range(batch)]
+        return [np.stack([r[k] for r in rows]) for k in range(len(rows[0]))]
+
+
+def _run_jax(fn, args, kwargs, cache):
+    jax = _jax()
+    leaves, spec = torch_pytree.tree_flatten((args, kwargs))
+    for i, x in enumerate(leaves):
+        if not (isinstance(x, (np.ndarray, jax.Array)) or hasattr(x, "aval")):
+            _check_leaf(x, f"argument leaf {i}")
+        _torch_dtype(x.dtype)
+    shapes_dtypes = tuple((tuple(x.shape), np.dtype(x.dtype)) for x in leaves)
+    key = (spec, shapes_dtypes)
+    if key not in cache:
+        traced = _Traced(fn, spec)
+        cache[key] = (traced, *traced.build(jax, shapes_dtypes))
+    traced, f, out_spec = cache[key]
+    outs = f(*leaves)
+    return torch_pytree.tree_unflatten(list(outs), out_spec)
+
+
+def call_torch(fn, *args, **kwargs):
+    """Runs torch function `fn` on numpy or JAX arrays (pytrees of them) and returns its results
+    in the caller's framework. Works eagerly and inside ``jax.jit``, ``jax.grad``, ``jax.vmap``."""
+    return torch_function(fn)(*args, **kwargs)
+
+
+def torch_function(fn):
+    """Decorator form of ``call_torch``: ``torch_function(fn)(*arrays)``."""
+    cache: dict = {}
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        leaves = torch_pytree.tree_leaves((args, kwargs))
+        if any(_is_tracer(x) for x in leaves):
+            return _run_jax(fn, args, kwargs, cache)
+        return _run_eager(fn, args, kwargs)
+
+    wrapper.__wrapped_torch__ = fn
+    return wrapper
+
+
+def _is_tracer(x) -> bool:
+    if not _is_jax(x):
+        return False
+    jax = _jax()
+    return isinstance(x, jax.core.Tracer)
+
+
+def functionalize(module: torch.nn.Module):
+    """``params, apply = functionalize(module)``: the module's parameters and buffers as JAX
+    arrays, and a pure function ``apply(params, *inputs)`` that runs the module with them, usable
+    under ``jax.jit`` and ``jax.grad`` (so a JAX/optax loop can train a torch model)."""
+    import jax.numpy as jnp
+
+    names = [n for n, _ in module.named_parameters()] + [n for n, _ in module.named_buffers()]
+    state = dict(module.named_parameters())
+    state.update(dict(module.named_buffers()))
+    params = {n: jnp.asarray(state[n].detach().cpu().numpy()) for n in names}
+
+    def run(params_, *inputs):
+        return torch.func.functional_call(module, params_, inputs)
+
+    traced = torch_function(run)
+
+    def apply(params_, *inputs):
+        return _run_jax_always(traced, run, params_, inputs)
+
+    return params, apply
+
+
+def _run_jax_always(traced, run, params_, inputs):
+    # Parameters may be concrete JAX arrays outside jit: route through the JAX path all the
+    # same, so that jax.grad sees a custom_vjp function.
+    jax = _jax()
+    leaves = torch_pytree.tree_leaves((params_, inputs))
+    if any(_is_tracer(x) for x in leaves):
+        return traced(params_, *inputs)
+    return jax.jit(lambda p, *i: traced(p, *i))(params_, *inputs)
