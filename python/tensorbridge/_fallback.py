@@ -67,6 +67,15 @@ def run(op_name: str, args: tuple, kwargs: dict):
         )
     func = _torch_op(op_name)
     schema_args = func._schema.arguments
+    # torch cannot see DLPack's read-only flag: refuse here to write into read-only memory.
+    for i, a in enumerate(schema_args):
+        if a.alias_info is not None and a.alias_info.is_write:
+            x = args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name)
+            if isinstance(x, _C.Array) and x.read_only:
+                raise BufferError(
+                    f"{op_name} would write into read-only memory (argument '{a.name}'); "
+                    "wrap the source with copy=True to get a writable copy"
+                )
     types = {a.name: str(a.real_type) for a in schema_args}
     targs = [_to_torch(a, str(schema_args[i].real_type)) for i, a in enumerate(args)]
     tkwargs = {k: _to_torch(v, types.get(k, "")) for k, v in kwargs.items()}

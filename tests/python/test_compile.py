@@ -1,0 +1,138 @@
+"""torch.compile(backend="tensorbridge"): plans built once per graph, run in C++."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import tensorbridge as tb
+from test_tensor import Block
+
+
+def _mlp():
+    return torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.GELU(), torch.nn.Linear(32, 5))
+
+
+def _convnet():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 6))
+
+
+MODELS = {
+    "mlp": (_mlp, lambda g: torch.randn(4, 20, generator=g), 5),
+    "transformer": (Block, lambda g: torch.randint(0, 50, (4, 12), generator=g), 7),
+    "convnet": (_convnet, lambda g: torch.randn(4, 3, 8, 8, generator=g), 6),
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    tb.reset_plan_metrics()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_compiled_inference_matches_eager(name):
+    make, data, _ = MODELS[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    x = data(torch.Generator().manual_seed(1))
+    compiled = torch.compile(model, backend="tensorbridge")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_compiled_training_matches_torch(name):
+    make, data, classes = MODELS[name]
+    torch.manual_seed(0)
+    ref = make()
+    ours = copy.deepcopy(ref)
+    compiled = torch.compile(ours, backend="tensorbridge")
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)
+    opt_ours = torch.optim.SGD(ours.parameters(), lr=0.05, momentum=0.9)
+    g = torch.Generator().manual_seed(2)
+    for _ in range(20):
+        x, y = data(g), torch.randint(0, classes, (4,), generator=g)
+        for m, opt in ((ref, opt_ref), (compiled, opt_ours)):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            opt.step()
+    for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-4, msg=n)
+    assert tb.plan_metrics()["plans_built"] >= 2  # forward and backward
+
+
+def test_one_plan_per_graph_and_a_new_one_per_shape():
+    model = _mlp().eval()
+    compiled = torch.compile(model, backend="tensorbridge", dynamic=False)
+    with torch.no_grad():
+        for _ in range(100):
+            compiled(torch.randn(4, 20))
+        assert tb.plan_metrics()["plans_built"] == 1
+        assert tb.plan_metrics()["plan_calls"] == 100
+        compiled(torch.randn(9, 20))
+    assert tb.plan_metrics()["plans_built"] == 2
+
+
+def test_composites_stay_whole_unless_narrowed():
+    model = _mlp().eval()
+    with torch.no_grad():
+        torch.compile(model, backend="tensorbridge")(torch.randn(2, 20))
+    dump = tb._compile._plans[-1].dump()
+    assert "aten::gelu(" in dump and "aten::erf" not in dump
+    torch._dynamo.reset()
+    try:
+        tb.config.decompose("aten::gelu")
+        with torch.no_grad():
+            out = torch.compile(model, backend="tensorbridge")(torch.randn(2, 20))
+        dump = tb._compile._plans[-1].dump()
+        assert "aten::gelu(" not in dump and "aten::erf" in dump
+        assert out.shape == (2, 5)
+    finally:
+        tb.config.reset_legal_ops()
+
+
+def test_training_graphs_keep_composite_backward_ops_whole():
+    model = _mlp()
+    compiled = torch.compile(model, backend="tensorbridge")
+    compiled(torch.randn(3, 20)).sum().backward()
+    dumps = "\n".join(p.dump() for p in tb._compile._plans[-2:])
+    assert "aten::gelu_backward(" in dumps
+
+
+def test_plain_inputs_are_bound_without_copies():
+    model = torch.nn.Linear(8, 8).eval()
+    compiled = torch.compile(model, backend="tensorbridge")
+    x = torch.randn(2, 8)
+    seen = []
+    real = tb._C.from_dlpack
+
+    def spy(obj, **kw):
+        r = real(obj, **kw)
+        if isinstance(obj, torch.Tensor):
+            seen.append((obj.data_ptr(), r.data_ptr))
+        return r
+
+    tb._compile._C.from_dlpack = spy
+    try:
+        with torch.no_grad():
+            compiled(x)
+    finally:
+        tb._compile._C.from_dlpack = real
+    assert seen and all(a == b for a, b in seen)
+    assert any(a == x.data_ptr() for a, _ in seen)
+
+
+def test_export_runs_on_a_plan():
+    torch.manual_seed(0)
+    model = _convnet().eval()
+    x = torch.randn(2, 3, 8, 8)
+    ep = torch.export.export(model, (x,))
+    run = tb.load_exported(ep)
+    torch.testing.assert_close(run(x), model(x), rtol=1e-4, atol=1e-5)
+    assert run.plan.num_nodes > 3
