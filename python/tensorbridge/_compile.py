@@ -24,13 +24,17 @@ _plans: list = []
 
 
 def plan_metrics() -> dict:
-    """Plans built, plan calls, and the number of graphs compiled more than once (recompiles)."""
-    return {"plans_built": _stats["plans_built"], "plan_calls": _stats["plan_calls"],
-            "graphs": _stats["graphs"], "recompilations": _stats["plans_built"] - _stats["graphs"]}
+    """Counters of the compile backend: ``graphs`` captured by dynamo (distinct), ``compilations``
+    (backend calls: a graph captured again for new shapes or failed guards counts as a
+    ``recompilation``), ``plans_built`` (forward and backward plans) and ``plan_calls``."""
+    return {"graphs": _stats["graphs"], "compilations": _stats["compilations"],
+            "recompilations": _stats["compilations"] - _stats["graphs"],
+            "plans_built": _stats["plans_built"], "plan_calls": _stats["plan_calls"]}
 
 
 def reset_plan_metrics() -> None:
     _stats.clear()
+    _graph_ids.clear()
 
 
 def _const(x):
@@ -179,6 +183,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs):
     from torch._dynamo.backends.common import aot_autograd
 
     key = tuple(str(n.target) for n in gm.graph.nodes)
+    _stats["compilations"] += 1
     if key not in _graph_ids:
         _graph_ids.add(key)
         _stats["graphs"] += 1

@@ -39,7 +39,10 @@ class Tensor(torch.Tensor):
     """A torch tensor over foreign memory; see the module documentation. Make one with
     ``tensorbridge.wrap(x)``."""
 
-    _array: _C.Array
+    # The data: an Array over the foreign memory. While torch.compile traces (AOT autograd
+    # with fake tensors) a Tensor holds only `_inner`, the traced stand-in of that memory.
+    _array: _C.Array | None
+    _inner_cache: torch.Tensor | None
 
     @staticmethod
     def __new__(cls, array: _C.Array, requires_grad: bool = False):
@@ -53,10 +56,40 @@ class Tensor(torch.Tensor):
             requires_grad=requires_grad,
         )
         t._array = array
+        t._inner_cache = None
         return t
 
     def __init__(self, array: _C.Array, requires_grad: bool = False) -> None:
         pass
+
+    # ---- torch.compile: a traceable wrapper subclass whose inner tensor is a zero-copy plain
+    # view of the same memory. Dynamo and AOT autograd trace through it, the compiled plan
+    # runs on the plain views, and results are wrapped back without copies.
+    @property
+    def _inner(self) -> torch.Tensor:
+        if self._inner_cache is None:
+            self._inner_cache = torch.from_dlpack(self._array)
+        return self._inner_cache
+
+    def __tensor_flatten__(self):
+        return ["_inner"], None
+
+    @staticmethod
+    def __tensor_unflatten__(inner_tensors, ctx, outer_size, outer_stride):
+        return Tensor._from_inner(inner_tensors["_inner"])
+
+    @staticmethod
+    def _from_inner(inner: torch.Tensor) -> Tensor:
+        if _is_real(inner):
+            t = Tensor(_C.from_dlpack(inner.detach()))
+        else:
+            t = torch.Tensor._make_wrapper_subclass(
+                Tensor, inner.shape, strides=inner.stride(), dtype=inner.dtype, device="cpu",
+                requires_grad=inner.requires_grad,
+            )
+            t._array = None
+        t._inner_cache = inner
+        return t
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 
@@ -128,8 +161,32 @@ def _wrap(x):
     return x
 
 
+def _is_real(t: torch.Tensor) -> bool:
+    """A tensor with memory (not a fake, functional or meta tensor of a tracer)."""
+    return type(t) is torch.Tensor and t.device.type == "cpu" and not torch._is_functional_tensor(t)
+
+
+def _traced_dispatch(func, args, kwargs):
+    # Tracing for torch.compile: run the op on the inner stand-ins so that the tracer records
+    # plain ATen ops, and wrap the results again.
+    def inner(x):
+        return x._inner if isinstance(x, Tensor) else x
+
+    out = func(*torch.utils._pytree.tree_map(inner, args),
+               **torch.utils._pytree.tree_map(inner, kwargs))
+    mutated = _MUTATED[func]
+    if mutated is not None:
+        i, arg_name, kwarg_only = mutated
+        return kwargs[arg_name] if kwarg_only or arg_name in kwargs else args[i]
+    return torch.utils._pytree.tree_map(
+        lambda x: Tensor._from_inner(x) if isinstance(x, torch.Tensor) else x, out)
+
+
 def _dispatch(func, args, kwargs):
     name = _op_name(func)
+    for a in args:
+        if isinstance(a, Tensor) and a._array is None:
+            return _traced_dispatch(func, args, kwargs)
     out = _C.call(name, *[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
     mutated = _MUTATED[func]
     if mutated is not None:

@@ -136,3 +136,22 @@ def test_export_runs_on_a_plan():
     run = tb.load_exported(ep)
     torch.testing.assert_close(run(x), model(x), rtol=1e-4, atol=1e-5)
     assert run.plan.num_nodes > 3
+
+
+def test_wrapped_numpy_parameters_are_used_in_place():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    w = model.weight.detach().numpy().copy()
+    b = model.bias.detach().numpy().copy()
+    model.weight = torch.nn.Parameter(tb.wrap(w))
+    model.bias = torch.nn.Parameter(tb.wrap(b))
+    assert tb.to_torch(model.weight).data_ptr() == w.ctypes.data
+    compiled = torch.compile(model, backend="tensorbridge")
+    x = torch.randn(2, 4)
+    y = compiled(x)
+    torch.testing.assert_close(tb.to_torch(y.detach()), x @ torch.from_numpy(w).T + torch.from_numpy(b))
+    y.sum().backward()
+    before = w.copy()
+    torch.optim.SGD(model.parameters(), lr=0.1).step()
+    np.testing.assert_allclose(w, before - 0.1 * np.tile(x.sum(0).numpy(), (3, 1)), rtol=1e-5)
+    assert tb.to_torch(model.weight).data_ptr() == w.ctypes.data
