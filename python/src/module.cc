@@ -30,6 +30,7 @@ PYBIND11_MODULE(_C, m) {
   tb::py::BindDLPack(m);
   tb::py::BindOps(m);
   tb::py::BindPlan(m);
+  tb::py::BindEager(m);
   m.def("onednn_info", [] {
     py::dict d;
     d["version"] = tb::OneDnnVersion();

@@ -32,5 +32,6 @@ void BindArray(py::module_& m);
 void BindDLPack(py::module_& m);
 void BindOps(py::module_& m);
 void BindPlan(py::module_& m);
+void BindEager(py::module_& m);
 
 }  // namespace tb::py

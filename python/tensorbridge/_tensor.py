@@ -183,10 +183,16 @@ def _traced_dispatch(func, args, kwargs):
 
 
 def _dispatch(func, args, kwargs):
+    out = _C._eager_dispatch(func, args, kwargs)
+    if out is not NotImplemented:
+        return out
+    _op_name(func)
+    return _traced_dispatch(func, args, kwargs)
+
+
+def _dispatch_python(func, args, kwargs):
+    """The same as _C._eager_dispatch, in Python (kept as the readable reference)."""
     name = _op_name(func)
-    for a in args:
-        if isinstance(a, Tensor) and a._array is None:
-            return _traced_dispatch(func, args, kwargs)
     out = _C.call(name, *[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
     mutated = _MUTATED[func]
     if mutated is not None:
@@ -244,3 +250,6 @@ def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Modu
             if b is not None and not isinstance(b, Tensor):
                 m._buffers[name] = wrap(b, copy=copy)
     return module
+
+
+_C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES)
