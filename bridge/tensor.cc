@@ -12,7 +12,8 @@ Dims ContiguousStrides(IntArrayRef shape) {
   int64_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = acc;
-    acc *= shape[i] > 1 ? shape[i] : 1;
+    // The outermost size is never needed: multiplying by it could only overflow.
+    if (i > 0) acc *= shape[i] > 1 ? shape[i] : 1;
   }
   return strides;
 }
@@ -196,8 +197,8 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   Dims shape = shape_, strides = strides_;
   shape.erase(dim);
   strides.erase(dim);
-  return make_view(Offset(data_, index * strides_[dim], element_size()), std::move(shape),
-                   std::move(strides));
+  void* data = numel_ > 0 ? Offset(data_, index * strides_[dim], element_size()) : data_;
+  return make_view(data, std::move(shape), std::move(strides));
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
@@ -299,6 +300,8 @@ Tensor Tensor::as_strided(IntArrayRef shape, IntArrayRef strides, int64_t storag
       << "as_strided: shape " << ShapeString(shape) << " and strides " << ShapeString(strides)
       << " differ in length";
   int64_t numel = ShapeNumel(shape);
+  TB_CHECK(numel == 0 || data_ != nullptr, ValueError)
+      << "as_strided: shape " << ShapeString(shape) << " reaches outside a tensor with no memory";
   // The view must stay inside the memory the storage is known to cover, when known.
   if (numel > 0 && storage_->nbytes() > 0 && storage_->data() != nullptr) {
     int64_t lo = storage_offset, hi = storage_offset;

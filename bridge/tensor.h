@@ -47,8 +47,14 @@ class TB_API Tensor {
   int64_t ndim() const { return static_cast<int64_t>(shape_.size()); }
   IntArrayRef shape() const { return shape_; }
   IntArrayRef strides() const { return strides_; }
-  int64_t size(int64_t dim) const { return shape_[WrapDim(dim, ndim(), "size")]; }
-  int64_t stride(int64_t dim) const { return strides_[WrapDim(dim, ndim(), "stride")]; }
+  int64_t size(int64_t dim) const {
+    TB_CHECK(ndim() > 0, IndexError) << "size: a 0-d tensor has no dimensions";
+    return shape_[WrapDim(dim, ndim(), "size")];
+  }
+  int64_t stride(int64_t dim) const {
+    TB_CHECK(ndim() > 0, IndexError) << "stride: a 0-d tensor has no dimensions";
+    return strides_[WrapDim(dim, ndim(), "stride")];
+  }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
   bool read_only() const { return read_only_; }

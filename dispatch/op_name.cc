@@ -11,6 +11,10 @@ OpName OpName::Parse(std::string_view qualified) {
                          << "' must look like 'aten::add' or 'aten::add.Tensor'";
   }
   size_t dot = qualified.find('.', ns + 2);
+  if (dot == ns + 2 || (dot != std::string_view::npos && dot + 1 == qualified.size())) {
+    TB_THROW(ValueError) << "operator name '" << qualified
+                         << "' has an empty operator or overload name";
+  }
   OpName op;
   if (dot == std::string_view::npos) {
     op.name = std::string(qualified);

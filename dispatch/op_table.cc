@@ -240,6 +240,7 @@ std::string Resolution::Describe() const {
 }
 
 Resolution OpTable::Resolve(OpId op, DeviceType device) const {
+  TB_CHECK(op < size_.load(std::memory_order_acquire), ValueError) << "unknown op id " << op;
   const Entry& e = *entries_[op].load(std::memory_order_acquire);
   const Snapshot& snap = *e.snapshot.load(std::memory_order_acquire);
   const bool legal = e.legal.load(std::memory_order_relaxed);
@@ -304,11 +305,20 @@ void OpTable::ReportMissing(OpId op, DeviceType device) const {
 void OpTable::Call(OpId op, Stack& stack) {
   TB_CHECK(op < size_.load(std::memory_order_acquire), ValueError) << "unknown op id " << op;
   Entry& e = *entries_[op].load(std::memory_order_acquire);
+  // The device is the tensors' device; they must agree (0-d CPU numbers may join any).
   DeviceType device = DeviceType::kCPU;
+  bool found = false;
   for (const Value& v : stack) {
-    if (v.is_tensor()) {
-      device = v.to_tensor().device().type;
-      break;
+    if (!v.is_tensor() || !v.to_tensor().defined()) continue;
+    const Tensor& t = v.to_tensor();
+    if (t.is_wrapped_number()) continue;
+    if (!found) {
+      device = t.device().type;
+      found = true;
+    } else if (t.device().type != device) {
+      TB_THROW(ValueError) << e.info.qualified << ": tensors on different devices ("
+                           << DeviceTypeName(device) << " and " << DeviceTypeName(t.device().type)
+                           << ")";
     }
   }
   Resolution r = Resolve(op, device);

@@ -97,9 +97,19 @@ Tensor DescribeDLTensor(const DLTensor& dl, bool read_only, MakeStorage&& make_s
   for (int64_t s : shape) {
     if (s < 0) TB_THROW(BufferError) << "DLPack tensor has negative size in " << ShapeString(shape);
   }
+  try {
+    ShapeNumel(shape);
+  } catch (const Error& e) {
+    TB_THROW(BufferError) << "DLPack tensor refused: " << e.what();
+  }
   Dims strides = dl.strides != nullptr ? Dims(IntArrayRef(dl.strides, nd)) : ContiguousStrides(shape);
   int64_t numel = ShapeNumel(shape);
-  if (IsSubByte(dtype) && nd > 0 && numel > 1 && strides != ContiguousStrides(shape).ref()) {
+  bool compact = true;
+  {
+    Dims expected = ContiguousStrides(shape);
+    for (size_t i = 0; i < nd; ++i) compact &= shape[i] == 1 || strides[i] == expected[i];
+  }
+  if (IsSubByte(dtype) && numel > 1 && !compact) {
     TB_THROW(BufferError) << "DLPack tensor of packed sub-byte dtype " << DTypeName(dtype)
                           << " must be compact, got strides " << ShapeString(strides);
   }

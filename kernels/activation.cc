@@ -1,52 +1,265 @@
-// Activations on oneDNN eltwise primitives: aten::relu, aten::gelu.
+// Activations (forward): aten::relu, relu_, threshold, threshold_, elu, elu_, leaky_relu,
+// leaky_relu_, hardtanh, hardtanh_, hardsigmoid, hardsigmoid_, hardswish, hardswish_, softplus,
+// gelu, gelu_, silu, silu_, mish, mish_, log_sigmoid_forward, glu.
+//
+// Large contiguous float32 / bfloat16 tensors go to oneDNN's eltwise primitives where oneDNN
+// has the function (relu, leaky_relu, elu, gelu, silu, hardswish, mish); everything else runs
+// on element loops in the opmath type, following torch's formulas. The in-place variants
+// compute a new tensor and copy it back into `self`.
+#include <algorithm>
+#include <cmath>
 #include <string>
+#include <tuple>
 
 #include "dispatch/op_table.h"
-#include "kernels/onednn_internal.h"
+#include "kernels/activation_internal.h"
 
 namespace tb {
 namespace {
 
-Tensor Eltwise(const char* op, const Tensor& self, dnnl::algorithm alg, float alpha = 0.f) {
-  Tensor src = self.contiguous();
-  Tensor out = Tensor::Empty(self.shape(), self.dtype());
-  const int64_t n = self.numel();
-  if (n == 0) return out;
-  auto dt = onednn::DataType(self.dtype(), op);
-  return onednn::Guard(op, [&] {
-    dnnl::memory::desc md({n}, dt, dnnl::memory::format_tag::a);
-    std::string key = std::string("eltwise:") + std::to_string(static_cast<int>(alg)) + ":" +
-                      std::to_string(n) + ":" + std::to_string(static_cast<int>(dt)) + ":" +
-                      std::to_string(alpha);
-    auto prim = onednn::Cached(key, [&] {
-      dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, alg, md, alpha, 0.f);
-      return dnnl::primitive(dnnl::eltwise_forward(
-          dnnl::eltwise_forward::primitive_desc(desc, onednn::Engine())));
-    });
-    auto& eng = onednn::Engine();
-    dnnl::memory sm(md, eng, src.data()), dm(md, eng, out.data());
-    prim.execute(onednn::Stream(), {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
-    onednn::Stream().wait();
-    return out;
-  });
+using dnnl::algorithm;
+using kernels::EltwiseOr;
+using kernels::MapFloat;
+using kernels::MapNumeric;
+
+template <typename A>
+bool IsNan(A x) {
+  if constexpr (std::is_floating_point_v<A>) return std::isnan(x);
+  return false;
+}
+
+void CheckFloat(const char* op, const Tensor& t) {
+  TB_CHECK(IsFloatingPoint(t.dtype()), NotImplementedError)
+      << op << ": dtype " << DTypeName(t.dtype()) << " is not supported";
+}
+
+// In-place variants: `value` written into `self`, which is returned.
+Tensor Assign(const Tensor& self, const Tensor& value) {
+  self.copy_from(value);
+  return self;
 }
 
 Tensor Relu(const Tensor& self) {
-  return Eltwise("aten::relu", self, dnnl::algorithm::eltwise_relu);
+  const char* op = "aten::relu";
+  TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
+      << op << ": dtype bool is not supported";
+  return EltwiseOr(self, algorithm::eltwise_relu, 0.f, 0.f, [&] {
+    return MapNumeric(op, self, [](auto x) {
+      using A = decltype(x);
+      return x > A(0) || IsNan(x) ? x : A(0);
+    });
+  });
+}
+Tensor Relu_(const Tensor& self) { return Assign(self, Relu(self)); }
+
+Tensor Threshold(const Tensor& self, const Scalar& threshold, const Scalar& value) {
+  const char* op = "aten::threshold";
+  TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
+      << op << ": dtype bool is not supported";
+  const double th = threshold.to_double(), v = value.to_double();
+  return MapNumeric(op, self, [th, v](auto x) {
+    using A = decltype(x);
+    return static_cast<double>(x) <= th ? static_cast<A>(v) : x;
+  });
+}
+Tensor Threshold_(const Tensor& self, const Scalar& threshold, const Scalar& value) {
+  return Assign(self, Threshold(self, threshold, value));
+}
+
+Tensor Elu(const Tensor& self, const Scalar& alpha, const Scalar& scale,
+           const Scalar& input_scale) {
+  const char* op = "aten::elu";
+  CheckFloat(op, self);
+  const double a = alpha.to_double(), s = scale.to_double(), is = input_scale.to_double();
+  auto loops = [&] {
+    return MapFloat(op, self, [a, s, is](auto x) {
+      using A = decltype(x);
+      return x <= A(0) ? static_cast<A>(std::expm1(x * static_cast<A>(is)) * static_cast<A>(a * s))
+                       : static_cast<A>(x * static_cast<A>(s));
+    });
+  };
+  if (s != 1.0 || is != 1.0) return loops();
+  return EltwiseOr(self, algorithm::eltwise_elu, static_cast<float>(a), 0.f, loops);
+}
+Tensor Elu_(const Tensor& self, const Scalar& alpha, const Scalar& scale,
+            const Scalar& input_scale) {
+  return Assign(self, Elu(self, alpha, scale, input_scale));
+}
+
+Tensor LeakyRelu(const Tensor& self, const Scalar& negative_slope) {
+  const char* op = "aten::leaky_relu";
+  CheckFloat(op, self);
+  const double slope = negative_slope.to_double();
+  return EltwiseOr(self, algorithm::eltwise_relu, static_cast<float>(slope), 0.f, [&] {
+    return MapFloat(op, self, [slope](auto x) {
+      using A = decltype(x);
+      return x > A(0) ? x : static_cast<A>(x * static_cast<A>(slope));
+    });
+  });
+}
+Tensor LeakyRelu_(const Tensor& self, const Scalar& negative_slope) {
+  return Assign(self, LeakyRelu(self, negative_slope));
+}
+
+Tensor Hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+  const char* op = "aten::hardtanh";
+  TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
+      << op << ": dtype bool is not supported";
+  const double lo = min_val.to_double(), hi = max_val.to_double();
+  return MapNumeric(op, self, [lo, hi](auto x) {
+    using A = decltype(x);
+    if (IsNan(x)) return x;
+    return std::min(std::max(x, static_cast<A>(lo)), static_cast<A>(hi));
+  });
+}
+Tensor Hardtanh_(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+  return Assign(self, Hardtanh(self, min_val, max_val));
+}
+
+Tensor Hardsigmoid(const Tensor& self) {
+  const char* op = "aten::hardsigmoid";
+  CheckFloat(op, self);
+  return MapFloat(op, self, [](auto x) {
+    using A = decltype(x);
+    return std::min(std::max(x + A(3), A(0)), A(6)) / A(6);
+  });
+}
+Tensor Hardsigmoid_(const Tensor& self) { return Assign(self, Hardsigmoid(self)); }
+
+Tensor Hardswish(const Tensor& self) {
+  const char* op = "aten::hardswish";
+  CheckFloat(op, self);
+  return EltwiseOr(self, algorithm::eltwise_hardswish, 1.f / 6.f, 0.5f, [&] {
+    return MapFloat(op, self, [](auto x) {
+      using A = decltype(x);
+      return x * std::min(std::max(x + A(3), A(0)), A(6)) / A(6);
+    });
+  });
+}
+Tensor Hardswish_(const Tensor& self) { return Assign(self, Hardswish(self)); }
+
+Tensor Softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+  const char* op = "aten::softplus";
+  CheckFloat(op, self);
+  const double b = beta.to_double(), th = threshold.to_double();
+  return MapFloat(op, self, [b, th](auto x) {
+    using A = decltype(x);
+    const A xb = x * static_cast<A>(b);
+    return xb > static_cast<A>(th) ? x
+                                   : static_cast<A>(std::log1p(std::exp(xb)) / static_cast<A>(b));
+  });
+}
+
+Tensor GeluLoops(const char* op, const Tensor& self, bool tanh_approx) {
+  if (tanh_approx) {
+    return MapFloat(op, self, [](auto x) {
+      using A = decltype(x);
+      const A k_beta = static_cast<A>(M_SQRT2 * M_2_SQRTPI * 0.5), k_kappa = A(0.044715);
+      const A inner = k_beta * (x + k_kappa * x * x * x);
+      return static_cast<A>(A(0.5) * x * (A(1) + std::tanh(inner)));
+    });
+  }
+  return MapFloat(op, self, [](auto x) {
+    using A = decltype(x);
+    return static_cast<A>(x * A(0.5) * (A(1) + std::erf(x * static_cast<A>(M_SQRT1_2))));
+  });
+}
+
+bool TanhApprox(const char* op, const std::string& approximate) {
+  if (approximate == "none") return false;
+  if (approximate == "tanh") return true;
+  TB_THROW(ValueError) << op << ": approximate must be 'none' or 'tanh', got '" << approximate
+                       << "'";
 }
 
 Tensor Gelu(const Tensor& self, const std::string& approximate) {
-  if (approximate == "none") return Eltwise("aten::gelu", self, dnnl::algorithm::eltwise_gelu_erf);
-  if (approximate == "tanh") return Eltwise("aten::gelu", self, dnnl::algorithm::eltwise_gelu_tanh);
-  TB_THROW(ValueError) << "aten::gelu: approximate must be 'none' or 'tanh', got '" << approximate
-                       << "'";
+  const char* op = "aten::gelu";
+  CheckFloat(op, self);
+  const bool t = TanhApprox(op, approximate);
+  return EltwiseOr(self, t ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf, 0.f, 0.f,
+                   [&] { return GeluLoops(op, self, t); });
+}
+Tensor Gelu_(const Tensor& self, const std::string& approximate) {
+  return Assign(self, Gelu(self, approximate));
+}
+
+Tensor Silu(const Tensor& self) {
+  const char* op = "aten::silu";
+  CheckFloat(op, self);
+  return EltwiseOr(self, algorithm::eltwise_swish, 1.f, 0.f, [&] {
+    return MapFloat(op, self, [](auto x) {
+      using A = decltype(x);
+      return static_cast<A>(x / (A(1) + std::exp(-x)));
+    });
+  });
+}
+Tensor Silu_(const Tensor& self) { return Assign(self, Silu(self)); }
+
+Tensor Mish(const Tensor& self) {
+  const char* op = "aten::mish";
+  CheckFloat(op, self);
+  return EltwiseOr(self, algorithm::eltwise_mish, 0.f, 0.f, [&] {
+    return MapFloat(op, self, [](auto x) {
+      using A = decltype(x);
+      return static_cast<A>(x * std::tanh(std::log1p(std::exp(x))));
+    });
+  });
+}
+Tensor Mish_(const Tensor& self) { return Assign(self, Mish(self)); }
+
+std::tuple<Tensor, Tensor> LogSigmoidForward(const Tensor& self) {
+  const char* op = "aten::log_sigmoid_forward";
+  CheckFloat(op, self);
+  Tensor out = MapFloat(op, self, [](auto x) {
+    using A = decltype(x);
+    return static_cast<A>(std::min(x, A(0)) - std::log1p(std::exp(-std::abs(x))));
+  });
+  Tensor buffer = MapFloat(op, self, [](auto x) { return std::exp(-std::abs(x)); });
+  return {out, buffer};
+}
+
+Tensor Glu(const Tensor& self, int64_t dim) {
+  const char* op = "aten::glu";
+  CheckFloat(op, self);
+  TB_CHECK(self.ndim() > 0, ValueError) << op << ": glu does not support scalars";
+  const int64_t d = WrapDim(dim, self.ndim(), op);
+  const int64_t n = self.size(d);
+  TB_CHECK(n % 2 == 0, ValueError)
+      << op << ": halving dimension must be even, but dimension " << d << " is size " << n;
+  Tensor a = self.slice(d, 0, n / 2), b = self.slice(d, n / 2, n);
+  return kernels::MapBinary(op, a, b, [](auto x, auto y) {
+    using A = decltype(x);
+    return static_cast<A>(x * (A(1) / (A(1) + std::exp(-y))));
+  });
 }
 
 }  // namespace
 
 TB_REGISTER_KERNELS(activation) {
-  table.RegisterKernel("aten::relu", DeviceType::kCPU, Boxed<&Relu>(), TB_HERE);
-  table.RegisterKernel("aten::gelu", DeviceType::kCPU, Boxed<&Gelu>(), TB_HERE);
+  const auto cpu = DeviceType::kCPU;
+  table.RegisterKernel("aten::relu", cpu, Boxed<&Relu>(), TB_HERE);
+  table.RegisterKernel("aten::relu_", cpu, Boxed<&Relu_>(), TB_HERE);
+  table.RegisterKernel("aten::threshold", cpu, Boxed<&Threshold>(), TB_HERE);
+  table.RegisterKernel("aten::threshold_", cpu, Boxed<&Threshold_>(), TB_HERE);
+  table.RegisterKernel("aten::elu", cpu, Boxed<&Elu>(), TB_HERE);
+  table.RegisterKernel("aten::elu_", cpu, Boxed<&Elu_>(), TB_HERE);
+  table.RegisterKernel("aten::leaky_relu", cpu, Boxed<&LeakyRelu>(), TB_HERE);
+  table.RegisterKernel("aten::leaky_relu_", cpu, Boxed<&LeakyRelu_>(), TB_HERE);
+  table.RegisterKernel("aten::hardtanh", cpu, Boxed<&Hardtanh>(), TB_HERE);
+  table.RegisterKernel("aten::hardtanh_", cpu, Boxed<&Hardtanh_>(), TB_HERE);
+  table.RegisterKernel("aten::hardsigmoid", cpu, Boxed<&Hardsigmoid>(), TB_HERE);
+  table.RegisterKernel("aten::hardsigmoid_", cpu, Boxed<&Hardsigmoid_>(), TB_HERE);
+  table.RegisterKernel("aten::hardswish", cpu, Boxed<&Hardswish>(), TB_HERE);
+  table.RegisterKernel("aten::hardswish_", cpu, Boxed<&Hardswish_>(), TB_HERE);
+  table.RegisterKernel("aten::softplus", cpu, Boxed<&Softplus>(), TB_HERE);
+  table.RegisterKernel("aten::gelu", cpu, Boxed<&Gelu>(), TB_HERE);
+  table.RegisterKernel("aten::gelu_", cpu, Boxed<&Gelu_>(), TB_HERE);
+  table.RegisterKernel("aten::silu", cpu, Boxed<&Silu>(), TB_HERE);
+  table.RegisterKernel("aten::silu_", cpu, Boxed<&Silu_>(), TB_HERE);
+  table.RegisterKernel("aten::mish", cpu, Boxed<&Mish>(), TB_HERE);
+  table.RegisterKernel("aten::mish_", cpu, Boxed<&Mish_>(), TB_HERE);
+  table.RegisterKernel("aten::log_sigmoid_forward", cpu, Boxed<&LogSigmoidForward>(), TB_HERE);
+  table.RegisterKernel("aten::glu", cpu, Boxed<&Glu>(), TB_HERE);
 }
 
 }  // namespace tb

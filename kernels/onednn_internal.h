@@ -1,13 +1,21 @@
-// Private to kernels/: access to the engine, the per-thread stream and the primitive cache.
+// Private to kernels/: access to the engine, the per-thread stream and the primitive cache,
+// plus small helpers the oneDNN-backed kernels share (memory descriptors of tensors, cache
+// keys, a typed cache for primitives kept with their descriptors, layout conversion).
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <sstream>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "bridge/dtype.h"
 #include "bridge/error.h"
+#include "bridge/tensor.h"
 
 namespace tb::onednn {
 
@@ -30,5 +38,77 @@ auto Guard(const char* op, F&& fn) -> decltype(fn()) {
     TB_THROW(RuntimeError) << op << ": oneDNN failed: " << e.what();
   }
 }
+
+// ---- helpers ------------------------------------------------------------------------------
+
+inline std::ostream& operator<<(std::ostream& os, const dnnl::memory::dims& d) {
+  os << '[';
+  for (auto x : d) os << x << ' ';
+  return os << ']';
+}
+
+// A cache key from the streamed values, separated by ','.
+template <typename... A>
+std::string Key(const A&... parts) {
+  std::ostringstream os;
+  ((os << parts << ','), ...);
+  return os.str();
+}
+
+// Like Cached(), for any copyable value (a primitive with the descriptors it chose, ...).
+// One cache per value type, shared by every file that uses the type.
+template <typename T>
+T CachedValue(const std::string& key, const std::function<T()>& make) {
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<std::string, T>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) return it->second;
+  }
+  T value = make();  // outside the lock: creation can take milliseconds
+  std::lock_guard<std::mutex> lock(mu);
+  return cache->emplace(key, std::move(value)).first->second;
+}
+
+// The descriptor of `t`'s strided layout (strides must be non-negative).
+inline dnnl::memory::desc StridedDesc(const Tensor& t, dnnl::memory::data_type dt) {
+  dnnl::memory::dims dims(t.shape().begin(), t.shape().end());
+  dnnl::memory::dims strides(t.strides().begin(), t.strides().end());
+  return dnnl::memory::desc(dims, dt, strides);
+}
+
+// The descriptor of a C-contiguous buffer with `dims`.
+inline dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type dt) {
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * dims[i + 1];
+  }
+  return dnnl::memory::desc(dims, dt, strides);
+}
+
+// Memory over caller-owned data (no copy).
+inline dnnl::memory Wrap(const dnnl::memory::desc& md, const void* data) {
+  return dnnl::memory(md, Engine(), const_cast<void*>(data));
+}
+
+// `user` in the layout `want`: `user` itself when the layouts agree, otherwise a new memory
+// filled by a reorder run on this thread's stream.
+inline dnnl::memory ToLayout(const dnnl::memory& user, const dnnl::memory::desc& want) {
+  if (user.get_desc() == want) return user;
+  dnnl::memory m(want, Engine());
+  dnnl::reorder(user, m).execute(Stream(), const_cast<dnnl::memory&>(user), m);
+  return m;
+}
+
+// Copies `from` (a primitive's layout) into `user` when they are different memories.
+inline void FromLayout(const dnnl::memory& from, const dnnl::memory& user) {
+  if (from.get() == user.get()) return;
+  dnnl::reorder(from, user)
+      .execute(Stream(), const_cast<dnnl::memory&>(from), const_cast<dnnl::memory&>(user));
+}
+
+// True when oneDNN lacks an implementation (as opposed to a real failure).
+inline bool IsUnimplemented(const dnnl::error& e) { return e.status == dnnl_unimplemented; }
 
 }  // namespace tb::onednn

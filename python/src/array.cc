@@ -1,10 +1,29 @@
-// tensorbridge.Array: the C++ tensor seen from Python, framework neutral.
+// tensorbridge.Array: the C++ tensor seen from Python, framework neutral, and its producer side
+// of DLPack: __dlpack__ / __dlpack_device__ (plain CPython methods: pybind11's generic dispatch
+// costs more than the export) and the C exchange API table `Array.__dlpack_c_exchange_api__`.
 #include <sstream>
 
-#include "interop/dlpack_convert.h"
-#include "py_common.h"
+#include "dlpack_py.h"
 
 namespace tb::py {
+
+PyTypeObject* g_array_type = nullptr;
+
+// The PyArray inside a tensorbridge.Array. For the exact type, pybind11's simple instance
+// layout is read directly (pybind11's cast first looks the type up in its registry).
+PyArray* ArrayOf(PyObject* obj) {
+  if (Py_TYPE(obj) == g_array_type) {
+    auto* inst = reinterpret_cast<py::detail::instance*>(obj);
+    if (inst->simple_layout && inst->simple_holder_constructed) {
+      return static_cast<PyArray*>(inst->simple_value_holder[0]);
+    }
+  }
+  if (!PyType_IsSubtype(Py_TYPE(obj), g_array_type)) {
+    TB_THROW(TypeError) << "expected a tensorbridge.Array, got " << Py_TYPE(obj)->tp_name;
+  }
+  return &py::handle(obj).cast<PyArray&>();  // subclasses; an error for uninitialised ones
+}
+
 namespace {
 
 py::tuple ToTuple(IntArrayRef v) {
@@ -21,17 +40,186 @@ std::vector<int64_t> Ints(const py::args& args) {
   return args.cast<std::vector<int64_t>>();
 }
 
+PyObject* g_dunder_args[4];  // stream, max_version, dl_device, copy
+
+// True for a legacy export: max_version None or of major version 0.
+bool WantsLegacy(PyObject* max_version) {
+  if (max_version == Py_None) return true;
+  if (PyTuple_CheckExact(max_version) && PyTuple_GET_SIZE(max_version) == 2 &&
+      PyLong_CheckExact(PyTuple_GET_ITEM(max_version, 0))) {
+    int overflow = 0;
+    long major = PyLong_AsLongAndOverflow(PyTuple_GET_ITEM(max_version, 0), &overflow);
+    return overflow == 0 ? major < 1 : overflow < 0;
+  }
+  try {
+    return py::handle(max_version).cast<std::pair<int64_t, int64_t>>().first < 1;
+  } catch (const py::cast_error&) {
+    TB_THROW(TypeError) << "__dlpack__: max_version must be None or a (major, minor) pair, got "
+                        << py::repr(max_version).cast<std::string>();
+  }
+}
+
+// ---- export: Array.__dlpack__ and __dlpack_device__ -------------------------------------------
+
+// __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None)
+PyObject* ArrayDLPack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                      PyObject* kwnames) {
+  try {
+    PyObject* a[4] = {Py_None, Py_None, Py_None, Py_None};
+    BindArgs("__dlpack__", args, nargs, kwnames, g_dunder_args, 4, 0, a);
+    PyObject *stream = a[0], *max_version = a[1], *dl_device = a[2];
+    const Tensor& t = ArrayOf(self)->tensor;
+    if (stream != Py_None && t.device().is_cpu()) {
+      // The array API standard: no stream on CPU (-1, "no synchronization", is tolerated).
+      int overflow = 0;
+      if (!(PyLong_Check(stream) && PyLong_AsLongAndOverflow(stream, &overflow) == -1 &&
+            overflow == 0)) {
+        TB_THROW(ValueError) << "__dlpack__: stream must be None for a CPU array";
+      }
+    }
+    std::optional<bool> want_copy = ParseCopy(a[3]);
+    bool must_copy = false;
+    if (dl_device != Py_None) {
+      auto d = ParseDevicePair(dl_device, "__dlpack__: dl_device");
+      Device target{static_cast<DeviceType>(d.first), d.second};
+      if (target != t.device()) {
+        if (!(target.is_cpu() && t.device().is_host_accessible())) {
+          TB_THROW(BufferError) << "__dlpack__: cannot export an array on "
+                                << DeviceString(t.device()) << " to device (" << d.first << ", "
+                                << d.second << ")";
+        }
+        must_copy = true;
+      }
+    }
+    if (must_copy && want_copy == false) {
+      TB_THROW(BufferError) << "__dlpack__: exporting to the requested device needs a copy, "
+                               "and copy=False forbids it";
+    }
+    const bool do_copy = must_copy || want_copy.value_or(false);
+    const bool legacy = WantsLegacy(max_version);
+    if (legacy) return NewCapsule(ExportDLPackLegacy(do_copy ? t.clone() : t));
+    return NewCapsule(ExportDLPackVersioned(t, do_copy));
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+PyObject* ArrayDLPackDevice(PyObject* self, PyObject*) {
+  try {
+    Device d = ArrayOf(self)->tensor.device();
+    return Py_BuildValue("(ii)", static_cast<int>(d.type), static_cast<int>(d.index));
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+// ---- the C exchange API, producer side (Array's own table) ------------------------------------
+// C entry points: no exception leaves them; failures set a Python error and return -1.
+
+int ArrayToManaged(void* py_object, DLManagedTensorVersioned** out) {
+  try {
+    *out = ExportDLPackVersioned(ArrayOf(static_cast<PyObject*>(py_object))->tensor);
+    return 0;
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+  }
+  return -1;
+}
+
+int ArrayToDLTensor(void* py_object, DLTensor* out) {
+  try {
+    const Tensor& t = ArrayOf(static_cast<PyObject*>(py_object))->tensor;
+    if (t.read_only()) {
+      TB_THROW(BufferError) << "a read-only Array cannot be lent as a bare DLTensor, which "
+                               "cannot say read-only; use managed_tensor_from_py_object_no_sync, "
+                               "or a copy (from_dlpack(x, copy=True))";
+    }
+    out->data = t.data();
+    out->device = DeviceToDLPack(t.device());
+    out->ndim = static_cast<int32_t>(t.ndim());
+    out->dtype = DTypeToDLPack(t.dtype());
+    // The Array's own arrays: valid while it lives, which the caller guarantees for the call.
+    out->shape = const_cast<int64_t*>(t.shape().data());
+    out->strides = const_cast<int64_t*>(t.strides().data());
+    out->byte_offset = 0;
+    return 0;
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+  }
+  return -1;
+}
+
+int ManagedToArray(DLManagedTensorVersioned* managed, void** out_py_object) {
+  try {
+    *out_py_object = WrapTensor(ImportDLPack(managed)).release().ptr();  // owns `managed` now
+    return 0;
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+  }
+  return -1;
+}
+
+int AllocateManaged(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+                    void (*set_error)(void*, const char*, const char*)) {
+  try {
+    *out = nullptr;
+    TB_CHECK(prototype->device.device_type == kDLCPU, BufferError)
+        << "tensorbridge allocates CPU memory only";
+    TB_CHECK(prototype->ndim >= 0 && (prototype->ndim == 0 || prototype->shape != nullptr),
+             BufferError) << "malformed prototype DLTensor";
+    DType dtype;
+    TB_CHECK(DTypeFromDLPack(prototype->dtype, &dtype), BufferError) << "unsupported dtype";
+    Tensor t = Tensor::Empty(IntArrayRef(prototype->shape, prototype->ndim), dtype);
+    *out = ExportDLPackVersioned(t);
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(error_ctx, "BufferError", e.what());
+  } catch (...) {
+    set_error(error_ctx, "BufferError", "tensorbridge: allocation failed");
+  }
+  return -1;
+}
+
+int CpuWorkStream(DLDeviceType, int32_t, void** out_stream) {
+  *out_stream = nullptr;  // CPU: no stream
+  return 0;
+}
+
+constexpr DLPackExchangeAPI kArrayExchangeApi = {
+    {{TB_DLPACK_MAJOR_VERSION, TB_DLPACK_MINOR_VERSION}, nullptr},
+    &AllocateManaged,
+    &ArrayToManaged,
+    &ManagedToArray,
+    &ArrayToDLTensor,
+    &CpuWorkStream,
+};
+
+PyMethodDef kDLPackDef = {
+    "__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ArrayDLPack)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+    "Exports this array as a DLPack capsule: legacy ('dltensor') when max_version is None or "
+    "of\nmajor version 0, versioned ('dltensor_versioned', version 1.3) otherwise."};
+
+PyMethodDef kDLPackDeviceDef = {"__dlpack_device__", &ArrayDLPackDevice, METH_NOARGS,
+                                "__dlpack_device__($self, /)\n--\n\n"
+                                "The (DLPack device type, device id) of this array."};
+
 }  // namespace
+
+const DLPackExchangeAPI* ArrayExchangeApi() { return &kArrayExchangeApi; }
 
 py::object WrapTensor(Tensor t) { return py::cast(PyArray{std::move(t)}); }
 
 void BindArray(py::module_& m) {
-  py::class_<PyArray>(m, "Array", R"doc(
+  py::class_<PyArray> array(m, "Array", R"doc(
 A tensor over memory that tensorbridge or another framework owns, described by shape,
 strides (in elements), dtype, device and a read-only flag. Made by ``tensorbridge.from_dlpack``;
 a DLPack producer itself (``numpy.from_dlpack(a)``, ``torch.from_dlpack(a)`` share its memory).
-)doc")
-      .def_property_readonly("shape", [](const PyArray& a) { return ToTuple(a.tensor.shape()); })
+)doc");
+  array.def_property_readonly("shape", [](const PyArray& a) { return ToTuple(a.tensor.shape()); })
       .def_property_readonly("strides",
                              [](const PyArray& a) { return ToTuple(a.tensor.strides()); },
                              "Strides in elements (not bytes), as torch reports them.")
@@ -97,6 +285,14 @@ a DLPack producer itself (``numpy.from_dlpack(a)``, ``torch.from_dlpack(a)`` sha
            << (a.tensor.read_only() ? ", read_only=True" : "") << ")";
         return os.str();
       });
+
+  g_array_type = reinterpret_cast<PyTypeObject*>(array.ptr());
+  const char* names[] = {"stream", "max_version", "dl_device", "copy"};
+  for (int i = 0; i < 4; ++i) g_dunder_args[i] = Intern(names[i]);
+  AddMethod(array, &kDLPackDef);
+  AddMethod(array, &kDLPackDeviceDef);
+  array.attr("__dlpack_c_exchange_api__") =
+      py::capsule(const_cast<DLPackExchangeAPI*>(&kArrayExchangeApi), "dlpack_exchange_api");
 }
 
 }  // namespace tb::py

@@ -1,16 +1,14 @@
-// The DLPack Python protocol, both directions:
-//  - from_dlpack(x): Arrays, capsules (versioned and legacy), the producer's C exchange API
-//    (`type(x).__dlpack_c_exchange_api__`, looked up once per type), and otherwise
-//    `__dlpack__(max_version=(1, 3))` with the legacy `__dlpack__()` on TypeError;
-//  - Array.__dlpack__ / __dlpack_device__, and Array's own exchange API table.
-// from_dlpack, __dlpack__ and __dlpack_device__ are plain CPython vectorcall functions, not
-// pybind11 bindings: pybind11's generic argument dispatch costs more than the conversion.
+// The DLPack Python protocol, consumer side: from_dlpack(x) takes Arrays, capsules (versioned
+// and legacy), the producer's C exchange API (`type(x).__dlpack_c_exchange_api__`, looked up
+// once per type) and otherwise `__dlpack__(max_version=(1, 3))`, with the legacy `__dlpack__()`
+// on TypeError. from_dlpack is a plain CPython vectorcall function, not a pybind11 binding:
+// pybind11's generic argument dispatch costs more than the conversion. (Array's producer side,
+// __dlpack__ and its exchange API table, is in array.cc.)
 #include <chrono>
 #include <cstring>
 #include <unordered_map>
 
-#include "interop/dlpack_convert.h"
-#include "py_common.h"
+#include "dlpack_py.h"
 
 namespace tb::py {
 namespace {
@@ -28,10 +26,10 @@ struct Statics {
   PyObject* max_version;      // (1, 3)
   PyObject* kwnames[4];       // __dlpack__ keywords: max_version [, dl_device] [, copy]
   PyObject* from_dlpack_args[3];  // x, device, copy
-  PyObject* dunder_args[4];       // stream, max_version, dl_device, copy
 };
 Statics g;
-PyTypeObject* g_array_type = nullptr;
+
+}  // namespace
 
 PyObject* Intern(const char* s) {
   PyObject* o = PyUnicode_InternFromString(s);
@@ -41,8 +39,6 @@ PyObject* Intern(const char* s) {
 
 // ---- arguments of the vectorcall entry points ------------------------------------------------
 
-// Binds vectorcall arguments to `names` (interned): the first `npos` may come by position, all
-// by keyword. Slots not given keep their value.
 void BindArgs(const char* fn, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
               PyObject* const* names, Py_ssize_t nnames, Py_ssize_t npos, PyObject** out) {
   if (nargs > npos) {
@@ -84,23 +80,6 @@ std::optional<bool> ParseCopy(PyObject* copy) {
   }
 }
 
-// True for a legacy export: max_version None or of major version 0.
-bool WantsLegacy(PyObject* max_version) {
-  if (max_version == Py_None) return true;
-  if (PyTuple_CheckExact(max_version) && PyTuple_GET_SIZE(max_version) == 2 &&
-      PyLong_CheckExact(PyTuple_GET_ITEM(max_version, 0))) {
-    int overflow = 0;
-    long major = PyLong_AsLongAndOverflow(PyTuple_GET_ITEM(max_version, 0), &overflow);
-    return overflow == 0 ? major < 1 : overflow < 0;
-  }
-  try {
-    return py::handle(max_version).cast<std::pair<int64_t, int64_t>>().first < 1;
-  } catch (const py::cast_error&) {
-    TB_THROW(TypeError) << "__dlpack__: max_version must be None or a (major, minor) pair, got "
-                        << py::repr(max_version).cast<std::string>();
-  }
-}
-
 std::pair<int32_t, int32_t> ParseDevicePair(PyObject* device, const char* what) {
   try {
     return py::handle(device).cast<std::pair<int32_t, int32_t>>();
@@ -109,6 +88,15 @@ std::pair<int32_t, int32_t> ParseDevicePair(PyObject* device, const char* what) 
                         << py::repr(device).cast<std::string>();
   }
 }
+
+void AddMethod(py::handle type, PyMethodDef* def) {
+  PyObject* descr = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(type.ptr()), def);
+  if (descr == nullptr) throw py::error_already_set();
+  auto owner = py::reinterpret_steal<py::object>(descr);
+  type.attr(def->ml_name) = owner;
+}
+
+namespace {
 
 // from_dlpack's `device`: None, "cpu", or a DLPack (device_type, device_id) pair.
 std::optional<Device> ParseDevice(PyObject* device) {
@@ -143,7 +131,7 @@ void CapsuleDestructor(PyObject* capsule) noexcept {
 }
 
 template <typename Managed>
-PyObject* NewCapsule(Managed* managed) {
+PyObject* NewCapsuleOf(Managed* managed) {
   constexpr bool kIsVersioned = std::is_same_v<Managed, DLManagedTensorVersioned>;
   PyObject* cap = PyCapsule_New(managed, kIsVersioned ? kVersioned : kLegacy,
                                 &CapsuleDestructor<Managed>);
@@ -153,6 +141,13 @@ PyObject* NewCapsule(Managed* managed) {
   }
   return cap;
 }
+
+}  // namespace
+
+PyObject* NewCapsule(DLManagedTensorVersioned* managed) { return NewCapsuleOf(managed); }
+PyObject* NewCapsule(DLManagedTensor* managed) { return NewCapsuleOf(managed); }
+
+namespace {
 
 Tensor ImportCapsule(PyObject* c) {
   if (!PyCapsule_CheckExact(c)) {
@@ -179,23 +174,6 @@ Tensor ImportCapsule(PyObject* c) {
   }
   TB_THROW(TypeError) << "a PyCapsule named '" << (name ? name : "<null>")
                       << "' is not a DLPack capsule ('dltensor' or 'dltensor_versioned')";
-}
-
-// ---- Array instances -------------------------------------------------------------------------
-
-// The PyArray inside a tensorbridge.Array. For the exact type, pybind11's simple instance
-// layout is read directly (pybind11's cast first looks the type up in its registry).
-PyArray* ArrayOf(PyObject* obj) {
-  if (Py_TYPE(obj) == g_array_type) {
-    auto* inst = reinterpret_cast<py::detail::instance*>(obj);
-    if (inst->simple_layout && inst->simple_holder_constructed) {
-      return static_cast<PyArray*>(inst->simple_value_holder[0]);
-    }
-  }
-  if (!PyType_IsSubtype(Py_TYPE(obj), g_array_type)) {
-    TB_THROW(TypeError) << "expected a tensorbridge.Array, got " << Py_TYPE(obj)->tp_name;
-  }
-  return &py::handle(obj).cast<PyArray&>();  // subclasses; an error for uninitialised ones
 }
 
 // ---- what we know of a producer type ---------------------------------------------------------
@@ -226,9 +204,10 @@ TypeInfo Inspect(PyTypeObject* type) {
   auto* t = reinterpret_cast<PyObject*>(type);
   info.is_array = PyType_IsSubtype(type, g_array_type) != 0;
   if (info.is_array) return info;
-  if (PyObject* module = PyObject_GetAttrString(t, "__module__")) {  // jax, jaxlib, jaxlib._jax
+  if (PyObject* module = PyObject_GetAttrString(t, "__module__")) {  // jax.*, jaxlib.*
     const char* s = PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : nullptr;
-    info.immutable = s != nullptr && std::strncmp(s, "jax", 3) == 0;
+    info.immutable = s != nullptr && (std::strncmp(s, "jaxlib", 6) == 0 ||
+                                      (std::strncmp(s, "jax", 3) == 0 && (s[3] == '\0' || s[3] == '.')));
     Py_DECREF(module);
   }
   PyErr_Clear();
@@ -280,8 +259,10 @@ const TypeInfo& InfoOf(PyTypeObject* type) {
   static auto* cache = new std::unordered_map<PyTypeObject*, TypeInfo>();  // never destroyed
   auto it = cache->find(type);
   if (it == cache->end()) {
-    it = cache->emplace(type, Inspect(type)).first;  // node-based: references stay valid
-    Py_INCREF(type);
+    // Inspect may run Python code, and so let another thread in first: insert once.
+    auto [pos, inserted] = cache->emplace(type, Inspect(type));
+    if (inserted) Py_INCREF(type);
+    it = pos;  // node-based map: the reference stays valid
   }
   last_type = type;
   last_info = &it->second;
@@ -329,15 +310,23 @@ void CheckTorchBits(PyObject* obj, const TypeInfo& info, const Tensor& t) {
   }
 }
 
-Tensor ImportViaExchangeApi(PyObject* obj, const TypeInfo& info) {
+// The import through the producer's table; nullopt when the producer refuses or gives a tensor
+// we refuse: its __dlpack__, the protocol's definition, then decides, with its own error if it
+// refuses too. (A storage-less torch wrapper subclass exports through __torch_function__, which
+// the table bypasses: torch's table hands out a null data pointer for it.)
+std::optional<Tensor> TryImportViaExchangeApi(PyObject* obj, const TypeInfo& info) {
   DLManagedTensorVersioned* managed = nullptr;
   if (info.api->managed_tensor_from_py_object_no_sync(obj, &managed) != 0 || managed == nullptr) {
-    if (!PyErr_Occurred()) {
-      PyErr_SetString(PyExc_BufferError, "the producer's DLPack exchange API gave no tensor");
-    }
-    throw py::error_already_set();
+    PyErr_Clear();
+    return std::nullopt;
   }
-  Tensor t = ImportDLPack(managed);
+  Tensor t;
+  try {
+    t = ImportDLPack(managed);  // on refusal, it has called the deleter
+  } catch (const tb::Error& e) {
+    if (e.kind() != ErrorKind::kBufferError) throw;
+    return std::nullopt;
+  }
   if (info.is_neg != nullptr) CheckTorchBits(obj, info, t);
   return t;
 }
@@ -413,12 +402,12 @@ Tensor Import(PyObject* obj, const Options& o, Path* path) {
     return Finish(ArrayOf(obj)->tensor, o, false, false);
   }
   if (info.api != nullptr) {
-    Tensor t = ImportViaExchangeApi(obj, info);
-    if (!o.device || t.device() == *o.device) {
+    std::optional<Tensor> t = TryImportViaExchangeApi(obj, info);
+    if (t && (!o.device || t->device() == *o.device)) {
       *path = Path::kExchangeApi;
-      return Finish(std::move(t), o, info.immutable, false);
+      return Finish(std::move(*t), o, info.immutable, false);
     }
-    // Another device was asked for: let the producer's __dlpack__ move it.
+    // Refused, or another device was asked for: the producer's __dlpack__ decides.
   }
   bool copied = false;
   Tensor t = ImportViaDunder(obj, o, &copied, path);
@@ -440,143 +429,6 @@ PyObject* FromDLPack(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
   }
 }
 
-// ---- export: Array.__dlpack__ and __dlpack_device__ -------------------------------------------
-
-// __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None)
-PyObject* ArrayDLPack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
-                      PyObject* kwnames) {
-  try {
-    PyObject* a[4] = {Py_None, Py_None, Py_None, Py_None};
-    BindArgs("__dlpack__", args, nargs, kwnames, g.dunder_args, 4, 0, a);
-    PyObject *stream = a[0], *max_version = a[1], *dl_device = a[2];
-    const Tensor& t = ArrayOf(self)->tensor;
-    if (stream != Py_None && t.device().is_cpu()) {
-      // The array API standard: no stream on CPU (-1, "no synchronization", is tolerated).
-      int overflow = 0;
-      if (!(PyLong_Check(stream) && PyLong_AsLongAndOverflow(stream, &overflow) == -1 &&
-            overflow == 0)) {
-        TB_THROW(ValueError) << "__dlpack__: stream must be None for a CPU array";
-      }
-    }
-    std::optional<bool> want_copy = ParseCopy(a[3]);
-    bool must_copy = false;
-    if (dl_device != Py_None) {
-      auto d = ParseDevicePair(dl_device, "__dlpack__: dl_device");
-      Device target{static_cast<DeviceType>(d.first), d.second};
-      if (target != t.device()) {
-        if (!(target.is_cpu() && t.device().is_host_accessible())) {
-          TB_THROW(BufferError) << "__dlpack__: cannot export an array on "
-                                << DeviceString(t.device()) << " to device (" << d.first << ", "
-                                << d.second << ")";
-        }
-        must_copy = true;
-      }
-    }
-    if (must_copy && want_copy == false) {
-      TB_THROW(BufferError) << "__dlpack__: exporting to the requested device needs a copy, "
-                               "and copy=False forbids it";
-    }
-    const bool do_copy = must_copy || want_copy.value_or(false);
-    const bool legacy = WantsLegacy(max_version);
-    if (legacy) return NewCapsule(ExportDLPackLegacy(do_copy ? t.clone() : t));
-    return NewCapsule(ExportDLPackVersioned(t, do_copy));
-  } catch (...) {
-    py::detail::try_translate_exceptions();
-    return nullptr;
-  }
-}
-
-PyObject* ArrayDLPackDevice(PyObject* self, PyObject*) {
-  try {
-    Device d = ArrayOf(self)->tensor.device();
-    return Py_BuildValue("(ii)", static_cast<int>(d.type), static_cast<int>(d.index));
-  } catch (...) {
-    py::detail::try_translate_exceptions();
-    return nullptr;
-  }
-}
-
-// ---- the C exchange API, producer side (Array's own table) ------------------------------------
-// C entry points: no exception leaves them; failures set a Python error and return -1.
-
-int ArrayToManaged(void* py_object, DLManagedTensorVersioned** out) {
-  try {
-    *out = ExportDLPackVersioned(ArrayOf(static_cast<PyObject*>(py_object))->tensor);
-    return 0;
-  } catch (...) {
-    py::detail::try_translate_exceptions();
-  }
-  return -1;
-}
-
-int ArrayToDLTensor(void* py_object, DLTensor* out) {
-  try {
-    const Tensor& t = ArrayOf(static_cast<PyObject*>(py_object))->tensor;
-    if (t.read_only()) {
-      TB_THROW(BufferError) << "a read-only Array cannot be lent as a bare DLTensor, which "
-                               "cannot say read-only; use managed_tensor_from_py_object_no_sync, "
-                               "or a copy (from_dlpack(x, copy=True))";
-    }
-    out->data = t.data();
-    out->device = DeviceToDLPack(t.device());
-    out->ndim = static_cast<int32_t>(t.ndim());
-    out->dtype = DTypeToDLPack(t.dtype());
-    // The Array's own arrays: valid while it lives, which the caller guarantees for the call.
-    out->shape = const_cast<int64_t*>(t.shape().data());
-    out->strides = const_cast<int64_t*>(t.strides().data());
-    out->byte_offset = 0;
-    return 0;
-  } catch (...) {
-    py::detail::try_translate_exceptions();
-  }
-  return -1;
-}
-
-int ManagedToArray(DLManagedTensorVersioned* managed, void** out_py_object) {
-  try {
-    *out_py_object = WrapTensor(ImportDLPack(managed)).release().ptr();  // owns `managed` now
-    return 0;
-  } catch (...) {
-    py::detail::try_translate_exceptions();
-  }
-  return -1;
-}
-
-int AllocateManaged(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
-                    void (*set_error)(void*, const char*, const char*)) {
-  try {
-    *out = nullptr;
-    TB_CHECK(prototype->device.device_type == kDLCPU, BufferError)
-        << "tensorbridge allocates CPU memory only";
-    TB_CHECK(prototype->ndim >= 0 && (prototype->ndim == 0 || prototype->shape != nullptr),
-             BufferError) << "malformed prototype DLTensor";
-    DType dtype;
-    TB_CHECK(DTypeFromDLPack(prototype->dtype, &dtype), BufferError) << "unsupported dtype";
-    Tensor t = Tensor::Empty(IntArrayRef(prototype->shape, prototype->ndim), dtype);
-    *out = ExportDLPackVersioned(t);
-    return 0;
-  } catch (const std::exception& e) {
-    set_error(error_ctx, "BufferError", e.what());
-  } catch (...) {
-    set_error(error_ctx, "BufferError", "tensorbridge: allocation failed");
-  }
-  return -1;
-}
-
-int CpuWorkStream(DLDeviceType, int32_t, void** out_stream) {
-  *out_stream = nullptr;  // CPU: no stream
-  return 0;
-}
-
-const DLPackExchangeAPI kArrayExchangeApi = {
-    {{TB_DLPACK_MAJOR_VERSION, TB_DLPACK_MINOR_VERSION}, nullptr},
-    &AllocateManaged,
-    &ArrayToManaged,
-    &ManagedToArray,
-    &ArrayToDLTensor,
-    &CpuWorkStream,
-};
-
 // ---- benchmarking and debugging helpers -------------------------------------------------------
 
 // ns per tensor of `n` conversions of `obj` in a C++ loop (no Python call per tensor). Paths:
@@ -590,7 +442,7 @@ const DLPackExchangeAPI kArrayExchangeApi = {
 double BenchImport(py::handle handle, int64_t n, const std::string& path) {
   PyObject* obj = handle.ptr();
   const TypeInfo& info = InfoOf(Py_TYPE(obj));
-  const DLPackExchangeAPI* api = info.is_array ? &kArrayExchangeApi : info.api;
+  const DLPackExchangeAPI* api = info.is_array ? ArrayExchangeApi() : info.api;
   TB_CHECK(n > 0, ValueError) << "_bench_import: n must be positive";
   auto time = [&](auto&& body) {
     auto start = std::chrono::steady_clock::now();
@@ -607,7 +459,11 @@ double BenchImport(py::handle handle, int64_t n, const std::string& path) {
     TypeInfo with_api = info;
     with_api.api = api;
     if (path == "exchange_api_unchecked") with_api.is_conj = with_api.is_neg = nullptr;
-    return time([&] { Tensor t = ImportViaExchangeApi(obj, with_api); });
+    return time([&] {
+      if (!TryImportViaExchangeApi(obj, with_api)) {
+        TB_THROW(BufferError) << "_bench_import: the exchange API refused this object";
+      }
+    });
   }
   if (path == "exchange_api_export") {
     need_api();
@@ -655,24 +511,6 @@ PyMethodDef kFromDLPackDef = {
     "for\na copy, ``copy=False`` forbids one (BufferError when the producer would need to copy);\n"
     "``device`` asks the producer for memory on that device. JAX arrays arrive read-only."};
 
-PyMethodDef kDLPackDef = {
-    "__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&ArrayDLPack)),
-    METH_FASTCALL | METH_KEYWORDS,
-    "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
-    "Exports this array as a DLPack capsule: legacy ('dltensor') when max_version is None or "
-    "of\nmajor version 0, versioned ('dltensor_versioned', version 1.3) otherwise."};
-
-PyMethodDef kDLPackDeviceDef = {"__dlpack_device__", &ArrayDLPackDevice, METH_NOARGS,
-                                "__dlpack_device__($self, /)\n--\n\n"
-                                "The (DLPack device type, device id) of this array."};
-
-void AddMethod(py::handle type, PyMethodDef* def) {
-  PyObject* descr = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(type.ptr()), def);
-  if (descr == nullptr) throw py::error_already_set();
-  auto owner = py::reinterpret_steal<py::object>(descr);
-  type.attr(def->ml_name) = owner;
-}
-
 }  // namespace
 
 Tensor TensorFromObject(py::handle obj, py::handle device, py::handle copy) {
@@ -682,8 +520,6 @@ Tensor TensorFromObject(py::handle obj, py::handle device, py::handle copy) {
 }
 
 void BindDLPack(py::module_& m) {
-  auto array = py::type::of<PyArray>();
-  g_array_type = reinterpret_cast<PyTypeObject*>(array.ptr());
   g.dlpack = Intern("__dlpack__");
   g.max_version = Py_BuildValue("(ii)", TB_DLPACK_MAJOR_VERSION, TB_DLPACK_MINOR_VERSION);
   if (g.max_version == nullptr) throw py::error_already_set();
@@ -696,17 +532,11 @@ void BindDLPack(py::module_& m) {
   }
   const char* fa[] = {"x", "device", "copy"};
   for (int i = 0; i < 3; ++i) g.from_dlpack_args[i] = Intern(fa[i]);
-  const char* da[] = {"stream", "max_version", "dl_device", "copy"};
-  for (int i = 0; i < 4; ++i) g.dunder_args[i] = Intern(da[i]);
 
   PyObject* fn = PyCFunction_NewEx(&kFromDLPackDef, nullptr, m.attr("__name__").ptr());
   if (fn == nullptr) throw py::error_already_set();
   m.add_object("from_dlpack", py::reinterpret_steal<py::object>(fn));
 
-  array.attr("__dlpack_c_exchange_api__") =
-      py::capsule(const_cast<DLPackExchangeAPI*>(&kArrayExchangeApi), kExchangeApi);
-  AddMethod(array, &kDLPackDef);
-  AddMethod(array, &kDLPackDeviceDef);
 
   m.def("_import_path", [](py::handle x, py::handle device, py::handle copy) {
     Options o{ParseDevice(device.ptr()), ParseCopy(copy.ptr())};

@@ -40,11 +40,14 @@ Value ToValue(py::handle obj) {
   if (auto d = AsDType(obj)) return Value(*d);
   if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
     auto seq = py::reinterpret_borrow<py::sequence>(obj);
-    bool all_int = true, all_float = true;
+    bool all_int = true, all_float = true, all_bools = seq.size() > 0;
     for (auto item : seq) {
-      all_int &= PyLong_Check(item.ptr()) && !PyBool_Check(item.ptr());
-      all_float &= PyFloat_Check(item.ptr()) || PyLong_Check(item.ptr());
+      const bool is_bool = PyBool_Check(item.ptr());
+      all_bools &= is_bool;
+      all_int &= PyLong_Check(item.ptr()) && !is_bool;
+      all_float &= (PyFloat_Check(item.ptr()) || PyLong_Check(item.ptr())) && !is_bool;
     }
+    if (all_bools) return Value(seq.cast<std::vector<bool>>());
     if (all_int) return Value(seq.cast<std::vector<int64_t>>());
     if (all_float) return Value(seq.cast<std::vector<double>>());
     bool all_bool = true, any_none = false;

@@ -13,25 +13,34 @@ import torch
 import tensorbridge as tb
 
 
-def _torch_schema(op: str) -> str:
+# Touching every torch.ops.aten overload leaves state behind in torch that later
+# torch.compile runs trip over, so the schema sweeps run in their own interpreter.
+_SCHEMA_SWEEP = """
+import sys, torch, tensorbridge as tb
+def torch_schema(op):
     ns, _, rest = op.partition("::")
     name, _, overload = rest.partition(".")
     return str(getattr(getattr(torch.ops, ns), name).__getattr__(overload or "default")._schema)
+which = sys.argv[1]
+if which == "registered":
+    names = {o["op"] for o in tb.ops() if o["op"].startswith("aten::")} | set(tb.config.composites())
+    assert len(names) >= 100, len(names)
+    bad = [op for op in sorted(names) if tb.schema(op) != torch_schema(op)]
+else:
+    names = [n for n, _ in tb._C._aten_schema_names()]
+    assert len(names) > 2000, len(names)
+    bad = [n for n in names if tb._C._parse_schema(torch_schema(n)) != torch_schema(n)]
+print(len(names), "checked;", "mismatched:", bad)
+sys.exit(1 if bad else 0)
+"""
 
 
-def test_registered_schemas_equal_torchs():
-    names = {o["op"] for o in tb.ops() if o["op"].startswith("aten::")}
-    names |= set(tb.config.composites())
-    assert len(names) >= 10
-    for op in sorted(names):
-        assert tb.schema(op) == _torch_schema(op), op
-
-
-def test_every_aten_schema_parses_back_to_torchs_text():
-    names = tb._C._aten_schema_names()
-    assert len(names) > 2000
-    mismatched = [n for n, _ in names if tb._C._parse_schema(_torch_schema(n)) != _torch_schema(n)]
-    assert mismatched == []
+@pytest.mark.parametrize("which", ["registered", "all"])
+def test_schemas_equal_torchs(which):
+    proc = subprocess.run([sys.executable, "-c", _SCHEMA_SWEEP, which], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "mismatched: []" in proc.stdout
 
 
 def test_keywords_defaults_and_type_errors():

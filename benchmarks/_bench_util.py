@@ -1,0 +1,664 @@
+"""Shared helpers of the Python benchmarks (bench_kernels, bench_eager, bench_compile,
+bench_call_torch): a timeit-style runner on ``time.perf_counter_ns``, "n/a" cells for paths
+that fail, a table printer, geometric means, the environment header, torchax's import, and the
+tensorbridge fallback counters (``tb.metrics()``) of a run.
+
+Timing method (the same in every script): call each measured function a few times to warm up
+(first-call costs: lazy initialisation, JIT compilation, caches), calibrate a loop count so that
+one repeat lasts about ``target_s`` (timeit's autorange: 1, 2, 5, 10, 20, ...), then time up to
+``repeats`` loops with the garbage collector off (fewer, but at least 3, once a time budget is
+spent) and report the minimum and the median time per call. Peers of one table row are timed
+in alternating repeats (``measure_interleaved``), so that changes in machine load hit them
+alike. The minimum is the least disturbed run (the figure to compare and the one ratios use);
+the median shows how noisy the machine was. Timings are printed, never asserted.
+
+Options of every script: ``--quick`` (fewer, shorter repeats), ``--repeats N``, ``--threads N``
+(same thread count for torch, tensorbridge and JAX; see ``parse_args``). Set
+``TB_BENCH_TRACEBACK=1`` to print the traceback of every path that fails.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+
+__all__ = [
+    "NA",
+    "Args",
+    "FallbackTracker",
+    "Timing",
+    "env_header",
+    "fmt_ratio",
+    "fmt_time",
+    "geomean",
+    "import_torchax",
+    "measure",
+    "measure_interleaved",
+    "na_from_exc",
+    "parse_args",
+    "print_table",
+    "ratio",
+    "try_measure",
+]
+
+
+# ---- values --------------------------------------------------------------------------------
+
+
+class NA:
+    """A cell that could not be measured, with the reason (printed as ``n/a (reason)``)."""
+
+    def __init__(self, reason: str):
+        self.reason = " ".join(str(reason).split())
+
+    def short(self, width: int = 48) -> str:
+        r = self.reason if len(self.reason) <= width else self.reason[: width - 3] + "..."
+        return f"n/a ({r})"
+
+    def __str__(self) -> str:
+        return f"n/a ({self.reason})"
+
+    __repr__ = __str__
+
+
+def na_from_exc(e: BaseException) -> NA:
+    msg = str(e).strip().splitlines()
+    first = msg[0] if msg else ""
+    # torch's dynamo errors start with a generic line; the useful part is often further on.
+    return NA(f"{type(e).__name__}: {first}"[:400])
+
+
+class Timing:
+    """Time per call of one measured path, in nanoseconds."""
+
+    __slots__ = ("median_ns", "min_ns", "number", "repeats")
+
+    def __init__(self, min_ns: float, median_ns: float, number: int, repeats: int):
+        self.min_ns = min_ns
+        self.median_ns = median_ns
+        self.number = number
+        self.repeats = repeats
+
+    def __repr__(self) -> str:
+        return (
+            f"Timing(min={fmt_time(self.min_ns)}, median={fmt_time(self.median_ns)}, "
+            f"{self.repeats}x{self.number})"
+        )
+
+
+# ---- the runner ------------------------------------------------------------------------------
+
+
+def _loop_ns(fn, number: int) -> int:
+    perf = time.perf_counter_ns
+    t0 = perf()
+    for _ in range(number):
+        fn()
+    return perf() - t0
+
+
+def measure(
+    fn,
+    *,
+    repeats: int = 15,
+    target_s: float = 0.02,
+    warmup: int = 2,
+    max_number: int = 1_000_000,
+    budget_s: float | None = None,
+) -> Timing:
+    """timeit-style: `warmup` calls, a loop count calibrated so that one repeat takes about
+    `target_s`, then up to `repeats` repeats (fewer, but at least 3, once `budget_s` of
+    repeating has passed: default 3 x repeats x target_s); min and median ns per call.
+
+    Many short repeats rather than a few long ones: on a shared machine the minimum of many
+    short windows (shorter than a scheduler time slice) is the most likely to be undisturbed."""
+    for _ in range(warmup):
+        fn()
+    gc_was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        number, first = _calibrate(fn, target_s, max_number)
+        times = [first]
+        budget_ns = (budget_s if budget_s is not None else 3 * repeats * target_s) * 1e9
+        start = time.perf_counter_ns()
+        while len(times) < repeats:
+            times.append(_loop_ns(fn, number) / number)
+            if len(times) >= 3 and time.perf_counter_ns() - start > budget_ns:
+                break
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return Timing(min(times), statistics.median(times), number, len(times))
+
+
+def _calibrate(fn, target_s: float, max_number: int) -> tuple[int, float]:
+    """timeit's autorange: the loop count for one repeat of about target_s, and the time per
+    call of the last calibration loop."""
+    number = 1
+    target_ns = target_s * 1e9
+    while True:
+        t = _loop_ns(fn, number)
+        if t >= target_ns or number >= max_number:
+            return number, t / number
+        if t > 1e6:
+            number = max(number + 1, min(max_number, int(number * target_ns / t * 1.05)))
+        else:
+            number = _next_count(number)
+
+
+def measure_interleaved(
+    paths,
+    *,
+    repeats: int = 15,
+    target_s: float = 0.02,
+    warmup: int = 2,
+    max_number: int = 1_000_000,
+    budget_s: float | None = None,
+) -> dict:
+    """Peers measured side by side: ``paths`` is a list of (label, make_fn); each make_fn()
+    returns the zero-argument callable to time (or an NA, or raises: that path becomes NA).
+    Each callable is warmed up and calibrated on its own, then the repeats go round-robin
+    (A B C, A B C, ...), so that a change in machine load hits every peer alike. Returns
+    {label: Timing | NA}."""
+    out: dict = {}
+    live = []
+    for label, make_fn in paths:
+        try:
+            fn = make_fn()
+            if isinstance(fn, NA):
+                out[label] = fn
+                continue
+            for _ in range(warmup):
+                fn()
+            live.append((label, fn))
+        except Exception as e:
+            if os.environ.get("TB_BENCH_TRACEBACK"):
+                traceback.print_exc()
+            out[label] = na_from_exc(e)
+    gc_was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        numbers, times = {}, {}
+        for label, fn in list(live):
+            try:
+                numbers[label], first = _calibrate(fn, target_s, max_number)
+                times[label] = [first]
+            except Exception as e:
+                out[label] = na_from_exc(e)
+                live.remove((label, fn))
+        per_round = sum(numbers[label] * times[label][0] for label, _ in live) / 1e9
+        budget = budget_s if budget_s is not None else 3 * repeats * target_s * max(1, len(live))
+        start = time.perf_counter_ns()
+        for r in range(1, repeats):
+            if r >= 3 and (time.perf_counter_ns() - start) / 1e9 + per_round > budget:
+                break
+            for label, fn in list(live):
+                try:
+                    times[label].append(_loop_ns(fn, numbers[label]) / numbers[label])
+                except Exception as e:
+                    out[label] = na_from_exc(e)
+                    live.remove((label, fn))
+        for label, _ in live:
+            ts = times[label]
+            out[label] = Timing(min(ts), statistics.median(ts), numbers[label], len(ts))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return {label: out[label] for label, _ in paths}
+
+
+def _next_count(n: int) -> int:
+    for step in (2, 5, 10):
+        base = 10 ** int(math.log10(n))
+        if step * base > n:
+            return step * base
+    return n * 2
+
+
+def try_measure(make_fn, **kwargs) -> Timing | NA:
+    """Builds the path (``make_fn()`` returns the function to time, and may itself fail) and
+    measures it; any exception becomes an NA cell instead of ending the script."""
+    try:
+        fn = make_fn()
+        if isinstance(fn, NA):
+            return fn
+        return measure(fn, **kwargs)
+    except Exception as e:
+        if os.environ.get("TB_BENCH_TRACEBACK"):
+            traceback.print_exc()
+        return na_from_exc(e)
+
+
+# ---- arithmetic on cells ---------------------------------------------------------------------
+
+
+def _ns(x):
+    if isinstance(x, Timing):
+        return x.min_ns
+    if isinstance(x, (int, float)):
+        return float(x)
+    return None
+
+
+def ratio(num, den) -> float | NA:
+    """num / den on min times; NA when either side is."""
+    if isinstance(num, NA):
+        return num
+    if isinstance(den, NA):
+        return den
+    a, b = _ns(num), _ns(den)
+    if a is None or b is None or b == 0:
+        return NA("no value")
+    return a / b
+
+
+def geomean(values) -> float | NA:
+    xs = [v for v in values if isinstance(v, (int, float)) and v > 0]
+    if not xs:
+        return NA("no measured ratios")
+    return math.exp(sum(math.log(v) for v in xs) / len(xs))
+
+
+# ---- formatting ------------------------------------------------------------------------------
+
+
+def fmt_time(ns) -> str:
+    if isinstance(ns, NA):
+        return ns.short()
+    if isinstance(ns, Timing):
+        ns = ns.min_ns
+    if ns is None:
+        return "-"
+    if ns < 1e3:
+        return f"{ns:.0f} ns"
+    if ns < 1e6:
+        return f"{ns / 1e3:.3g} us"
+    if ns < 1e9:
+        return f"{ns / 1e6:.3g} ms"
+    return f"{ns / 1e9:.3g} s"
+
+
+def fmt_median(t) -> str:
+    if isinstance(t, NA):
+        return "-"
+    if isinstance(t, Timing):
+        return fmt_time(t.median_ns)
+    return "-"
+
+
+def fmt_ratio(r) -> str:
+    if isinstance(r, NA):
+        return r.short(32)
+    if r is None:
+        return "-"
+    return f"{r:.2f}x"
+
+
+def _cell(x, footnotes: dict) -> str:
+    if isinstance(x, NA):
+        if x.reason not in footnotes:
+            footnotes[x.reason] = len(footnotes) + 1
+        return f"n/a [{footnotes[x.reason]}]"
+    if isinstance(x, Timing):
+        return fmt_time(x)
+    if isinstance(x, float):
+        return fmt_ratio(x)
+    return str(x)
+
+
+def print_table(title: str, headers: list[str], rows: list[list], left: int = 1) -> None:
+    """A plain-text table; the first `left` columns are left-aligned, the others right-aligned.
+    Cells may be str, Timing (its min time), float (a ratio), or NA: printed "n/a [k]", with
+    reason k listed under the table."""
+    footnotes: dict[str, int] = {}
+    cells = [[_cell(c, footnotes) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def line(parts):
+        out = []
+        for i, (p, w) in enumerate(zip(parts, widths, strict=True)):
+            out.append(p.ljust(w) if i < left else p.rjust(w))
+        return "  ".join(out).rstrip()
+
+    print()
+    print(f"== {title}")
+    print(line(headers))
+    print(line(["-" * w for w in widths]))
+    for r in cells:
+        print(line(r))
+    for reason, k in footnotes.items():
+        print(f"  n/a [{k}]: {reason}")
+    sys.stdout.flush()
+
+
+# ---- arguments and environment ---------------------------------------------------------------
+
+
+class Args:
+    quick: bool
+    repeats: int
+    target_s: float
+    threads: int | None
+
+
+def parse_args(
+    description: str,
+    full_repeats: int = 15,
+    quick_repeats: int = 7,
+    full_target_s: float = 0.02,
+    quick_target_s: float = 0.008,
+) -> Args:
+    """--quick, --repeats N, and --threads N.
+
+    ``--threads N`` re-executes the script with OMP_NUM_THREADS / MKL_NUM_THREADS = N (torch
+    and tensorbridge's OpenMP runtimes read them when they load) and, for N = 1, XLA_FLAGS
+    that make JAX's CPU backend single-threaded, so that every framework runs with the same
+    number of threads. On a machine busier than its core count, multi-threaded kernels wait
+    at every parallel-region barrier for a descheduled thread (milliseconds for a 64x64
+    matmul), and ``--threads 1`` gives the more meaningful comparison."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=description.strip().splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="fewer and shorter repeats")
+    p.add_argument("--repeats", type=int, default=None, help="override the repeat count")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads for torch, tensorbridge (OpenMP) and JAX (re-executes the script)",
+    )
+    ns = p.parse_args()
+    if ns.threads is not None and os.environ.get("TB_BENCH_THREADS") != str(ns.threads):
+        env = dict(os.environ)
+        env["TB_BENCH_THREADS"] = str(ns.threads)
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(ns.threads)
+        if ns.threads == 1:
+            flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + flags).strip()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+    if ns.threads is not None:
+        import torch
+
+        torch.set_num_threads(ns.threads)
+    a = Args()
+    a.quick = ns.quick
+    a.repeats = ns.repeats or (quick_repeats if ns.quick else full_repeats)
+    a.target_s = quick_target_s if ns.quick else full_target_s
+    a.threads = ns.threads
+    return a
+
+
+def env_header(title: str, args: Args | None = None, torchax_note: str | None = None) -> None:
+    """Prints what the numbers depend on: versions, threads, CPU."""
+    import numpy as np
+    import torch
+
+    import tensorbridge as tb
+
+    print(f"# {title}")
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, "
+        f"{os.cpu_count()} logical CPUs ({_cpu_name()})"
+    )
+    print(
+        f"torch {torch.__version__} (intra-op threads {torch.get_num_threads()}, "
+        f"inter-op {torch.get_num_interop_threads()}), numpy {np.__version__}"
+    )
+    try:
+        import jax
+
+        devs = ", ".join(str(d) for d in jax.devices())
+        print(
+            f"jax {jax.__version__} (devices: {devs}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r})"
+        )
+    except Exception as e:
+        print(f"jax: not available ({e})")
+    if torchax_note is not None:
+        print(f"torchax: {torchax_note}")
+    try:
+        info = tb.onednn_info()
+    except Exception as e:
+        info = f"? ({e})"
+    print(f"tensorbridge {tb.__version__} from {os.path.dirname(tb.__file__)}; oneDNN: {info}")
+    env = {
+        k: os.environ[k]
+        for k in (
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "ONEDNN_MAX_CPU_ISA",
+            "TENSORBRIDGE_DECOMPOSE",
+            "XLA_FLAGS",
+        )
+        if k in os.environ
+    }
+    print(f"env: {env or '(no thread/ISA overrides)'}; tb.config.fallback={tb.config.fallback!r}")
+    try:
+        load = os.getloadavg()
+        busy = ""
+        if load[0] > (os.cpu_count() or 1):
+            busy = (
+                " -- BUSY MACHINE: other processes compete for the cores; absolute times are"
+                " inflated"
+                + (
+                    ""
+                    if args is not None and args.threads == 1
+                    else ", and multi-threaded kernels stall at barriers (try --threads 1)"
+                )
+            )
+        print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}{busy}")
+    except OSError:
+        pass
+    if args is not None:
+        print(
+            f"timing: perf_counter_ns, warm-up then up to {args.repeats} repeats of ~{args.target_s * 1e3:.0f} ms "
+            f"each (at least one call each), min (median) per call"
+            f"{'; --quick' if args.quick else ''}{f'; --threads {args.threads}' if args.threads else ''}"
+        )
+    sys.stdout.flush()
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+# ---- torchax ---------------------------------------------------------------------------------
+
+
+def import_torchax():
+    """(torchax, env, note) or (None, None, reason).
+
+    torchax 0.0.13 builds tables keyed by ATen overloads at import time and when its
+    environment is created, and some of those overloads (the named-dimension ones such as
+    ``aten::prod.dim_Dimname``) no longer exist in torch 2.13, so a plain ``import torchax``
+    raises AttributeError. We first try the plain import; if it fails, we retry once with the
+    missing overloads resolving to inert placeholders during the import and the creation of
+    the default environment only (those entries name ops our benchmarks never call), and say
+    so in the header. Note: importing torchax turns off torch's MultiheadAttention fast path
+    (``torch.backends.mha.set_fastpath_enabled(False)``) for the whole process.
+    """
+    try:
+        import torchax
+
+        env = torchax.default_env()
+        return (
+            torchax,
+            env,
+            f"{torchax.__version__} (plain import)" + _hide_jax_accelerator(torchax),
+        )
+    except Exception as first:
+        first_reason = f"{type(first).__name__}: {first}"
+    for name in [m for m in sys.modules if m == "torchax" or m.startswith("torchax.")]:
+        del sys.modules[name]
+    import torch._ops as _ops
+
+    missing: list[str] = []
+    orig = _ops.OpOverloadPacket.__getattr__
+
+    def getattr_or_placeholder(self, key):
+        try:
+            return orig(self, key)
+        except AttributeError:
+            if key.startswith("__"):
+                raise
+            missing.append(f"{self._qualified_op_name}.{key}")
+            return _MissingOverload(f"{self._qualified_op_name}.{key}")
+
+    _ops.OpOverloadPacket.__getattr__ = getattr_or_placeholder
+    try:
+        import torchax
+
+        env = torchax.default_env()
+    except Exception as e:
+        return (
+            None,
+            None,
+            f"import failed: {first_reason}; with the overload shim: {type(e).__name__}: {e}",
+        )
+    finally:
+        _ops.OpOverloadPacket.__getattr__ = orig
+    uniq = sorted(set(missing))
+    note = (
+        f"{torchax.__version__}, imported with a compatibility shim: its plain import fails on this "
+        f"torch ({first_reason.splitlines()[0]}); {len(uniq)} overloads absent from torch "
+        f"{_torch_version()} were replaced by inert placeholders ({', '.join(uniq[:3])}, ...)"
+    )
+    return torchax, env, note + _hide_jax_accelerator(torchax)
+
+
+def _hide_jax_accelerator(torchax) -> str:
+    """torchax registers its "jax" device as torch's privateuse1 accelerator and reports it as
+    available; torch.compile (dynamo) then asks torch.accelerator for that device's current
+    stream at every trace and fails ("PyTorch is not linked with support for jax devices").
+    torchax itself never asks; we make the device report itself unavailable, so that
+    torch.compile works in a process that imported torchax."""
+    try:
+        import torch
+
+        torchax.device_module.is_available = lambda: False
+        if torch.accelerator.is_available():
+            return "; torch.accelerator still reports the jax device (torch.compile may fail)"
+        return (
+            "; its 'jax' device is reported unavailable to torch.accelerator "
+            "(else torch.compile fails in this process)"
+        )
+    except Exception as e:
+        return f"; could not hide the jax accelerator from torch.compile ({e})"
+
+
+class _MissingOverload:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<overload {self.name} missing from this torch>"
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+# ---- tensorbridge fallback counters ----------------------------------------------------------
+
+
+class FallbackTracker:
+    """Which tensorbridge ops fell back to torch's kernels, per measured path and in total.
+
+    ``with tracker.path("label"): ...`` attributes the growth of ``tb.metrics()`` fallback
+    counts during the block to that label."""
+
+    def __init__(self):
+        import tensorbridge as tb
+
+        self.tb = tb
+        self.per_path: dict[str, dict[str, int]] = {}
+        self.served: dict[str, dict[str, int]] = {}
+        self.start = self._snapshot()
+
+    def _snapshot(self) -> dict:
+        try:
+            return {op: dict(m) for op, m in self.tb.metrics().items()}
+        except Exception:
+            return {}
+
+    @staticmethod
+    def _delta(before: dict, after: dict, key: str) -> dict[str, int]:
+        out = {}
+        for op, m in after.items():
+            d = m.get(key, 0) - before.get(op, {}).get(key, 0)
+            if d > 0:
+                out[op] = d
+        return out
+
+    def path(self, label: str):
+        tracker = self
+
+        class _Ctx:
+            def __enter__(self):
+                self.before = tracker._snapshot()
+                return self
+
+            def __exit__(self, *exc):
+                after = tracker._snapshot()
+                fb = tracker._delta(self.before, after, "fallback")
+                calls = tracker._delta(self.before, after, "calls")
+                prev = tracker.per_path.setdefault(label, {})
+                for op, n in fb.items():
+                    prev[op] = prev.get(op, 0) + n
+                prevc = tracker.served.setdefault(label, {})
+                for op, n in calls.items():
+                    prevc[op] = prevc.get(op, 0) + n
+                return False
+
+        return _Ctx()
+
+    def fallbacks_of(self, label: str) -> str:
+        """A short cell: the ops of `label` that fell back ("-" when none)."""
+        fb = self.per_path.get(label, {})
+        if not fb:
+            return "-"
+        return ",".join(sorted(op.replace("aten::", "") for op in fb))
+
+    def report(self) -> None:
+        after = self._snapshot()
+        total_fb = self._delta(self.start, after, "fallback")
+        total_calls = self._delta(self.start, after, "calls")
+        print()
+        print(
+            "== tensorbridge ops that fell back to torch's kernels during this run (tb.metrics())"
+        )
+        if not total_fb:
+            n = sum(total_calls.values())
+            print(
+                f"none: all {n} table calls of the run were served by tensorbridge kernels "
+                "(kernel, composite or decomposition)"
+            )
+        else:
+            width = max(len(op) for op in total_fb)
+            print("op".ljust(width) + "  fallback calls / all calls")
+            for op, n in sorted(total_fb.items(), key=lambda kv: -kv[1]):
+                print(f"{op.ljust(width)}  {n} / {total_calls.get(op, n)}")
+            paths = {p: fb for p, fb in self.per_path.items() if fb}
+            if paths:
+                print("by measured path:")
+                for p, fb in paths.items():
+                    print(f"  {p}: " + ", ".join(f"{op} ({n})" for op, n in sorted(fb.items())))
+        sys.stdout.flush()

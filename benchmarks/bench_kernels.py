@@ -1,0 +1,305 @@
+"""How fast are tensorbridge's CPU kernels, called one op at a time, next to torch eager?
+
+Question: for the ops that dominate real models (elementwise add/mul, reductions, matmul,
+batched matmul, a ResNet 3x3 convolution, max pooling, softmax/log_softmax, layer_norm,
+gelu/silu), is ``tb.call("aten::...", arrays...)`` on ``tb.Array``s (made with
+``tb.from_dlpack`` over numpy memory) as fast as PyTorch?
+
+Baseline: torch eager (the public torch function for the same ATen op, on torch tensors
+over the very same memory), measured in the same run. The tensorbridge figure includes the
+op-table call (argument binding, lookup, output allocation) as well as the kernel.
+Ratio = torch time / tensorbridge time on min-of-repeats: >= 1.00x means tensorbridge is as
+fast or faster. The two paths of an op are warmed up and calibrated separately, then timed
+in alternating repeats, so that load changes hit both alike. A result check (max |tb - torch|) is printed for each op, and the ops that
+fell back to torch's own kernels (tb.metrics()) are listed per row and at the end.
+
+Usage: python benchmarks/bench_kernels.py [--quick] [--repeats N] [--threads N]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import tensorbridge as tb
+from _bench_util import (
+    NA,
+    FallbackTracker,
+    env_header,
+    fmt_median,
+    fmt_ratio,
+    geomean,
+    measure_interleaved,
+    parse_args,
+    print_table,
+    ratio,
+)
+
+ARGS = parse_args(
+    __doc__, full_repeats=11, quick_repeats=5, full_target_s=0.03, quick_target_s=0.015
+)
+BUDGET_S = (
+    1.2 if ARGS.quick else 3.0
+)  # per op (both paths): repeating stops after this (min 3 repeats)
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape) -> np.ndarray:
+    return RNG.standard_normal(shape, dtype=np.float32)
+
+
+# ---- inputs: numpy memory; tb.Array and torch.Tensor views of the same buffers ---------------
+N16M = 16 * 1024 * 1024
+A16, B16 = rand(N16M), rand(N16M)
+R2 = rand(4096, 4096)
+M1, M2 = rand(1024, 1024), rand(1024, 1024)
+BA, BB = rand(32, 128, 64), rand(32, 64, 128)
+CX, CW = rand(8, 64, 56, 56), rand(64, 64, 3, 3) * np.float32(0.05)
+PX = rand(8, 64, 112, 112)
+SX = rand(1024, 4096)
+LX, LW, LB = rand(4096, 768), rand(768), rand(768)
+
+
+def tba(x: np.ndarray):
+    return tb.from_dlpack(x)
+
+
+def tt(x: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(x)
+
+
+# ---- one function per measured path: each returns the zero-argument callable to time --------
+# tensorbridge: tb.call on tb.Arrays
+
+
+def tb_add():
+    a, b = tba(A16), tba(B16)
+    return lambda: tb.call("aten::add.Tensor", a, b)
+
+
+def tb_mul():
+    a, b = tba(A16), tba(B16)
+    return lambda: tb.call("aten::mul.Tensor", a, b)
+
+
+def tb_sum_dim():
+    x = tba(R2)
+    return lambda: tb.call("aten::sum.dim_IntList", x, [1])
+
+
+def tb_mean_dim():
+    x = tba(R2)
+    return lambda: tb.call("aten::mean.dim", x, [1])
+
+
+def tb_mm():
+    a, b = tba(M1), tba(M2)
+    return lambda: tb.call("aten::mm", a, b)
+
+
+def tb_bmm():
+    a, b = tba(BA), tba(BB)
+    return lambda: tb.call("aten::bmm", a, b)
+
+
+def tb_conv():
+    x, w = tba(CX), tba(CW)
+    return lambda: tb.call(
+        "aten::convolution", x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1
+    )
+
+
+def tb_maxpool():
+    x = tba(PX)
+    return lambda: tb.call(
+        "aten::max_pool2d_with_indices", x, [3, 3], [2, 2], [1, 1], [1, 1], False
+    )
+
+
+def tb_softmax():
+    x = tba(SX)
+    return lambda: tb.call("aten::_softmax", x, 1, False)
+
+
+def tb_log_softmax():
+    x = tba(SX)
+    return lambda: tb.call("aten::_log_softmax", x, 1, False)
+
+
+def tb_layer_norm():
+    x, w, b = tba(LX), tba(LW), tba(LB)
+    return lambda: tb.call("aten::native_layer_norm", x, [768], w, b, 1e-5)
+
+
+def tb_gelu():
+    x = tba(A16)
+    return lambda: tb.call("aten::gelu", x)
+
+
+def tb_silu():
+    x = tba(A16)
+    return lambda: tb.call("aten::silu", x)
+
+
+# torch eager: the public torch function for the same ATen op, same memory
+
+
+def torch_add():
+    a, b = tt(A16), tt(B16)
+    return lambda: torch.add(a, b)
+
+
+def torch_mul():
+    a, b = tt(A16), tt(B16)
+    return lambda: torch.mul(a, b)
+
+
+def torch_sum_dim():
+    x = tt(R2)
+    return lambda: torch.sum(x, 1)
+
+
+def torch_mean_dim():
+    x = tt(R2)
+    return lambda: torch.mean(x, 1)
+
+
+def torch_mm():
+    a, b = tt(M1), tt(M2)
+    return lambda: torch.mm(a, b)
+
+
+def torch_bmm():
+    a, b = tt(BA), tt(BB)
+    return lambda: torch.bmm(a, b)
+
+
+def torch_conv():
+    x, w = tt(CX), tt(CW)
+    return lambda: F.conv2d(x, w, None, 1, 1)
+
+
+def torch_maxpool():
+    x = tt(PX)
+    return lambda: F.max_pool2d_with_indices(x, 3, 2, 1)
+
+
+def torch_softmax():
+    x = tt(SX)
+    return lambda: torch.softmax(x, 1)
+
+
+def torch_log_softmax():
+    x = tt(SX)
+    return lambda: torch.log_softmax(x, 1)
+
+
+def torch_layer_norm():
+    x, w, b = tt(LX), tt(LW), tt(LB)
+    return lambda: F.layer_norm(x, [768], w, b, 1e-5)
+
+
+def torch_gelu():
+    x = tt(A16)
+    return lambda: F.gelu(x)
+
+
+def torch_silu():
+    x = tt(A16)
+    return lambda: F.silu(x)
+
+
+# (label, shape, tb path, torch path)
+CASES = [
+    ("add", "[16M] + [16M]", tb_add, torch_add),
+    ("mul", "[16M] * [16M]", tb_mul, torch_mul),
+    ("sum dim=1", "[4096,4096]", tb_sum_dim, torch_sum_dim),
+    ("mean dim=1", "[4096,4096]", tb_mean_dim, torch_mean_dim),
+    ("mm", "[1024,1024]@[1024,1024]", tb_mm, torch_mm),
+    ("bmm", "[32,128,64]@[32,64,128]", tb_bmm, torch_bmm),
+    ("conv2d 3x3 p1", "[8,64,56,56]*[64,64,3,3]", tb_conv, torch_conv),
+    ("max_pool2d k3s2p1", "[8,64,112,112]", tb_maxpool, torch_maxpool),
+    ("softmax dim=1", "[1024,4096]", tb_softmax, torch_softmax),
+    ("log_softmax dim=1", "[1024,4096]", tb_log_softmax, torch_log_softmax),
+    ("layer_norm 768", "[4096,768]", tb_layer_norm, torch_layer_norm),
+    ("gelu", "[16M]", tb_gelu, torch_gelu),
+    ("silu", "[16M]", tb_silu, torch_silu),
+]
+
+
+def _first(x):
+    return x[0] if isinstance(x, (list, tuple)) else x
+
+
+def check(tb_path, torch_path) -> str:
+    """max |tb - torch| of the first output (a sanity check of what was timed, not a test)."""
+    try:
+        got = torch.from_dlpack(_first(tb_path()()))
+        want = _first(torch_path()())
+        if got.shape != want.shape:
+            return f"shape {tuple(got.shape)} != {tuple(want.shape)}"
+        err = (got.double() - want.double()).abs().max().item()
+        return f"{err:.1e}"
+    except Exception as e:
+        return f"error: {type(e).__name__}"
+
+
+def main() -> None:
+    env_header("bench_kernels: tensorbridge kernels (tb.call) vs torch eager, float32", ARGS)
+    print(f"tensorbridge table: {len(tb.ops())} ops")
+    tracker = FallbackTracker()
+    rows, ratios = [], []
+    for label, shape, tb_path, torch_path in CASES:
+        with tracker.path(label):
+            t = measure_interleaved(
+                [("torch", torch_path), ("tb", tb_path)],
+                repeats=ARGS.repeats,
+                target_s=ARGS.target_s,
+                budget_s=BUDGET_S,
+            )
+            t_torch, t_tb = t["torch"], t["tb"]
+            err = check(tb_path, torch_path) if not isinstance(t_tb, NA) else "-"
+        r = ratio(t_torch, t_tb)
+        ratios.append(r)
+        rows.append(
+            [
+                label,
+                shape,
+                t_torch,
+                fmt_median(t_torch),
+                t_tb,
+                fmt_median(t_tb),
+                r,
+                err,
+                tracker.fallbacks_of(label),
+            ]
+        )
+        print(f"  measured {label}", file=sys.stderr, flush=True)
+    print_table(
+        "per-op time, min of repeats (median); ratio = torch / tensorbridge (>= 1.00x: tb as fast or faster)",
+        [
+            "op",
+            "shape",
+            "torch min",
+            "(median)",
+            "tb min",
+            "(median)",
+            "torch/tb",
+            "max|diff|",
+            "tb fallbacks",
+        ],
+        rows,
+        left=2,
+    )
+    g = geomean(ratios)
+    print(
+        f"geomean torch/tb over {sum(isinstance(r, float) for r in ratios)} measured ops: {fmt_ratio(g)}"
+    )
+    tracker.report()
+
+
+if __name__ == "__main__":
+    main()

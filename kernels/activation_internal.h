@@ -1,0 +1,149 @@
+// Private to kernels/activation*.cc: element-wise maps for activations and their gradients,
+// and the oneDNN eltwise fast path.
+//
+// The maps take a generic lambda over the "opmath" type (float for the 16-bit floats, the
+// type itself otherwise) and produce a new C-contiguous tensor; inputs may be strided.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "bridge/tensor.h"
+#include "kernels/dtype_internal.h"
+#include "kernels/loops_internal.h"
+#include "kernels/onednn_internal.h"
+#include "kernels/tensor_ops.h"
+
+namespace tb::kernels {
+
+// Below this many elements the loops are used even where oneDNN could run.
+inline constexpr int64_t kEltwiseOneDnnMin = 1 << 14;
+
+// out = f(self) for the floating dtypes.
+template <typename F>
+Tensor MapFloat(const char* op, const Tensor& self, F f) {
+  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    using A = opmath_t<T>;
+    Map<T, T>(
+        out, [&f](T v) { return Convert<T>(static_cast<A>(f(Convert<A>(v)))); }, self);
+  });
+  return out;
+}
+
+// out = f(self) for the floating and integer dtypes.
+template <typename F>
+Tensor MapNumeric(const char* op, const Tensor& self, F f) {
+  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
+    using T = scalar_t;
+    using A = opmath_t<T>;
+    Map<T, T>(
+        out, [&f](T v) { return Convert<T>(static_cast<A>(f(Convert<A>(v)))); }, self);
+  });
+  return out;
+}
+
+// out = f(a, b) (broadcast, in the promoted dtype) for the floating dtypes (and the integer
+// ones with kInts).
+template <bool kInts = false, typename F>
+Tensor MapBinary(const char* op, const Tensor& a_in, const Tensor& b_in, F f) {
+  const DType dt = PromoteTypes(a_in.dtype(), b_in.dtype());
+  Dims shape = BroadcastShapes({a_in.shape(), b_in.shape()}, op);
+  Tensor a = Cast(a_in, dt).expand(shape), b = Cast(b_in, dt).expand(shape);
+  Tensor out = Tensor::Empty(shape, dt);
+  auto body = [&](auto zero) {
+    using T = decltype(zero);
+    using A = opmath_t<T>;
+    Map<T, T, T>(
+        out, [&f](T x, T y) { return Convert<T>(static_cast<A>(f(Convert<A>(x), Convert<A>(y)))); },
+        a, b);
+  };
+  if constexpr (kInts) {
+    TB_DISPATCH(dt, op, TB_TYPES_NUMERIC, [&] { body(scalar_t{}); });
+  } else {
+    TB_DISPATCH(dt, op, TB_TYPES_FLOAT, [&] { body(scalar_t{}); });
+  }
+  return out;
+}
+
+// Runs oneDNN's eltwise `alg` on `self` into `out` (same shape and dtype) when that is the
+// fast path: float32 / bfloat16, contiguous, large enough. Returns false otherwise.
+inline bool OneDnnEltwise(const Tensor& self, const Tensor& out, dnnl::algorithm alg,
+                          float alpha = 0.f, float beta = 0.f) {
+  const DType dt = self.dtype();
+  if ((dt != DType::kFloat32 && dt != DType::kBFloat16) || self.numel() < kEltwiseOneDnnMin ||
+      !self.is_contiguous() || !out.is_contiguous() || out.dtype() != dt) {
+    return false;
+  }
+  const int64_t n = self.numel();
+  auto ddt = onednn::DataType(dt, "eltwise");
+  dnnl::memory::desc md({n}, ddt, dnnl::memory::format_tag::a);
+  std::string key =
+      onednn::Key("eltwise", static_cast<int>(alg), n, static_cast<int>(ddt), alpha, beta);
+  try {
+    auto prim = onednn::Cached(key, [&] {
+      dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, alg, md, alpha, beta);
+      return dnnl::primitive(
+          dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(desc, onednn::Engine())));
+    });
+    prim.execute(onednn::Stream(), {{DNNL_ARG_SRC, onednn::Wrap(md, self.data())},
+                                    {DNNL_ARG_DST, onednn::Wrap(md, out.mutable_data())}});
+    onednn::Stream().wait();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+// A new tensor with oneDNN's `alg` applied when it is the fast path, else `fallback()`.
+template <typename Fallback>
+Tensor EltwiseOr(const Tensor& self, dnnl::algorithm alg, float alpha, float beta,
+                 Fallback&& fallback) {
+  if (self.numel() >= kEltwiseOneDnnMin && self.is_contiguous() &&
+      (self.dtype() == DType::kFloat32 || self.dtype() == DType::kBFloat16)) {
+    Tensor out = Tensor::Empty(self.shape(), self.dtype());
+    if (OneDnnEltwise(self, out, alg, alpha, beta)) return out;
+  }
+  return fallback();
+}
+
+// Gradient of oneDNN's eltwise `alg` at `src` (the forward input) for `grad`, when that is
+// the fast path (as OneDnnEltwise, with grad and src of one shape and dtype). Returns an
+// undefined tensor otherwise.
+inline Tensor OneDnnEltwiseBackward(const Tensor& grad, const Tensor& src, dnnl::algorithm alg,
+                                    float alpha = 0.f, float beta = 0.f) {
+  const DType dt = src.dtype();
+  if ((dt != DType::kFloat32 && dt != DType::kBFloat16) || grad.dtype() != dt ||
+      src.numel() < kEltwiseOneDnnMin || grad.shape() != src.shape() || !src.is_contiguous() ||
+      !grad.is_contiguous()) {
+    return Tensor();
+  }
+  const int64_t n = src.numel();
+  auto ddt = onednn::DataType(dt, "eltwise_backward");
+  dnnl::memory::desc md({n}, ddt, dnnl::memory::format_tag::a);
+  std::string key =
+      onednn::Key("eltwise_bwd", static_cast<int>(alg), n, static_cast<int>(ddt), alpha, beta);
+  try {
+    auto prim = onednn::Cached(key, [&] {
+      auto& eng = onednn::Engine();
+      dnnl::eltwise_forward::primitive_desc hint(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, alg, md, alpha, beta),
+          eng);
+      dnnl::eltwise_backward::desc desc(alg, md, md, alpha, beta);
+      return dnnl::primitive(
+          dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(desc, eng, hint)));
+    });
+    Tensor out = Tensor::Empty(src.shape(), dt);
+    prim.execute(onednn::Stream(), {{DNNL_ARG_SRC, onednn::Wrap(md, src.data())},
+                                    {DNNL_ARG_DIFF_DST, onednn::Wrap(md, grad.data())},
+                                    {DNNL_ARG_DIFF_SRC, onednn::Wrap(md, out.mutable_data())}});
+    onednn::Stream().wait();
+    return out;
+  } catch (const dnnl::error&) {
+    return Tensor();
+  }
+}
+
+}  // namespace tb::kernels

@@ -1,0 +1,146 @@
+// The element-wise driver and type rules shared by the binary, comparison and ternary
+// kernels (declared in kernels/binary_internal.h).
+#include <algorithm>
+#include <string>
+
+#include "kernels/binary_internal.h"
+
+namespace tb::kernels {
+namespace {
+
+// The byte range [lo, hi) a non-empty tensor's elements occupy.
+void ByteRange(const Tensor& t, uintptr_t* lo, uintptr_t* hi) {
+  int64_t min_off = 0, max_off = 0;
+  for (int64_t d = 0; d < t.ndim(); ++d) {
+    int64_t span = (t.shape()[d] - 1) * t.strides()[d];
+    if (span < 0)
+      min_off += span;
+    else
+      max_off += span;
+  }
+  const auto base = reinterpret_cast<uintptr_t>(t.data());
+  *lo = base + min_off * t.element_size();
+  *hi = base + (max_off + 1) * t.element_size();
+}
+
+bool MayOverlap(const Tensor& a, const Tensor& b) {
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  uintptr_t alo, ahi, blo, bhi;
+  ByteRange(a, &alo, &ahi);
+  ByteRange(b, &blo, &bhi);
+  return alo < bhi && blo < ahi;
+}
+
+// `in` reads element i exactly where `out` writes element i (same shape assumed).
+bool SameElements(const Tensor& in, const Tensor& out) {
+  if (in.data() != out.data() || in.element_size() != out.element_size()) return false;
+  for (int64_t d = 0; d < out.ndim(); ++d) {
+    if (out.shape()[d] != 1 && in.strides()[d] != out.strides()[d]) return false;
+  }
+  return true;
+}
+
+// Two elements of `t` at one address (a broadcast dimension).
+bool HasInternalOverlap(const Tensor& t) {
+  for (int64_t d = 0; d < t.ndim(); ++d) {
+    if (t.shape()[d] > 1 && t.strides()[d] == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void CheckCpu(const char* op, std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors) {
+    if (t == nullptr || !t->defined()) continue;
+    TB_CHECK(t->device().type == DeviceType::kCPU, ValueError)
+        << op << ": expected all tensors on the CPU, got one on " << DeviceString(t->device());
+  }
+}
+
+bool CanCast(DType from, DType to) {
+  if (IsComplex(from) && !IsComplex(to)) return false;
+  if (IsFloatingPoint(from) && IsIntegral(to, true)) return false;
+  if (from != DType::kBool && to == DType::kBool) return false;
+  return true;
+}
+
+DType ScalarDType(const Scalar& s) {
+  if (s.is_bool()) return DType::kBool;
+  if (s.is_integral()) return DType::kInt64;
+  return DType::kFloat64;
+}
+
+Tensor WrapScalar(const Scalar& s) { return WrapNumber(Value(s)); }
+
+void CheckAlpha(const char* op, DType result, const Scalar& alpha, const char* name) {
+  TB_CHECK(!alpha.is_bool() || result == DType::kBool, TypeError)
+      << op << ": boolean " << name << " only supported for bool results, got "
+      << DTypeName(result);
+  TB_CHECK(IsFloatingPoint(result) || IsComplex(result) || !alpha.is_floating_point(), TypeError)
+      << op << ": for integral input tensors (result " << DTypeName(result) << "), argument "
+      << name << " must not be a floating point number, got " << alpha.to_double();
+}
+
+void CheckIntegral(const char* op, DType dtype, bool allow_bool) {
+  TB_CHECK(IsIntegral(dtype, allow_bool), TypeError)
+      << op << ": supports only integer" << (allow_bool ? " and bool" : "") << " tensors, got "
+      << DTypeName(dtype);
+}
+
+void CheckNotBool(const char* op, DType dtype) {
+  TB_CHECK(dtype != DType::kBool, TypeError) << op << ": not implemented for bool tensors";
+}
+
+void CheckFloating(const char* op, DType dtype) {
+  TB_CHECK(IsFloatingPoint(dtype), TypeError)
+      << op << ": supports only floating-point tensors, got " << DTypeName(dtype);
+}
+
+Tensor Elementwise(const char* op, const std::vector<Input>& inputs, DType result,
+                   const Tensor* dest, const ElementwiseBody& body) {
+  std::vector<IntArrayRef> shapes;
+  for (const Input& in : inputs) {
+    CheckCpu(op, {in.tensor});
+    shapes.push_back(in.tensor->shape());
+  }
+  Dims shape = ::tb::BroadcastShapes(shapes, op);
+  if (dest != nullptr) {
+    CheckCpu(op, {dest});
+    TB_CHECK(IntArrayRef(dest->shape()) == IntArrayRef(shape), ValueError)
+        << op << ": output with shape " << ShapeString(dest->shape())
+        << " doesn't match the broadcast shape " << ShapeString(shape);
+    TB_CHECK(CanCast(result, dest->dtype()), TypeError)
+        << op << ": result type " << DTypeName(result)
+        << " can't be cast to the desired output type " << DTypeName(dest->dtype());
+    TB_CHECK(!HasInternalOverlap(*dest), ValueError)
+        << op << ": more than one element of the written-to tensor (shape "
+        << ShapeString(dest->shape()) << ", strides " << ShapeString(dest->strides())
+        << ") refers to a single memory location; clone() it first";
+    dest->mutable_data();  // BufferError for read-only memory
+  }
+  std::vector<Tensor> cast;
+  cast.reserve(inputs.size());
+  for (const Input& in : inputs) cast.push_back(Cast(*in.tensor, in.dtype).expand(shape));
+  const int64_t numel = ShapeNumel(shape);
+  if (dest == nullptr) {
+    Tensor out = Tensor::Empty(shape, result);
+    if (numel > 0) body(out, cast);
+    return out;
+  }
+  bool temp = dest->dtype() != result;
+  for (const Tensor& c : cast) {
+    if (!temp && MayOverlap(c, *dest) && !SameElements(c, *dest)) temp = true;
+  }
+  if (numel == 0) return *dest;
+  if (!temp) {
+    body(*dest, cast);
+    return *dest;
+  }
+  Tensor out = Tensor::Empty(shape, result);
+  body(out, cast);
+  CopyCast(*dest, out);
+  return *dest;
+}
+
+}  // namespace tb::kernels

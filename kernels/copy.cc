@@ -1,0 +1,242 @@
+// Copies and conversions: aten::clone, lift_fresh_copy, _to_copy, copy, copy_, fill.Scalar,
+// fill_.Scalar, fill.Tensor, fill_.Tensor, zero_, _local_scalar_dense.
+//
+// Same-dtype copies move raw element bits through the strided loop (any byte-sized dtype,
+// storage-only ones included); converting copies go through CopyCast. In-place ops write
+// through mutable_data(), so read-only memory (JAX arrays, non-writeable numpy arrays)
+// raises BufferError.
+#include <cstdint>
+#include <cstring>
+#include <optional>
+
+#include "dispatch/op_table.h"
+#include "kernels/dtype_internal.h"
+#include "kernels/loops_internal.h"
+#include "kernels/tensor_ops.h"
+
+namespace tb {
+namespace {
+
+struct Bits128 {
+  uint64_t lo, hi;
+};
+
+void CheckHost(const Tensor& t, const char* op) {
+  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
+      << op << ": tensors on " << DeviceString(t.device())
+      << " are not supported; tensorbridge computes on the CPU";
+}
+
+// Byte range [lo, hi) the elements of `t` occupy; empty for tensors without elements.
+void ByteRange(const Tensor& t, const char** lo, const char** hi) {
+  *lo = *hi = nullptr;
+  if (t.numel() == 0 || t.data() == nullptr) return;
+  int64_t a = 0, b = 0;
+  for (int64_t d = 0; d < t.ndim(); ++d) {
+    const int64_t reach = (t.size(d) - 1) * t.stride(d);
+    (reach < 0 ? a : b) += reach;
+  }
+  const char* p = static_cast<const char*>(t.data());
+  *lo = p + a * t.element_size();
+  *hi = p + (b + 1) * t.element_size();
+}
+
+bool MayOverlap(const Tensor& a, const Tensor& b) {
+  const char *alo, *ahi, *blo, *bhi;
+  ByteRange(a, &alo, &ahi);
+  ByteRange(b, &blo, &bhi);
+  if (alo == nullptr || blo == nullptr) return false;
+  return alo < bhi && blo < ahi;
+}
+
+// dst <- src (src already of dst's shape and dtype), moving raw bits.
+void CopyBits(const Tensor& dst, const Tensor& src) {
+  auto same = [](auto v) { return v; };
+  switch (dst.element_size()) {
+    case 1: kernels::Map<uint8_t, uint8_t>(dst, same, src); return;
+    case 2: kernels::Map<uint16_t, uint16_t>(dst, same, src); return;
+    case 4: kernels::Map<uint32_t, uint32_t>(dst, same, src); return;
+    case 8: kernels::Map<uint64_t, uint64_t>(dst, same, src); return;
+    case 16: kernels::Map<Bits128, Bits128>(dst, same, src); return;
+    default: dst.copy_from(src);
+  }
+}
+
+// dst <- src broadcast to dst's shape, converting the dtype. dst must not overlap src.
+void CopyInto(const Tensor& dst, const Tensor& src, const char* op) {
+  CheckHost(dst, op);
+  CheckHost(src, op);
+  Tensor s = src.expand(dst.shape());
+  if (IsSubByte(dst.dtype()) || IsSubByte(s.dtype())) {
+    TB_CHECK(s.dtype() == dst.dtype() && s.is_contiguous() && dst.is_contiguous(),
+             NotImplementedError)
+        << op << ": only whole contiguous copies of the packed sub-byte dtype "
+        << DTypeName(dst.dtype()) << " are supported";
+    void* d = dst.mutable_data();
+    if (dst.nbytes() > 0) std::memcpy(d, s.data(), static_cast<size_t>(dst.nbytes()));
+    return;
+  }
+  if (s.dtype() == dst.dtype()) {
+    CopyBits(dst, s);
+  } else {
+    CopyCast(dst, s);
+  }
+}
+
+Tensor Clone(const Tensor& self, const Value& /*memory_format*/) {
+  constexpr const char* kOp = "aten::clone";
+  CheckHost(self, kOp);
+  if (IsSubByte(self.dtype())) return self.clone();
+  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  CopyBits(out, self);
+  return out;
+}
+
+Tensor LiftFreshCopy(const Tensor& self) { return Clone(self, Value()); }
+
+void CheckDeviceArg(const Value& device, const char* op) {
+  if (device.tag() == Value::Tag::kDevice && !device.to_device().is_cpu()) {
+    TB_THROW(NotImplementedError) << op << ": device " << DeviceString(device.to_device())
+                                  << " is not supported; tensorbridge computes on the CPU";
+  }
+  if (device.tag() == Value::Tag::kString && device.to_string() != "cpu") {
+    TB_THROW(NotImplementedError) << op << ": device " << device.to_string()
+                                  << " is not supported; tensorbridge computes on the CPU";
+  }
+}
+
+void CheckLayoutArg(const Value& layout, const char* op) {
+  if (layout.tag() == Value::Tag::kString && layout.to_string() != "strided") {
+    TB_THROW(NotImplementedError) << op << ": layout " << layout.to_string()
+                                  << " is not supported (strided only)";
+  }
+}
+
+Tensor ToCopy(const Tensor& self, std::optional<DType> dtype, const Value& layout,
+              const Value& device, const Value& /*pin_memory*/, bool /*non_blocking*/,
+              const Value& /*memory_format*/) {
+  constexpr const char* kOp = "aten::_to_copy";
+  CheckDeviceArg(device, kOp);
+  CheckLayoutArg(layout, kOp);
+  CheckHost(self, kOp);
+  const DType dt = dtype.value_or(self.dtype());
+  if (dt == self.dtype() && IsSubByte(dt)) return self.clone();
+  Tensor out = Tensor::Empty(self.shape(), dt);
+  CopyInto(out, self, kOp);
+  return out;
+}
+
+Tensor Copy(const Tensor& self, const Tensor& src, bool /*non_blocking*/) {
+  constexpr const char* kOp = "aten::copy";
+  CheckHost(self, kOp);
+  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  CopyInto(out, src, kOp);
+  return out;
+}
+
+Tensor CopyInPlace(const Tensor& self, const Tensor& src, bool /*non_blocking*/) {
+  constexpr const char* kOp = "aten::copy_";
+  CheckHost(self, kOp);
+  CheckHost(src, kOp);
+  self.mutable_data();  // BufferError on read-only memory, even with no elements
+  if (self.data() == src.data() && self.shape() == src.shape() && self.strides() == src.strides() &&
+      self.dtype() == src.dtype()) {
+    return self;  // copying a tensor onto itself
+  }
+  // Read everything before writing when the two share memory (x.copy_(x.flip(0))).
+  Tensor s = MayOverlap(self, src) ? src.clone() : src;
+  CopyInto(self, s, kOp);
+  return self;
+}
+
+// Fills `t` with `value` converted to t's dtype.
+void FillWith(const Tensor& t, const Scalar& value, const char* op) {
+  CheckHost(t, op);
+  t.mutable_data();
+  if (t.numel() == 0) return;
+  Tensor v = WrapNumber(Value(value));
+  if (IsSubByte(t.dtype()) || IsStorageOnly(t.dtype()) || IsComplex(t.dtype())) {
+    CopyCast(t, v);  // raises NotImplementedError for dtypes it cannot convert to
+    return;
+  }
+  Tensor one = Cast(v, t.dtype());
+  CopyBits(t, one.expand(t.shape()));
+}
+
+Tensor Fill(const Tensor& self, const Scalar& value) {
+  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  FillWith(out, value, "aten::fill");
+  return out;
+}
+
+Tensor FillInPlace(const Tensor& self, const Scalar& value) {
+  FillWith(self, value, "aten::fill_");
+  return self;
+}
+
+Scalar LocalScalar(const Tensor& self) {
+  constexpr const char* kOp = "aten::_local_scalar_dense";
+  CheckHost(self, kOp);
+  TB_CHECK(self.numel() == 1, ValueError)
+      << kOp << ": a Tensor with " << self.numel() << " elements cannot be converted to Scalar";
+  Scalar out;
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_ALL, [&] {
+    using T = scalar_t;
+    const T v = *self.data_as<const T>();
+    if constexpr (std::is_same_v<T, bool>) {
+      out = Scalar(v);
+    } else if constexpr (kernels::kIsFloating<T>) {
+      out = Scalar(static_cast<double>(static_cast<kernels::opmath_t<T>>(v)));
+    } else {
+      out = Scalar(static_cast<int64_t>(v));
+    }
+  });
+  return out;
+}
+
+Scalar ValueScalar(const Tensor& value, const char* op) {
+  TB_CHECK(value.ndim() == 0, ValueError)
+      << op << ": only supports a 0-dimensional value tensor, but got tensor with " << value.ndim()
+      << " dimension(s)";
+  return LocalScalar(value);
+}
+
+Tensor FillTensor(const Tensor& self, const Tensor& value) {
+  return Fill(self, ValueScalar(value, "aten::fill"));
+}
+
+Tensor FillTensorInPlace(const Tensor& self, const Tensor& value) {
+  return FillInPlace(self, ValueScalar(value, "aten::fill_"));
+}
+
+Tensor ZeroInPlace(const Tensor& self) {
+  constexpr const char* kOp = "aten::zero_";
+  CheckHost(self, kOp);
+  void* data = self.mutable_data();
+  if (self.numel() == 0) return self;
+  if (self.is_contiguous()) {
+    std::memset(data, 0, static_cast<size_t>(self.nbytes()));
+    return self;
+  }
+  FillWith(self, Scalar(int64_t{0}), kOp);
+  return self;
+}
+
+}  // namespace
+
+TB_REGISTER_KERNELS(copy) {
+  const DeviceType cpu = DeviceType::kCPU;
+  table.RegisterKernel("aten::clone", cpu, Boxed<&Clone>(), TB_HERE);
+  table.RegisterKernel("aten::lift_fresh_copy", cpu, Boxed<&LiftFreshCopy>(), TB_HERE);
+  table.RegisterKernel("aten::_to_copy", cpu, Boxed<&ToCopy>(), TB_HERE);
+  table.RegisterKernel("aten::copy", cpu, Boxed<&Copy>(), TB_HERE);
+  table.RegisterKernel("aten::copy_", cpu, Boxed<&CopyInPlace>(), TB_HERE);
+  table.RegisterKernel("aten::fill.Scalar", cpu, Boxed<&Fill>(), TB_HERE);
+  table.RegisterKernel("aten::fill_.Scalar", cpu, Boxed<&FillInPlace>(), TB_HERE);
+  table.RegisterKernel("aten::fill.Tensor", cpu, Boxed<&FillTensor>(), TB_HERE);
+  table.RegisterKernel("aten::fill_.Tensor", cpu, Boxed<&FillTensorInPlace>(), TB_HERE);
+  table.RegisterKernel("aten::zero_", cpu, Boxed<&ZeroInPlace>(), TB_HERE);
+  table.RegisterKernel("aten::_local_scalar_dense", cpu, Boxed<&LocalScalar>(), TB_HERE);
+}
+
+}  // namespace tb

@@ -1,0 +1,393 @@
+// Normalisation: aten::native_layer_norm (+ backward) and aten::native_group_norm
+// (+ backward). Batch norm lives in norm_batch.cc.
+//
+// float32 layer norm (forward and backward) runs on oneDNN's layer_normalization primitive;
+// other dtypes, group norm and the cases oneDNN refuses run on loops that accumulate in double
+// and parallelise over rows / groups. Statistics (mean, rstd) come back in the "parameter
+// dtype": float32 when a 16-bit input comes with float32 parameters (torch's mixed-type CPU
+// path), the input's dtype otherwise.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "dispatch/op_table.h"
+#include "kernels/norm_internal.h"
+
+namespace tb {
+namespace {
+
+using namespace kernels::norm;  // NOLINT(build/namespaces)
+
+// ---- layer norm ---------------------------------------------------------------------------
+
+int64_t LayerNormAxis(const char* op, const Tensor& input,
+                      const std::vector<int64_t>& normalized_shape) {
+  const int64_t nn = static_cast<int64_t>(normalized_shape.size());
+  const int64_t axis = input.ndim() - nn;
+  bool ok = nn >= 1 && axis >= 0;
+  for (int64_t i = 0; ok && i < nn; ++i) ok = input.size(axis + i) == normalized_shape[i];
+  TB_CHECK(ok, ValueError) << op << ": input of shape " << ShapeString(input.shape())
+                           << " does not end with normalized_shape "
+                           << ShapeString(normalized_shape);
+  return axis;
+}
+
+Dims StatShape(const Tensor& input, int64_t axis) {
+  Dims s;
+  for (int64_t i = 0; i < input.ndim(); ++i) s.push_back(i < axis ? input.size(i) : 1);
+  return s;
+}
+
+// oneDNN float32 forward; false when oneDNN cannot take it.
+bool OneDnnLayerNorm(const Tensor& x, const std::optional<Tensor>& w,
+                     const std::optional<Tensor>& b, double eps, int64_t m, int64_t n,
+                     const Tensor& out, Tensor* mean, Tensor* var) {
+  if (x.dtype() != DType::kFloat32 || (w && w->dtype() != DType::kFloat32) ||
+      (b && b->dtype() != DType::kFloat32)) {
+    return false;
+  }
+  using dt = dnnl::memory::data_type;
+  auto md = onednn::PlainDesc({m, n}, dt::f32), smd = onednn::PlainDesc({m}, dt::f32);
+  auto pmd = onednn::PlainDesc({n}, dt::f32);
+  std::string key = onednn::Key("lnorm", m, n, eps, w.has_value(), b.has_value());
+  try {
+    auto prim = onednn::Cached(key, [&] {
+      auto flags = dnnl::normalization_flags::none;
+      if (w) flags |= dnnl::normalization_flags::use_scale;
+      if (b) flags |= dnnl::normalization_flags::use_shift;
+      dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_training, md, smd,
+                                                static_cast<float>(eps), flags);
+      return dnnl::primitive(dnnl::layer_normalization_forward(
+          dnnl::layer_normalization_forward::primitive_desc(d, onednn::Engine())));
+    });
+    *mean = Tensor::Empty({m}, DType::kFloat32);
+    *var = Tensor::Empty({m}, DType::kFloat32);
+    Tensor wc = w ? w->contiguous() : Tensor(), bc = b ? b->contiguous() : Tensor();
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, onednn::Wrap(md, x.data())},
+                                               {DNNL_ARG_DST, onednn::Wrap(md, out.data())},
+                                               {DNNL_ARG_MEAN, onednn::Wrap(smd, mean->data())},
+                                               {DNNL_ARG_VARIANCE, onednn::Wrap(smd, var->data())}};
+    if (w) args.emplace(DNNL_ARG_SCALE, onednn::Wrap(pmd, wc.data()));
+    if (b) args.emplace(DNNL_ARG_SHIFT, onednn::Wrap(pmd, bc.data()));
+    prim.execute(onednn::Stream(), args);
+    onednn::Stream().wait();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+std::tuple<Tensor, Tensor, Tensor> NativeLayerNorm(const Tensor& input,
+                                                   const std::vector<int64_t>& normalized_shape,
+                                                   const std::optional<Tensor>& weight,
+                                                   const std::optional<Tensor>& bias, double eps) {
+  const char* op = "aten::native_layer_norm";
+  CheckFloat(op, input);
+  const int64_t axis = LayerNormAxis(op, input, normalized_shape);
+  int64_t m = 1, n = 1;
+  for (int64_t i = 0; i < input.ndim(); ++i) (i < axis ? m : n) *= input.size(i);
+  const DType pdt = ParamDType(input.dtype(), {&weight, &bias});
+  const Dims sshape = StatShape(input, axis);
+  Tensor x = input.contiguous();
+  Tensor out = Tensor::Empty(input.shape(), input.dtype());
+  if (m > 0 && n > 0) {
+    Tensor mean, var;
+    if (OneDnnLayerNorm(x, weight, bias, eps, m, n, out, &mean, &var)) {
+      return {out, Cast(mean, pdt).view(sshape), Cast(InvStd(var, eps), pdt).view(sshape)};
+    }
+  }
+  Vec w = Doubles(op, "weight", weight, n, 1.0), b = Doubles(op, "bias", bias, n, 0.0);
+  Vec mean(m), rstd(m);
+  TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    const T* px = x.data_as<const T>();
+    T* po = static_cast<T*>(out.mutable_data());
+    ParallelFor(m, m * n > kernels::kGrain, [&](int64_t r) {
+      const T* row = px + r * n;
+      double s = 0;
+      for (int64_t i = 0; i < n; ++i) s += Convert<double>(row[i]);
+      const double mu = s / n;
+      double v = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double d = Convert<double>(row[i]) - mu;
+        v += d * d;
+      }
+      const double rs = 1.0 / std::sqrt(v / n + eps);
+      mean[r] = mu;
+      rstd[r] = rs;
+      for (int64_t i = 0; i < n; ++i) {
+        po[r * n + i] = Convert<T>((Convert<double>(row[i]) - mu) * rs * w[i] + b[i]);
+      }
+    });
+  });
+  return {out, FromDoubles(mean, sshape, pdt), FromDoubles(rstd, sshape, pdt)};
+}
+
+// oneDNN float32 backward (dx, dgamma, dbeta); false when oneDNN cannot take it.
+bool OneDnnLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& mean,
+                             const Tensor& rstd, const std::optional<Tensor>& weight, int64_t m,
+                             int64_t n, Tensor* dx, Tensor* dw, Tensor* db) {
+  if (x.dtype() != DType::kFloat32 || dy.dtype() != DType::kFloat32 ||
+      mean.dtype() != DType::kFloat32 || rstd.dtype() != DType::kFloat32 || !AllF32({&weight}) ||
+      m == 0 || n == 0) {
+    return false;
+  }
+  using dt = dnnl::memory::data_type;
+  auto md = onednn::PlainDesc({m, n}, dt::f32), smd = onednn::PlainDesc({m}, dt::f32);
+  auto pmd = onednn::PlainDesc({n}, dt::f32);
+  const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+  try {
+    auto prim = onednn::Cached(onednn::Key("lnorm_bwd", m, n), [&] {
+      auto& eng = onednn::Engine();
+      dnnl::layer_normalization_forward::primitive_desc hint(
+          dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_training, md, smd, 0.f,
+                                                  flags),
+          eng);
+      dnnl::layer_normalization_backward::desc d(dnnl::prop_kind::backward, md, md, smd, 0.f,
+                                                 flags);
+      return dnnl::primitive(dnnl::layer_normalization_backward(
+          dnnl::layer_normalization_backward::primitive_desc(d, eng, hint)));
+    });
+    Tensor mu = mean.contiguous(), var = VarianceFromRstd(rstd);
+    Tensor w = F32Param(weight, n, 1.f), shift = F32Param(std::nullopt, n, 0.f);
+    Tensor gx = Tensor::Empty(x.shape(), DType::kFloat32);
+    Tensor gw = Tensor::Empty({n}, DType::kFloat32), gb = Tensor::Empty({n}, DType::kFloat32);
+    Execute(prim, {{DNNL_ARG_SRC, onednn::Wrap(md, x.data())},
+                   {DNNL_ARG_DIFF_DST, onednn::Wrap(md, dy.data())},
+                   {DNNL_ARG_MEAN, onednn::Wrap(smd, mu.data())},
+                   {DNNL_ARG_VARIANCE, onednn::Wrap(smd, var.data())},
+                   {DNNL_ARG_SCALE, onednn::Wrap(pmd, w.data())},
+                   {DNNL_ARG_SHIFT, onednn::Wrap(pmd, shift.data())},
+                   {DNNL_ARG_DIFF_SRC, onednn::Wrap(md, gx.data())},
+                   {DNNL_ARG_DIFF_SCALE, onednn::Wrap(pmd, gw.data())},
+                   {DNNL_ARG_DIFF_SHIFT, onednn::Wrap(pmd, gb.data())}});
+    *dx = gx;
+    *dw = gw;
+    *db = gb;
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+std::tuple<Tensor, Tensor, Tensor> NativeLayerNormBackward(
+    const Tensor& grad_out, const Tensor& input, const std::vector<int64_t>& normalized_shape,
+    const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& bias, const std::vector<bool>& output_mask) {
+  const char* op = "aten::native_layer_norm_backward";
+  CheckFloat(op, input);
+  TB_CHECK(output_mask.size() == 3, ValueError) << op << ": output_mask must have 3 elements";
+  const int64_t axis = LayerNormAxis(op, input, normalized_shape);
+  TB_CHECK(grad_out.shape() == input.shape(), ValueError)
+      << op << ": grad_out of shape " << ShapeString(grad_out.shape())
+      << " does not match input of shape " << ShapeString(input.shape());
+  int64_t m = 1, n = 1;
+  for (int64_t i = 0; i < input.ndim(); ++i) (i < axis ? m : n) *= input.size(i);
+  TB_CHECK(mean.numel() == m && rstd.numel() == m, ValueError)
+      << op << ": expected mean and rstd with " << m << " elements, got shapes "
+      << ShapeString(mean.shape()) << " and " << ShapeString(rstd.shape());
+  Tensor x = input.contiguous(), dy = Cast(grad_out, input.dtype()).contiguous();
+  Tensor dx, dw, db;
+  const Dims wshape = IntArrayRef(normalized_shape);
+  if (OneDnnLayerNormBackward(x, dy, mean, rstd, weight, m, n, &dx, &dw, &db)) {
+    const DType wdt = weight ? weight->dtype() : input.dtype();
+    return {output_mask[0] ? dx : Tensor(), output_mask[1] ? Cast(dw, wdt).view(wshape) : Tensor(),
+            output_mask[2] ? Cast(db, bias ? bias->dtype() : wdt).view(wshape) : Tensor()};
+  }
+  Vec mu = Doubles(op, "mean", mean, m, 0.0), rs = Doubles(op, "rstd", rstd, m, 0.0);
+  Vec w = Doubles(op, "weight", weight, n, 1.0);
+  if (output_mask[0]) dx = Tensor::Empty(input.shape(), input.dtype());
+  std::vector<Vec> sums;
+  TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    const T* px = x.data_as<const T>();
+    const T* pg = dy.data_as<const T>();
+    if (output_mask[0] && n > 0) {
+      T* pd = static_cast<T*>(dx.mutable_data());
+      ParallelFor(m, m * n > kernels::kGrain, [&](int64_t r) {
+        const T* xr = px + r * n;
+        const T* gr = pg + r * n;
+        double ds = 0, dbs = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double g = Convert<double>(gr[i]) * w[i];
+          ds += g * Convert<double>(xr[i]);
+          dbs += g;
+        }
+        const double a = rs[r];
+        const double bb = (dbs * mu[r] - ds) * a * a * a / n;
+        const double c = -bb * mu[r] - dbs * a / n;
+        for (int64_t i = 0; i < n; ++i) {
+          pd[r * n + i] =
+              Convert<T>(a * Convert<double>(gr[i]) * w[i] + bb * Convert<double>(xr[i]) + c);
+        }
+      });
+    }
+    if (output_mask[1] || output_mask[2]) {
+      sums = ColumnSums(m, n, 2, m * n > kernels::kGrain, [&](int64_t r, std::vector<Vec>& acc) {
+        const T* xr = px + r * n;
+        const T* gr = pg + r * n;
+        for (int64_t i = 0; i < n; ++i) {
+          const double g = Convert<double>(gr[i]);
+          acc[0][i] += g * (Convert<double>(xr[i]) - mu[r]) * rs[r];
+          acc[1][i] += g;
+        }
+      });
+    }
+  });
+  const DType wdt = weight ? weight->dtype() : input.dtype();
+  if (output_mask[1]) dw = FromDoubles(sums[0], wshape, wdt);
+  if (output_mask[2]) db = FromDoubles(sums[1], wshape, bias ? bias->dtype() : wdt);
+  return {dx, dw, db};
+}
+// ---- group norm ---------------------------------------------------------------------------
+
+void CheckGroupNorm(const char* op, const Tensor& input, int64_t n, int64_t c, int64_t hxw,
+                    int64_t group) {
+  TB_CHECK(group > 0 && c % group == 0, ValueError)
+      << op << ": expected the number of channels (" << c << ") to be divisible by group (" << group
+      << ")";
+  TB_CHECK(
+      input.ndim() >= 2 && input.size(0) == n && input.size(1) == c && input.numel() == n * c * hxw,
+      ValueError)
+      << op << ": input of shape " << ShapeString(input.shape()) << " does not match N=" << n
+      << ", C=" << c << ", HxW=" << hxw;
+}
+
+std::tuple<Tensor, Tensor, Tensor> NativeGroupNorm(const Tensor& input,
+                                                   const std::optional<Tensor>& weight,
+                                                   const std::optional<Tensor>& bias, int64_t n,
+                                                   int64_t c, int64_t hxw, int64_t group,
+                                                   double eps) {
+  const char* op = "aten::native_group_norm";
+  CheckFloat(op, input);
+  CheckGroupNorm(op, input, n, c, hxw, group);
+  const DType pdt = ParamDType(input.dtype(), {&weight, &bias});
+  Vec w = Doubles(op, "weight", weight, c, 1.0), b = Doubles(op, "bias", bias, c, 0.0);
+  const int64_t cg = c / group, d = cg * hxw;
+  Tensor x = input.contiguous();
+  Tensor out = Tensor::Empty(input.shape(), input.dtype());
+  Vec mean(n * group), rstd(n * group);
+  TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    using A = kernels::opmath_t<T>;
+    const T* px = x.data_as<const T>();
+    T* po = static_cast<T*>(out.mutable_data());
+    ParallelFor(n * group, input.numel() > kernels::kGrain, [&](int64_t ng) {
+      const T* p = px + ng * d;
+      double s = 0;
+      for (int64_t i = 0; i < d; ++i) s += Convert<double>(p[i]);
+      const double mu = d > 0 ? s / d : 0.0;
+      double v = 0;
+      for (int64_t i = 0; i < d; ++i) {
+        const double e = Convert<double>(p[i]) - mu;
+        v += e * e;
+      }
+      const double rs = 1.0 / std::sqrt((d > 0 ? v / d : 0.0) + eps);
+      mean[ng] = mu;
+      rstd[ng] = rs;
+      const int64_t g = ng % group;
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const int64_t ch = g * cg + ci;
+        // in the opmath type: float loops vectorise
+        const A scale = static_cast<A>(rs * w[ch]), shift = static_cast<A>(b[ch] - mu * rs * w[ch]);
+        for (int64_t j = 0; j < hxw; ++j) {
+          const int64_t i = ci * hxw + j;
+          po[ng * d + i] = Convert<T>(static_cast<A>(Convert<A>(p[i]) * scale + shift));
+        }
+      }
+    });
+  });
+  return {out, FromDoubles(mean, {n, group}, pdt), FromDoubles(rstd, {n, group}, pdt)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> NativeGroupNormBackward(
+    const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+    const std::optional<Tensor>& weight, int64_t n, int64_t c, int64_t hxw, int64_t group,
+    const std::vector<bool>& output_mask) {
+  const char* op = "aten::native_group_norm_backward";
+  CheckFloat(op, input);
+  TB_CHECK(output_mask.size() == 3, ValueError) << op << ": output_mask must have 3 elements";
+  CheckGroupNorm(op, input, n, c, hxw, group);
+  TB_CHECK(grad_out.shape() == input.shape(), ValueError)
+      << op << ": grad_out of shape " << ShapeString(grad_out.shape())
+      << " does not match input of shape " << ShapeString(input.shape());
+  const int64_t cg = c / group, d = cg * hxw;
+  Vec mu = Doubles(op, "mean", mean, n * group, 0.0);
+  Vec rs = Doubles(op, "rstd", rstd, n * group, 0.0);
+  Vec w = Doubles(op, "weight", weight, c, 1.0);
+  Tensor x = input.contiguous(), dy = Cast(grad_out, input.dtype()).contiguous();
+  Vec ds(n * c), dbs(n * c);  // per (batch, channel): sum dy * x, sum dy
+  Tensor dx;
+  if (output_mask[0]) dx = Tensor::Empty(input.shape(), input.dtype());
+  TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    const T* px = x.data_as<const T>();
+    const T* pg = dy.data_as<const T>();
+    T* pd = output_mask[0] ? static_cast<T*>(dx.mutable_data()) : nullptr;
+    ParallelFor(n * group, input.numel() > kernels::kGrain, [&](int64_t ng) {
+      const int64_t g = ng % group, ni = ng / group;
+      double dsg = 0, dbg = 0;
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const int64_t ch = g * cg + ci, base = (ni * c + ch) * hxw;
+        double a = 0, bsum = 0;
+        for (int64_t j = 0; j < hxw; ++j) {
+          const double gv = Convert<double>(pg[base + j]);
+          a += gv * Convert<double>(px[base + j]);
+          bsum += gv;
+        }
+        ds[ni * c + ch] = a;
+        dbs[ni * c + ch] = bsum;
+        dsg += a * w[ch];
+        dbg += bsum * w[ch];
+      }
+      if (!pd || d == 0) return;
+      const double r = rs[ng], m = mu[ng], s = 1.0 / d;
+      const double bb = (dbg * m - dsg) * r * r * r * s;
+      const double cc = -bb * m - dbg * r * s;
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const int64_t ch = g * cg + ci, base = (ni * c + ch) * hxw;
+        const double a = r * w[ch];
+        for (int64_t j = 0; j < hxw; ++j) {
+          pd[base + j] = Convert<T>(a * Convert<double>(pg[base + j]) +
+                                    bb * Convert<double>(px[base + j]) + cc);
+        }
+      }
+    });
+  });
+  Tensor dw, db;
+  const DType wdt = weight ? weight->dtype() : input.dtype();
+  if (output_mask[1]) {
+    Vec v(c, 0.0);
+    for (int64_t ni = 0; ni < n; ++ni) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const int64_t ng = ni * group + ch / cg;
+        v[ch] += (ds[ni * c + ch] - dbs[ni * c + ch] * mu[ng]) * rs[ng];
+      }
+    }
+    dw = FromDoubles(v, {c}, wdt);
+  }
+  if (output_mask[2]) {
+    Vec v(c, 0.0);
+    for (int64_t ni = 0; ni < n; ++ni) {
+      for (int64_t ch = 0; ch < c; ++ch) v[ch] += dbs[ni * c + ch];
+    }
+    db = FromDoubles(v, {c}, wdt);
+  }
+  return {dx, dw, db};
+}
+}  // namespace
+
+TB_REGISTER_KERNELS(norm) {
+  const auto cpu = DeviceType::kCPU;
+  table.RegisterKernel("aten::native_layer_norm", cpu, Boxed<&NativeLayerNorm>(), TB_HERE);
+  table.RegisterKernel("aten::native_layer_norm_backward", cpu, Boxed<&NativeLayerNormBackward>(),
+                       TB_HERE);
+  table.RegisterKernel("aten::native_group_norm", cpu, Boxed<&NativeGroupNorm>(), TB_HERE);
+  table.RegisterKernel("aten::native_group_norm_backward", cpu, Boxed<&NativeGroupNormBackward>(),
+                       TB_HERE);
+}
+
+}  // namespace tb

@@ -1,0 +1,138 @@
+// Private to kernels/norm*.cc: helpers the normalisation kernels share (double-precision
+// parameter access, torch's "parameter dtype", column sums, float32 views for oneDNN).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "bridge/tensor.h"
+#include "kernels/dtype_internal.h"
+#include "kernels/loops_internal.h"
+#include "kernels/onednn_internal.h"
+#include "kernels/tensor_ops.h"
+
+namespace tb::kernels::norm {
+
+using kernels::Convert;
+using Vec = std::vector<double>;
+
+template <typename F>
+inline void ParallelFor(int64_t n, bool parallel, F&& f) {
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
+// Column sums over rows in parallel: f(row, acc) adds row's contribution into `width`
+// accumulators; returns their totals.
+template <typename F>
+inline std::vector<Vec> ColumnSums(int64_t rows, int64_t width, int64_t ncols, bool parallel,
+                                   F&& f) {
+  int nt = 1;
+#ifdef _OPENMP
+  if (parallel) nt = omp_get_max_threads();
+#endif
+  std::vector<std::vector<Vec>> part(nt, std::vector<Vec>(ncols, Vec(width, 0.0)));
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+#ifdef _OPENMP
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+#else
+    const int t = 0, n = 1;
+#endif
+    for (int64_t r = rows * t / n; r < rows * (t + 1) / n; ++r) f(r, part[t]);
+  }
+  for (int t = 1; t < nt; ++t) {
+    for (int64_t c = 0; c < ncols; ++c) {
+      for (int64_t i = 0; i < width; ++i) part[0][c][i] += part[t][c][i];
+    }
+  }
+  return part[0];
+}
+
+// Values of an optional 1-d parameter as doubles (`fill` when absent).
+inline Vec Doubles(const char* op, const char* name, const std::optional<Tensor>& t, int64_t n,
+                   double fill) {
+  if (!t) return Vec(n, fill);
+  TB_CHECK(t->numel() == n, ValueError) << op << ": expected " << name << " with " << n
+                                        << " elements, got shape " << ShapeString(t->shape());
+  TB_CHECK(IsFloatingPoint(t->dtype()), TypeError)
+      << op << ": " << name << " must be floating point, got " << DTypeName(t->dtype());
+  Tensor d = Cast(*t, DType::kFloat64).contiguous();
+  const double* p = d.data_as<const double>();
+  return Vec(p, p + n);
+}
+
+inline Tensor FromDoubles(const Vec& v, IntArrayRef shape, DType dtype) {
+  Tensor d = Tensor::Empty(shape, DType::kFloat64);
+  std::copy(v.begin(), v.end(), static_cast<double*>(d.mutable_data()));
+  return Cast(d, dtype);
+}
+
+inline bool IsReduced(DType t) { return t == DType::kBFloat16 || t == DType::kFloat16; }
+
+// torch's param_scalar_type / is_mixed_type.
+inline DType ParamDType(DType input, std::initializer_list<const std::optional<Tensor>*> params) {
+  if (!IsReduced(input)) return input;
+  for (auto* p : params) {
+    if (*p && (*p)->dtype() == DType::kFloat32) return DType::kFloat32;
+  }
+  return input;
+}
+
+inline void CheckFloat(const char* op, const Tensor& t) {
+  TB_CHECK(IsFloatingPoint(t.dtype()), NotImplementedError)
+      << op << ": dtype " << DTypeName(t.dtype()) << " is not supported";
+}
+
+// ---- oneDNN helpers ------------------------------------------------------------------------
+
+inline bool AllF32(std::initializer_list<const std::optional<Tensor>*> ts) {
+  for (auto* t : ts) {
+    if (*t && (*t)->dtype() != DType::kFloat32) return false;
+  }
+  return true;
+}
+
+// A contiguous float32 [n] tensor of `t`'s values, or filled with `fill` when absent.
+inline Tensor F32Param(const std::optional<Tensor>& t, int64_t n, float fill) {
+  if (t) return Cast(*t, DType::kFloat32).contiguous().reshape({n});
+  Tensor r = Tensor::Empty({n}, DType::kFloat32);
+  std::fill_n(static_cast<float*>(r.mutable_data()), n, fill);
+  return r;
+}
+
+// 1 / rstd^2: the variance that, with epsilon 0, gives oneDNN back `rstd`.
+inline Tensor VarianceFromRstd(const Tensor& rstd) {
+  Tensor r = Cast(rstd, DType::kFloat32).contiguous();
+  Tensor v = Tensor::Empty(r.shape(), DType::kFloat32);
+  const float* pr = r.data_as<const float>();
+  float* pv = static_cast<float*>(v.mutable_data());
+  for (int64_t i = 0; i < r.numel(); ++i) pv[i] = 1.0f / (pr[i] * pr[i]);
+  return v;
+}
+
+inline Tensor InvStd(const Tensor& var, double eps) {
+  Tensor r = Tensor::Empty(var.shape(), DType::kFloat32);
+  const float* pv = var.data_as<const float>();
+  float* pr = static_cast<float*>(r.mutable_data());
+  for (int64_t i = 0; i < var.numel(); ++i)
+    pr[i] = 1.0f / std::sqrt(pv[i] + static_cast<float>(eps));
+  return r;
+}
+
+using Args = std::unordered_map<int, dnnl::memory>;
+
+inline void Execute(const dnnl::primitive& prim, const Args& args) {
+  prim.execute(onednn::Stream(), args);
+  onednn::Stream().wait();
+}
+
+}  // namespace tb::kernels::norm

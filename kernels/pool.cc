@@ -1,0 +1,575 @@
+// Pooling: aten::max_pool2d_with_indices (+ backward), max_pool3d_with_indices,
+// avg_pool2d (+ backward), avg_pool3d, _adaptive_avg_pool2d (+ backward) and
+// _adaptive_avg_pool3d (+ backward).
+//
+// float32 average pooling without ceil_mode / divisor_override runs on oneDNN's pooling
+// primitives (forward and backward). Everything else runs on loops, one implementation for
+// 2-d and 3-d pooling (a 2-d input is a 3-d one of depth 1), over (batch * channel) planes in
+// parallel, following torch's CPU kernels element for element (window clipping, NaN
+// propagation in max, the index of the first maximum, division order) so that results agree
+// bit for bit where possible. Indices are flat positions within a plane (d * H * W + h * W +
+// w), as torch's.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "dispatch/op_table.h"
+#include "kernels/dtype_internal.h"
+#include "kernels/loops_internal.h"
+#include "kernels/onednn_internal.h"
+
+namespace tb {
+namespace {
+
+using kernels::Convert;
+using kernels::opmath_t;
+
+template <typename F>
+void ParallelFor(int64_t n, bool parallel, F&& f) {
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
+using Arr3 = std::array<int64_t, 3>;
+
+// A pooling call in 3-d terms.
+struct PoolGeom {
+  int64_t planes = 0;  // batch * channels
+  Arr3 in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, p{0, 0, 0}, d{1, 1, 1};
+  Dims out_shape;  // the call's output shape
+  int64_t isz() const { return in[0] * in[1] * in[2]; }
+  int64_t osz() const { return out[0] * out[1] * out[2]; }
+};
+
+// A list argument of a pooling op: one value for every spatial dim, or one per dim.
+Arr3 Param(const char* op, const char* name, const std::vector<int64_t>& v, int64_t nsp,
+           int64_t fill, std::optional<Arr3> if_empty = std::nullopt) {
+  Arr3 r{fill, fill, fill};
+  if (v.empty() && if_empty) return *if_empty;
+  TB_CHECK(v.size() == 1 || static_cast<int64_t>(v.size()) == nsp, ValueError)
+      << op << ": " << name << " must be a single int or a tuple of " << nsp << " ints";
+  for (int64_t i = 0; i < nsp; ++i) r[3 - nsp + i] = v.size() == 1 ? v[0] : v[i];
+  return r;
+}
+
+// torch's pooling_output_shape.
+int64_t PooledSize(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil) {
+  const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0);
+  // floor division (num may be negative)
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (ceil && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+// Checks the input of a pooling op with `nsp` spatial dims and fills the sizes in `g`.
+void InputGeom(const char* op, const Tensor& self, int64_t nsp, PoolGeom* g) {
+  const int64_t nd = self.ndim();
+  TB_CHECK(nd == nsp + 1 || nd == nsp + 2, ValueError)
+      << op << ": expected a " << nsp + 1 << "-D or " << nsp + 2 << "-D (batched) input, got shape "
+      << ShapeString(self.shape());
+  for (int64_t i = 1; i < nd; ++i) {
+    TB_CHECK(self.size(i) > 0, ValueError)
+        << op << ": expected input with non-zero sizes except the batch dim, got "
+        << ShapeString(self.shape());
+  }
+  g->planes = 1;
+  for (int64_t i = 0; i < nd - nsp; ++i) g->planes *= self.size(i);
+  for (int64_t i = 0; i < nsp; ++i) g->in[3 - nsp + i] = self.size(nd - nsp + i);
+  g->out_shape = Dims(self.shape());
+}
+
+PoolGeom WindowGeom(const char* op, const Tensor& self, int64_t nsp,
+                    const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                    bool ceil_mode) {
+  PoolGeom g;
+  InputGeom(op, self, nsp, &g);
+  TB_CHECK(!kernel_size.empty(), ValueError) << op << ": kernel_size must not be empty";
+  g.k = Param(op, "kernel_size", kernel_size, nsp, 1);
+  g.s = Param(op, "stride", stride, nsp, 1, g.k);
+  g.p = Param(op, "padding", padding, nsp, 0);
+  g.d = Param(op, "dilation", dilation, nsp, 1);
+  const int64_t nd = self.ndim();
+  for (int i = 3 - nsp; i < 3; ++i) {
+    TB_CHECK(g.k[i] > 0, ValueError) << op << ": kernel_size must be greater than zero";
+    TB_CHECK(g.s[i] > 0, ValueError) << op << ": stride must be greater than zero";
+    TB_CHECK(g.d[i] > 0, ValueError) << op << ": dilation must be greater than zero";
+    TB_CHECK(g.p[i] >= 0 && g.p[i] <= g.k[i] / 2, ValueError)
+        << op << ": pad should be at most half of kernel size, got padding " << g.p[i]
+        << " for kernel size " << g.k[i];
+    g.out[i] = PooledSize(g.in[i], g.k[i], g.p[i], g.s[i], g.d[i], ceil_mode);
+    TB_CHECK(g.out[i] > 0, ValueError)
+        << op << ": output size is too small for input of shape " << ShapeString(self.shape());
+    g.out_shape[nd - 3 + i] = g.out[i];
+  }
+  return g;
+}
+
+// ---- max ----------------------------------------------------------------------------------
+
+std::tuple<Tensor, Tensor> MaxPool(const char* op, const Tensor& self, int64_t nsp,
+                                   const std::vector<int64_t>& kernel_size,
+                                   const std::vector<int64_t>& stride,
+                                   const std::vector<int64_t>& padding,
+                                   const std::vector<int64_t>& dilation, bool ceil_mode) {
+  PoolGeom g = WindowGeom(op, self, nsp, kernel_size, stride, padding, dilation, ceil_mode);
+  Tensor x = self.contiguous();
+  Tensor out = Tensor::Empty(g.out_shape, self.dtype());
+  Tensor idx = Tensor::Empty(g.out_shape, DType::kInt64);
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
+    using T = scalar_t;
+    using Acc = opmath_t<T>;
+    const T* px = x.data_as<const T>();
+    T* po = static_cast<T*>(out.mutable_data());
+    int64_t* pi = static_cast<int64_t*>(idx.mutable_data());
+    const int64_t isz = g.isz(), osz = g.osz();
+    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
+      const T* in = px + plane * isz;
+      int64_t o = plane * osz;
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        int64_t d0 = od * g.s[0] - g.p[0];
+        const int64_t d1 = std::min(d0 + (g.k[0] - 1) * g.d[0] + 1, g.in[0]);
+        while (d0 < 0) d0 += g.d[0];
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          int64_t h0 = oh * g.s[1] - g.p[1];
+          const int64_t h1 = std::min(h0 + (g.k[1] - 1) * g.d[1] + 1, g.in[1]);
+          while (h0 < 0) h0 += g.d[1];
+          for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+            int64_t w0 = ow * g.s[2] - g.p[2];
+            const int64_t w1 = std::min(w0 + (g.k[2] - 1) * g.d[2] + 1, g.in[2]);
+            while (w0 < 0) w0 += g.d[2];
+            int64_t best = (d0 * g.in[1] + h0) * g.in[2] + w0;
+            Acc m = std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
+                                                           : std::numeric_limits<Acc>::lowest();
+            for (int64_t id = d0; id < d1; id += g.d[0]) {
+              for (int64_t ih = h0; ih < h1; ih += g.d[1]) {
+                for (int64_t iw = w0; iw < w1; iw += g.d[2]) {
+                  const int64_t i = (id * g.in[1] + ih) * g.in[2] + iw;
+                  const Acc v = Convert<Acc>(in[i]);
+                  bool nan = false;
+                  if constexpr (std::is_floating_point_v<Acc>) nan = std::isnan(v);
+                  if (v > m || nan) {
+                    m = v;
+                    best = i;
+                  }
+                }
+              }
+            }
+            po[o] = Convert<T>(m);
+            pi[o] = best;
+          }
+        }
+      }
+    });
+  });
+  return {out, idx};
+}
+
+std::tuple<Tensor, Tensor> MaxPool2d(const Tensor& self, const std::vector<int64_t>& kernel_size,
+                                     const std::vector<int64_t>& stride,
+                                     const std::vector<int64_t>& padding,
+                                     const std::vector<int64_t>& dilation, bool ceil_mode) {
+  return MaxPool("aten::max_pool2d_with_indices", self, 2, kernel_size, stride, padding, dilation,
+                 ceil_mode);
+}
+
+std::tuple<Tensor, Tensor> MaxPool3d(const Tensor& self, const std::vector<int64_t>& kernel_size,
+                                     const std::vector<int64_t>& stride,
+                                     const std::vector<int64_t>& padding,
+                                     const std::vector<int64_t>& dilation, bool ceil_mode) {
+  return MaxPool("aten::max_pool3d_with_indices", self, 3, kernel_size, stride, padding, dilation,
+                 ceil_mode);
+}
+
+Tensor MaxPoolBackward(const char* op, const Tensor& grad_output, const Tensor& self, int64_t nsp,
+                       const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                       bool ceil_mode, const Tensor& indices) {
+  PoolGeom g = WindowGeom(op, self, nsp, kernel_size, stride, padding, dilation, ceil_mode);
+  TB_CHECK(grad_output.shape() == g.out_shape.ref() && indices.shape() == g.out_shape.ref(),
+           ValueError)
+      << op << ": expected grad_output and indices of shape " << ShapeString(g.out_shape)
+      << ", got " << ShapeString(grad_output.shape()) << " and " << ShapeString(indices.shape());
+  TB_CHECK(indices.dtype() == DType::kInt64, TypeError) << op << ": indices must be int64";
+  TB_CHECK(grad_output.dtype() == self.dtype(), TypeError)
+      << op << ": grad_output and self must have the same dtype";
+  Tensor go = grad_output.contiguous(), ind = indices.contiguous();
+  Tensor gi = Tensor::Zeros(self.shape(), self.dtype());
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
+    using T = scalar_t;
+    const T* pg = go.data_as<const T>();
+    const int64_t* pi = ind.data_as<const int64_t>();
+    T* px = static_cast<T*>(gi.mutable_data());
+    const int64_t isz = g.isz(), osz = g.osz();
+    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
+      T* gin = px + plane * isz;
+      for (int64_t o = plane * osz; o < (plane + 1) * osz; ++o) {
+        const int64_t i = pi[o];
+        if (i < 0 || i >= isz) continue;  // not an index this op produced
+        gin[i] = Convert<T>(Convert<opmath_t<T>>(gin[i]) + Convert<opmath_t<T>>(pg[o]));
+      }
+    });
+  });
+  return gi;
+}
+
+Tensor MaxPool2dBackward(const Tensor& grad_output, const Tensor& self,
+                         const std::vector<int64_t>& kernel_size,
+                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                         const std::vector<int64_t>& dilation, bool ceil_mode,
+                         const Tensor& indices) {
+  return MaxPoolBackward("aten::max_pool2d_with_indices_backward", grad_output, self, 2,
+                         kernel_size, stride, padding, dilation, ceil_mode, indices);
+}
+
+// ---- average ------------------------------------------------------------------------------
+
+// Visits each output position of `g` with its clipped window [lo, hi) and the divisor torch
+// uses; windows entirely in the padding get divisor 0.
+template <typename F>
+void ForEachAvgWindow(const PoolGeom& g, bool count_include_pad,
+                      std::optional<int64_t> divisor_override, F&& f) {
+  int64_t o = 0;
+  for (int64_t od = 0; od < g.out[0]; ++od) {
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+        Arr3 lo, hi;
+        const Arr3 pos{od, oh, ow};
+        int64_t pool = 1, count = 1;
+        for (int i = 0; i < 3; ++i) {
+          lo[i] = pos[i] * g.s[i] - g.p[i];
+          hi[i] = std::min(lo[i] + g.k[i], g.in[i] + g.p[i]);
+          pool *= hi[i] - lo[i];
+          lo[i] = std::max<int64_t>(lo[i], 0);
+          hi[i] = std::min(hi[i], g.in[i]);
+          count *= std::max<int64_t>(hi[i] - lo[i], 0);
+        }
+        if (count == 0) {
+          f(o, lo, hi, int64_t{0});
+          continue;
+        }
+        const int64_t div = divisor_override ? *divisor_override : count_include_pad ? pool : count;
+        f(o, lo, hi, div);
+      }
+    }
+  }
+}
+
+// oneDNN average pooling (float32) where its windows are torch's: no ceil_mode, no
+// divisor_override (the divisor is then the kernel size, or the count of real elements).
+// Forward: src -> dst; backward: dst holds the output gradient, src receives the input one.
+bool OneDnnAvgPool(const PoolGeom& g, int64_t nsp, const Tensor& self, bool ceil_mode,
+                   bool count_include_pad, std::optional<int64_t> divisor_override, bool backward,
+                   const Tensor& src, const Tensor& dst) {
+  if (self.dtype() != DType::kFloat32 || ceil_mode || divisor_override || g.planes == 0) {
+    return false;
+  }
+  const bool batched = self.ndim() == nsp + 2;
+  dnnl::memory::dims sd{batched ? self.size(0) : 1, self.size(batched ? 1 : 0)};
+  dnnl::memory::dims dd = sd, strides, kernel, pad;
+  for (int i = 3 - static_cast<int>(nsp); i < 3; ++i) {
+    sd.push_back(g.in[i]);
+    dd.push_back(g.out[i]);
+    strides.push_back(g.s[i]);
+    kernel.push_back(g.k[i]);
+    pad.push_back(g.p[i]);
+  }
+  using dt = dnnl::memory::data_type;
+  auto smd = onednn::PlainDesc(sd, dt::f32), dmd = onednn::PlainDesc(dd, dt::f32);
+  const auto alg = count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                     : dnnl::algorithm::pooling_avg_exclude_padding;
+  std::string key =
+      onednn::Key("avgpool", backward, count_include_pad, sd, dd, strides, kernel, pad);
+  try {
+    auto prim = onednn::Cached(key, [&] {
+      auto& eng = onednn::Engine();
+      dnnl::pooling_forward::primitive_desc fwd(
+          dnnl::pooling_forward::desc(
+              backward ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
+              alg, smd, dmd, strides, kernel, pad, pad),
+          eng);
+      if (!backward) return dnnl::primitive(dnnl::pooling_forward(fwd));
+      dnnl::pooling_backward::desc d(alg, smd, dmd, strides, kernel, pad, pad);
+      return dnnl::primitive(
+          dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(d, eng, fwd)));
+    });
+    auto sm = onednn::Wrap(smd, src.data()), dm = onednn::Wrap(dmd, dst.data());
+    if (backward) {
+      prim.execute(onednn::Stream(), {{DNNL_ARG_DIFF_DST, dm}, {DNNL_ARG_DIFF_SRC, sm}});
+    } else {
+      prim.execute(onednn::Stream(), {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
+    }
+    onednn::Stream().wait();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+Tensor AvgPool(const char* op, const Tensor& self, int64_t nsp,
+               const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+               const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad,
+               std::optional<int64_t> divisor_override) {
+  TB_CHECK(!divisor_override || *divisor_override != 0, ValueError)
+      << op << ": divisor must be not zero";
+  PoolGeom g = WindowGeom(op, self, nsp, kernel_size, stride, padding, {1}, ceil_mode);
+  Tensor x = self.contiguous();
+  Tensor out = Tensor::Empty(g.out_shape, self.dtype());
+  if (OneDnnAvgPool(g, nsp, self, ceil_mode, count_include_pad, divisor_override, false, x, out)) {
+    return out;
+  }
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
+    using T = scalar_t;
+    using Acc = opmath_t<T>;
+    const T* px = x.data_as<const T>();
+    T* po = static_cast<T*>(out.mutable_data());
+    const int64_t isz = g.isz(), osz = g.osz();
+    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
+      const T* in = px + plane * isz;
+      T* o = po + plane * osz;
+      ForEachAvgWindow(g, count_include_pad, divisor_override,
+                       [&](int64_t oi, const Arr3& lo, const Arr3& hi, int64_t div) {
+                         if (div == 0) {
+                           o[oi] = T(0);
+                           return;
+                         }
+                         Acc sum = 0;
+                         for (int64_t id = lo[0]; id < hi[0]; ++id) {
+                           for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
+                             const T* row = in + (id * g.in[1] + ih) * g.in[2];
+                             for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
+                               sum += Convert<Acc>(row[iw]);
+                             }
+                           }
+                         }
+                         o[oi] = Convert<T>(static_cast<Acc>(sum / static_cast<Acc>(div)));
+                       });
+    });
+  });
+  return out;
+}
+
+Tensor AvgPool2d(const Tensor& self, const std::vector<int64_t>& kernel_size,
+                 const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                 bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return AvgPool("aten::avg_pool2d", self, 2, kernel_size, stride, padding, ceil_mode,
+                 count_include_pad, divisor_override);
+}
+
+Tensor AvgPool3d(const Tensor& self, const std::vector<int64_t>& kernel_size,
+                 const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                 bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  return AvgPool("aten::avg_pool3d", self, 3, kernel_size, stride, padding, ceil_mode,
+                 count_include_pad, divisor_override);
+}
+
+Tensor AvgPoolBackward(const char* op, const Tensor& grad_output, const Tensor& self, int64_t nsp,
+                       const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                       const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad,
+                       std::optional<int64_t> divisor_override) {
+  TB_CHECK(!divisor_override || *divisor_override != 0, ValueError)
+      << op << ": divisor must be not zero";
+  PoolGeom g = WindowGeom(op, self, nsp, kernel_size, stride, padding, {1}, ceil_mode);
+  TB_CHECK(grad_output.shape() == g.out_shape.ref(), ValueError)
+      << op << ": expected grad_output of shape " << ShapeString(g.out_shape) << ", got "
+      << ShapeString(grad_output.shape());
+  TB_CHECK(grad_output.dtype() == self.dtype(), TypeError)
+      << op << ": grad_output and self must have the same dtype";
+  Tensor go = grad_output.contiguous();
+  Tensor gi = Tensor::Zeros(self.shape(), self.dtype());
+  if (OneDnnAvgPool(g, nsp, self, ceil_mode, count_include_pad, divisor_override, true, gi, go)) {
+    return gi;
+  }
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
+    using T = scalar_t;
+    using Acc = opmath_t<T>;
+    const T* pg = go.data_as<const T>();
+    T* px = static_cast<T*>(gi.mutable_data());
+    const int64_t isz = g.isz(), osz = g.osz();
+    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
+      T* gin = px + plane * isz;
+      const T* gout = pg + plane * osz;
+      ForEachAvgWindow(
+          g, count_include_pad, divisor_override,
+          [&](int64_t oi, const Arr3& lo, const Arr3& hi, int64_t div) {
+            if (div == 0) return;
+            const T delta =
+                Convert<T>(static_cast<Acc>(Convert<Acc>(gout[oi]) / static_cast<Acc>(div)));
+            for (int64_t id = lo[0]; id < hi[0]; ++id) {
+              for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
+                T* row = gin + (id * g.in[1] + ih) * g.in[2];
+                for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
+                  row[iw] =
+                      Convert<T>(static_cast<Acc>(Convert<Acc>(row[iw]) + Convert<Acc>(delta)));
+                }
+              }
+            }
+          });
+    });
+  });
+  return gi;
+}
+
+Tensor AvgPool2dBackward(const Tensor& grad_output, const Tensor& self,
+                         const std::vector<int64_t>& kernel_size,
+                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                         bool ceil_mode, bool count_include_pad,
+                         std::optional<int64_t> divisor_override) {
+  return AvgPoolBackward("aten::avg_pool2d_backward", grad_output, self, 2, kernel_size, stride,
+                         padding, ceil_mode, count_include_pad, divisor_override);
+}
+
+// ---- adaptive average -----------------------------------------------------------------------
+
+int64_t StartIndex(int64_t a, int64_t b, int64_t c) { return (a / b) * c + ((a % b) * c) / b; }
+int64_t EndIndex(int64_t a, int64_t b, int64_t c) { return 1 + ((a + 1) * c - 1) / b; }
+
+PoolGeom AdaptiveGeom(const char* op, const Tensor& self, int64_t nsp,
+                      const std::vector<int64_t>& output_size) {
+  PoolGeom g;
+  InputGeom(op, self, nsp, &g);
+  TB_CHECK(static_cast<int64_t>(output_size.size()) == nsp, ValueError)
+      << op << ": output_size must have " << nsp << " elements";
+  for (int64_t i = 0; i < nsp; ++i) {
+    TB_CHECK(output_size[i] >= 0, ValueError) << op << ": output_size must be non-negative";
+    g.out[3 - nsp + i] = output_size[i];
+    g.out_shape[self.ndim() - nsp + i] = output_size[i];
+  }
+  return g;
+}
+
+// Visits each output position with its window and the window's sizes.
+template <typename F>
+void ForEachAdaptiveWindow(const PoolGeom& g, F&& f) {
+  int64_t o = 0;
+  for (int64_t od = 0; od < g.out[0]; ++od) {
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+        const Arr3 pos{od, oh, ow};
+        Arr3 lo, hi;
+        for (int i = 0; i < 3; ++i) {
+          lo[i] = StartIndex(pos[i], g.out[i], g.in[i]);
+          hi[i] = EndIndex(pos[i], g.out[i], g.in[i]);
+        }
+        f(o, lo, hi);
+      }
+    }
+  }
+}
+
+Tensor AdaptiveAvgPool(const char* op, const Tensor& self, int64_t nsp,
+                       const std::vector<int64_t>& output_size) {
+  PoolGeom g = AdaptiveGeom(op, self, nsp, output_size);
+  Tensor x = self.contiguous();
+  Tensor out = Tensor::Empty(g.out_shape, self.dtype());
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    using Acc = opmath_t<T>;
+    const T* px = x.data_as<const T>();
+    T* po = static_cast<T*>(out.mutable_data());
+    const int64_t isz = g.isz(), osz = g.osz();
+    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
+      const T* in = px + plane * isz;
+      T* o = po + plane * osz;
+      ForEachAdaptiveWindow(g, [&](int64_t oi, const Arr3& lo, const Arr3& hi) {
+        Acc sum = 0;
+        for (int64_t id = lo[0]; id < hi[0]; ++id) {
+          for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
+            const T* row = in + (id * g.in[1] + ih) * g.in[2];
+            for (int64_t iw = lo[2]; iw < hi[2]; ++iw) sum += Convert<Acc>(row[iw]);
+          }
+        }
+        Acc v = sum;
+        for (int i = 0; i < 3; ++i) {
+          if (hi[i] - lo[i] != 1) v = v / static_cast<Acc>(hi[i] - lo[i]);
+        }
+        o[oi] = Convert<T>(v);
+      });
+    });
+  });
+  return out;
+}
+
+Tensor AdaptiveAvgPool2d(const Tensor& self, const std::vector<int64_t>& output_size) {
+  return AdaptiveAvgPool("aten::_adaptive_avg_pool2d", self, 2, output_size);
+}
+Tensor AdaptiveAvgPool3d(const Tensor& self, const std::vector<int64_t>& output_size) {
+  return AdaptiveAvgPool("aten::_adaptive_avg_pool3d", self, 3, output_size);
+}
+
+Tensor AdaptiveAvgPoolBackward(const char* op, const Tensor& grad_output, const Tensor& self,
+                               int64_t nsp) {
+  TB_CHECK(grad_output.ndim() == self.ndim(), ValueError)
+      << op << ": grad_output of shape " << ShapeString(grad_output.shape())
+      << " does not match self of shape " << ShapeString(self.shape());
+  std::vector<int64_t> out_size;
+  for (int64_t i = 0; i < nsp; ++i) out_size.push_back(grad_output.size(self.ndim() - nsp + i));
+  PoolGeom g = AdaptiveGeom(op, self, nsp, out_size);
+  TB_CHECK(grad_output.shape() == g.out_shape.ref(), ValueError)
+      << op << ": grad_output of shape " << ShapeString(grad_output.shape())
+      << " does not match self of shape " << ShapeString(self.shape());
+  TB_CHECK(grad_output.dtype() == self.dtype(), TypeError)
+      << op << ": grad_output and self must have the same dtype";
+  Tensor go = grad_output.contiguous();
+  Tensor gi = Tensor::Zeros(self.shape(), self.dtype());
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    using Acc = opmath_t<T>;
+    const T* pg = go.data_as<const T>();
+    T* px = static_cast<T*>(gi.mutable_data());
+    const int64_t isz = g.isz(), osz = g.osz();
+    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
+      T* gin = px + plane * isz;
+      const T* gout = pg + plane * osz;
+      ForEachAdaptiveWindow(g, [&](int64_t oi, const Arr3& lo, const Arr3& hi) {
+        Acc delta = Convert<Acc>(gout[oi]);
+        for (int i = 0; i < 3; ++i) {
+          if (hi[i] - lo[i] != 1) delta = delta / static_cast<Acc>(hi[i] - lo[i]);
+        }
+        const T dt = Convert<T>(delta);
+        for (int64_t id = lo[0]; id < hi[0]; ++id) {
+          for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
+            T* row = gin + (id * g.in[1] + ih) * g.in[2];
+            for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
+              row[iw] = Convert<T>(static_cast<Acc>(Convert<Acc>(row[iw]) + Convert<Acc>(dt)));
+            }
+          }
+        }
+      });
+    });
+  });
+  return gi;
+}
+
+Tensor AdaptiveAvgPool2dBackward(const Tensor& grad_output, const Tensor& self) {
+  return AdaptiveAvgPoolBackward("aten::_adaptive_avg_pool2d_backward", grad_output, self, 2);
+}
+Tensor AdaptiveAvgPool3dBackward(const Tensor& grad_output, const Tensor& self) {
+  return AdaptiveAvgPoolBackward("aten::_adaptive_avg_pool3d_backward", grad_output, self, 3);
+}
+
+}  // namespace
+
+TB_REGISTER_KERNELS(pool) {
+  const auto cpu = DeviceType::kCPU;
+  table.RegisterKernel("aten::max_pool2d_with_indices", cpu, Boxed<&MaxPool2d>(), TB_HERE);
+  table.RegisterKernel("aten::max_pool2d_with_indices_backward", cpu, Boxed<&MaxPool2dBackward>(),
+                       TB_HERE);
+  table.RegisterKernel("aten::max_pool3d_with_indices", cpu, Boxed<&MaxPool3d>(), TB_HERE);
+  table.RegisterKernel("aten::avg_pool2d", cpu, Boxed<&AvgPool2d>(), TB_HERE);
+  table.RegisterKernel("aten::avg_pool2d_backward", cpu, Boxed<&AvgPool2dBackward>(), TB_HERE);
+  table.RegisterKernel("aten::avg_pool3d", cpu, Boxed<&AvgPool3d>(), TB_HERE);
+  table.RegisterKernel("aten::_adaptive_avg_pool2d", cpu, Boxed<&AdaptiveAvgPool2d>(), TB_HERE);
+  table.RegisterKernel("aten::_adaptive_avg_pool2d_backward", cpu,
+                       Boxed<&AdaptiveAvgPool2dBackward>(), TB_HERE);
+  table.RegisterKernel("aten::_adaptive_avg_pool3d", cpu, Boxed<&AdaptiveAvgPool3d>(), TB_HERE);
+  table.RegisterKernel("aten::_adaptive_avg_pool3d_backward", cpu,
+                       Boxed<&AdaptiveAvgPool3dBackward>(), TB_HERE);
+}
+
+}  // namespace tb

@@ -1,0 +1,411 @@
+// Ternary element-wise ops: aten::where, clamp (Scalar and Tensor bounds), clamp_min,
+// clamp_max, lerp, addcmul and addcdiv, with their in-place and out= overloads.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
+#include "dispatch/op_table.h"
+#include "kernels/binary_internal.h"
+
+namespace tb {
+namespace {
+
+using kernels::BinaryMap;
+using kernels::Elementwise;
+using kernels::Input;
+using kernels::IsScalarLike;
+using kernels::kIsFloating;
+using kernels::Map;
+using kernels::opmath_t;
+using kernels::ScalarOperand;
+using kernels::WrapScalar;
+
+using In = std::vector<Tensor>;
+
+// ---- where --------------------------------------------------------------------------------
+
+Tensor WhereImpl(const char* op, const Tensor& condition, const Tensor& self, const Tensor& other,
+                 const Tensor* dest) {
+  // torch still accepts (deprecated) uint8 conditions.
+  TB_CHECK(condition.dtype() == DType::kBool || condition.dtype() == DType::kUInt8, TypeError)
+      << op << ": expected condition to be a boolean tensor, but got a tensor with dtype "
+      << DTypeName(condition.dtype());
+  const DType dt = ResultType({Operand(self), Operand(other)});
+  return Elementwise(
+      op, {{&condition, DType::kBool}, {&self, dt}, {&other, dt}}, dt, dest,
+      [&](const Tensor& out, const In& in) {
+        TB_DISPATCH_T(dt, op, TB_TYPES_ALL, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          if (IsScalarLike(in[2])) {
+            const T y = *in[2].data_as<const T>();
+            BinaryMap<T, bool, T>(out, in[0], in[1], [y](bool c, T x) { return c ? x : y; });
+          } else if (IsScalarLike(in[1])) {
+            const T x = *in[1].data_as<const T>();
+            BinaryMap<T, bool, T>(out, in[0], in[2], [x](bool c, T y) { return c ? x : y; });
+          } else {
+            Map<T, bool, T, T>(
+                out, [](bool c, T x, T y) { return c ? x : y; }, in[0], in[1], in[2]);
+          }
+        });
+      });
+}
+
+Tensor Where(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  return WhereImpl("aten::where.self", condition, self, other, nullptr);
+}
+Tensor WhereOut(const Tensor& condition, const Tensor& self, const Tensor& other,
+                const Tensor& out) {
+  return WhereImpl("aten::where.self_out", condition, self, other, &out);
+}
+Tensor WhereScalarOther(const Tensor& condition, const Tensor& self, const Scalar& other) {
+  return WhereImpl("aten::where.ScalarOther", condition, self, WrapScalar(other), nullptr);
+}
+Tensor WhereScalarSelf(const Tensor& condition, const Scalar& self, const Tensor& other) {
+  return WhereImpl("aten::where.ScalarSelf", condition, WrapScalar(self), other, nullptr);
+}
+Tensor WhereScalar(const Tensor& condition, const Scalar& self, const Scalar& other) {
+  return WhereImpl("aten::where.Scalar", condition, WrapScalar(self), WrapScalar(other), nullptr);
+}
+
+// ---- clamp with Scalar bounds ---------------------------------------------------------------
+
+// Any NaN bound makes every element NaN; a NaN element stays NaN; min > max gives max.
+Tensor ClampScalarImpl(const char* op, const Tensor& self, const std::optional<Scalar>& min,
+                       const std::optional<Scalar>& max, const Tensor* dest) {
+  TB_CHECK(min || max, ValueError) << op << ": at least one of 'min' or 'max' must not be None";
+  std::vector<PromotionOperand> ops = {Operand(self)};
+  if (min) ops.push_back(ScalarOperand(*min));
+  if (max) ops.push_back(ScalarOperand(*max));
+  const DType dt = IsFloatingPoint(self.dtype()) ? self.dtype() : ResultType(ops);
+  kernels::CheckNotBool(op, dt);
+  const bool nan_bound =
+      (min && std::isnan(min->to_double())) || (max && std::isnan(max->to_double()));
+  return Elementwise(op, {{&self, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
+    TB_DISPATCH_T(dt, op, TB_TYPES_NUMERIC, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using M = opmath_t<T>;
+      auto bound = [&](const Scalar& s, const char* name) {
+        return static_cast<M>(kernels::ScalarTo<T>(op, name, s));
+      };
+      auto run = [&](auto f) {
+        Map<T, T>(
+            out, [f](T x) { return static_cast<T>(f(static_cast<M>(x))); }, in[0]);
+      };
+      if constexpr (kIsFloating<T>) {
+        if (nan_bound) return run([](M) { return std::numeric_limits<M>::quiet_NaN(); });
+      }
+      if (min && max) {
+        const M lo = bound(*min, "min"), hi = bound(*max, "max");
+        run([lo, hi](M x) { return std::min(std::max(x, lo), hi); });
+      } else if (min) {
+        const M lo = bound(*min, "min");
+        run([lo](M x) { return std::max(x, lo); });
+      } else {
+        const M hi = bound(*max, "max");
+        run([hi](M x) { return std::min(x, hi); });
+      }
+    });
+  });
+}
+
+Tensor Clamp(const Tensor& self, const std::optional<Scalar>& min,
+             const std::optional<Scalar>& max) {
+  return ClampScalarImpl("aten::clamp", self, min, max, nullptr);
+}
+Tensor ClampOut(const Tensor& self, const std::optional<Scalar>& min,
+                const std::optional<Scalar>& max, const Tensor& out) {
+  return ClampScalarImpl("aten::clamp.out", self, min, max, &out);
+}
+Tensor ClampInplace(const Tensor& self, const std::optional<Scalar>& min,
+                    const std::optional<Scalar>& max) {
+  return ClampScalarImpl("aten::clamp_", self, min, max, &self);
+}
+Tensor ClampMin(const Tensor& self, const Scalar& min) {
+  return ClampScalarImpl("aten::clamp_min", self, min, std::nullopt, nullptr);
+}
+Tensor ClampMinOut(const Tensor& self, const Scalar& min, const Tensor& out) {
+  return ClampScalarImpl("aten::clamp_min.out", self, min, std::nullopt, &out);
+}
+Tensor ClampMinInplace(const Tensor& self, const Scalar& min) {
+  return ClampScalarImpl("aten::clamp_min_", self, min, std::nullopt, &self);
+}
+Tensor ClampMax(const Tensor& self, const Scalar& max) {
+  return ClampScalarImpl("aten::clamp_max", self, std::nullopt, max, nullptr);
+}
+Tensor ClampMaxOut(const Tensor& self, const Scalar& max, const Tensor& out) {
+  return ClampScalarImpl("aten::clamp_max.out", self, std::nullopt, max, &out);
+}
+Tensor ClampMaxInplace(const Tensor& self, const Scalar& max) {
+  return ClampScalarImpl("aten::clamp_max_", self, std::nullopt, max, &self);
+}
+
+// ---- clamp with Tensor bounds -----------------------------------------------------------------
+
+// Bounds broadcast with self; NaN anywhere (element or bound) gives NaN.
+Tensor ClampTensorImpl(const char* op, const Tensor& self, const std::optional<Tensor>& min,
+                       const std::optional<Tensor>& max, const Tensor* dest) {
+  TB_CHECK(min || max, ValueError) << op << ": at least one of 'min' or 'max' must not be None";
+  std::vector<PromotionOperand> ops = {Operand(self)};
+  if (min) ops.push_back(Operand(*min));
+  if (max) ops.push_back(Operand(*max));
+  const DType dt = ResultType(ops);
+  std::vector<Input> inputs = {{&self, dt}};
+  if (min) inputs.push_back({&*min, dt});
+  if (max) inputs.push_back({&*max, dt});
+  return Elementwise(op, inputs, dt, dest, [&](const Tensor& out, const In& in) {
+    TB_DISPATCH_T(dt, op, TB_TYPES_ALL, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using M = opmath_t<T>;
+      auto nan = [](M) {
+        if constexpr (kIsFloating<T>) return std::numeric_limits<M>::quiet_NaN();
+        return M(0);
+      };
+      auto is_nan = [](M v) { return v != v; };
+      auto cvt = [](M v) { return static_cast<T>(v); };
+      if (min && max) {
+        Map<T, T, T, T>(
+            out,
+            [=](T x, T lo, T hi) {
+              M a = static_cast<M>(x), l = static_cast<M>(lo), h = static_cast<M>(hi);
+              if (is_nan(l) || is_nan(h)) return cvt(nan(a));
+              return cvt(std::min(std::max(a, l), h));
+            },
+            in[0], in[1], in[2]);
+      } else if (min) {
+        BinaryMap<T, T, T>(out, in[0], in[1], [=](T x, T lo) {
+          M a = static_cast<M>(x), l = static_cast<M>(lo);
+          return cvt((is_nan(a) || is_nan(l)) ? nan(a) : std::max(a, l));
+        });
+      } else {
+        BinaryMap<T, T, T>(out, in[0], in[1], [=](T x, T hi) {
+          M a = static_cast<M>(x), h = static_cast<M>(hi);
+          return cvt((is_nan(a) || is_nan(h)) ? nan(a) : std::min(a, h));
+        });
+      }
+    });
+  });
+}
+
+Tensor ClampT(const Tensor& self, const std::optional<Tensor>& min,
+              const std::optional<Tensor>& max) {
+  return ClampTensorImpl("aten::clamp.Tensor", self, min, max, nullptr);
+}
+Tensor ClampTOut(const Tensor& self, const std::optional<Tensor>& min,
+                 const std::optional<Tensor>& max, const Tensor& out) {
+  return ClampTensorImpl("aten::clamp.Tensor_out", self, min, max, &out);
+}
+Tensor ClampTInplace(const Tensor& self, const std::optional<Tensor>& min,
+                     const std::optional<Tensor>& max) {
+  return ClampTensorImpl("aten::clamp_.Tensor", self, min, max, &self);
+}
+Tensor ClampMinT(const Tensor& self, const Tensor& min) {
+  return ClampTensorImpl("aten::clamp_min.Tensor", self, min, std::nullopt, nullptr);
+}
+Tensor ClampMinTOut(const Tensor& self, const Tensor& min, const Tensor& out) {
+  return ClampTensorImpl("aten::clamp_min.Tensor_out", self, min, std::nullopt, &out);
+}
+Tensor ClampMinTInplace(const Tensor& self, const Tensor& min) {
+  return ClampTensorImpl("aten::clamp_min_.Tensor", self, min, std::nullopt, &self);
+}
+Tensor ClampMaxT(const Tensor& self, const Tensor& max) {
+  return ClampTensorImpl("aten::clamp_max.Tensor", self, std::nullopt, max, nullptr);
+}
+Tensor ClampMaxTOut(const Tensor& self, const Tensor& max, const Tensor& out) {
+  return ClampTensorImpl("aten::clamp_max.Tensor_out", self, std::nullopt, max, &out);
+}
+Tensor ClampMaxTInplace(const Tensor& self, const Tensor& max) {
+  return ClampTensorImpl("aten::clamp_max_.Tensor", self, std::nullopt, max, &self);
+}
+
+// ---- lerp ---------------------------------------------------------------------------------
+
+// torch's formula: from the nearer end, for accuracy at both ends.
+template <typename M>
+M Lerp(M a, M b, M w) {
+  return std::abs(w) < M(0.5) ? a + w * (b - a) : b - (b - a) * (M(1) - w);
+}
+
+// self, end (and a weight tensor) must share one floating dtype; a 0-d weight may differ.
+DType LerpDType(const char* op, const Tensor& self, const Tensor& end, const Tensor* weight) {
+  kernels::CheckFloating(op, self.dtype());
+  TB_CHECK(end.dtype() == self.dtype(), TypeError)
+      << op << ": expected dtype " << DTypeName(self.dtype()) << " for `end` but got dtype "
+      << DTypeName(end.dtype());
+  TB_CHECK(weight == nullptr || weight->ndim() == 0 || weight->dtype() == self.dtype(), TypeError)
+      << op << ": expected dtype " << DTypeName(self.dtype()) << " for `weight` but got dtype "
+      << DTypeName(weight->dtype());
+  return self.dtype();
+}
+
+Tensor LerpScalarImpl(const char* op, const Tensor& self, const Tensor& end, const Scalar& weight,
+                      const Tensor* dest) {
+  const DType dt = LerpDType(op, self, end, nullptr);
+  return Elementwise(op, {{&self, dt}, {&end, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
+    TB_DISPATCH_T(dt, op, TB_TYPES_FLOAT, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using M = opmath_t<T>;
+      const M w = kernels::ScalarTo<M>(op, "weight", weight);
+      BinaryMap<T, T, T>(out, in[0], in[1], [w](T a, T b) {
+        return static_cast<T>(Lerp(static_cast<M>(a), static_cast<M>(b), w));
+      });
+    });
+  });
+}
+
+Tensor LerpTensorImpl(const char* op, const Tensor& self, const Tensor& end, const Tensor& weight,
+                      const Tensor* dest) {
+  const DType dt = LerpDType(op, self, end, &weight);
+  return Elementwise(op, {{&self, dt}, {&end, dt}, {&weight, dt}}, dt, dest,
+                     [&](const Tensor& out, const In& in) {
+                       TB_DISPATCH_T(dt, op, TB_TYPES_FLOAT, [&](auto tag) {
+                         using T = typename decltype(tag)::type;
+                         using M = opmath_t<T>;
+                         Map<T, T, T, T>(
+                             out,
+                             [](T a, T b, T w) {
+                               return static_cast<T>(
+                                   Lerp(static_cast<M>(a), static_cast<M>(b), static_cast<M>(w)));
+                             },
+                             in[0], in[1], in[2]);
+                       });
+                     });
+}
+
+Tensor LerpS(const Tensor& self, const Tensor& end, const Scalar& weight) {
+  return LerpScalarImpl("aten::lerp.Scalar", self, end, weight, nullptr);
+}
+Tensor LerpSOut(const Tensor& self, const Tensor& end, const Scalar& weight, const Tensor& out) {
+  return LerpScalarImpl("aten::lerp.Scalar_out", self, end, weight, &out);
+}
+Tensor LerpSInplace(const Tensor& self, const Tensor& end, const Scalar& weight) {
+  return LerpScalarImpl("aten::lerp_.Scalar", self, end, weight, &self);
+}
+Tensor LerpT(const Tensor& self, const Tensor& end, const Tensor& weight) {
+  return LerpTensorImpl("aten::lerp.Tensor", self, end, weight, nullptr);
+}
+Tensor LerpTOut(const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out) {
+  return LerpTensorImpl("aten::lerp.Tensor_out", self, end, weight, &out);
+}
+Tensor LerpTInplace(const Tensor& self, const Tensor& end, const Tensor& weight) {
+  return LerpTensorImpl("aten::lerp_.Tensor", self, end, weight, &self);
+}
+
+// ---- addcmul / addcdiv ----------------------------------------------------------------------
+
+// self + value * t1 * t2 (or / t2) in the promoted dtype; Half/BFloat16 in float.
+Tensor AddcImpl(const char* op, bool divide, const Tensor& self, const Tensor& t1, const Tensor& t2,
+                const Scalar& value, const Tensor* dest) {
+  if (divide) {
+    TB_CHECK(!(IsIntegral(t1.dtype(), true) && IsIntegral(t2.dtype(), true)), TypeError)
+        << op << ": integer division with addcdiv is not supported (tensor1 "
+        << DTypeName(t1.dtype()) << ", tensor2 " << DTypeName(t2.dtype())
+        << "); use (input + value * torch.trunc(tensor1 / tensor2)) for the historic "
+        << "behaviour or a floating tensor for true division";
+  }
+  const DType dt = ResultType({Operand(self), Operand(t1), Operand(t2)});
+  kernels::CheckNotBool(op, dt);
+  return Elementwise(
+      op, {{&self, dt}, {&t1, dt}, {&t2, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
+        TB_DISPATCH_T(dt, op, TB_TYPES_NUMERIC, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          using M = opmath_t<T>;
+          if constexpr (std::is_integral_v<T>) {
+            const T v = kernels::ScalarTo<T>(op, "value", value);
+            Map<T, T, T, T>(
+                out,
+                [v](T s, T a, T b) {
+                  return kernels::WrapAdd(s, kernels::WrapMul(kernels::WrapMul(v, a), b));
+                },
+                in[0], in[1], in[2]);
+          } else {
+            // Half/BFloat16: the value at float precision; others: in the tensor type.
+            const M v = kernels::kIsReducedFloat<T>
+                            ? kernels::ScalarTo<M>(op, "value", value)
+                            : static_cast<M>(kernels::ScalarTo<T>(op, "value", value));
+            if (divide) {
+              Map<T, T, T, T>(
+                  out,
+                  [v](T s, T a, T b) {
+                    return static_cast<T>(static_cast<M>(s) +
+                                          v * static_cast<M>(a) / static_cast<M>(b));
+                  },
+                  in[0], in[1], in[2]);
+            } else {
+              Map<T, T, T, T>(
+                  out,
+                  [v](T s, T a, T b) {
+                    return static_cast<T>(static_cast<M>(s) +
+                                          v * static_cast<M>(a) * static_cast<M>(b));
+                  },
+                  in[0], in[1], in[2]);
+            }
+          }
+        });
+      });
+}
+
+Tensor Addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) {
+  return AddcImpl("aten::addcmul", false, self, t1, t2, value, nullptr);
+}
+Tensor AddcmulOut(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value,
+                  const Tensor& out) {
+  return AddcImpl("aten::addcmul.out", false, self, t1, t2, value, &out);
+}
+Tensor AddcmulInplace(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) {
+  return AddcImpl("aten::addcmul_", false, self, t1, t2, value, &self);
+}
+Tensor Addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) {
+  return AddcImpl("aten::addcdiv", true, self, t1, t2, value, nullptr);
+}
+Tensor AddcdivOut(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value,
+                  const Tensor& out) {
+  return AddcImpl("aten::addcdiv.out", true, self, t1, t2, value, &out);
+}
+Tensor AddcdivInplace(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value) {
+  return AddcImpl("aten::addcdiv_", true, self, t1, t2, value, &self);
+}
+
+}  // namespace
+
+TB_REGISTER_KERNELS(ternary) {
+  const DeviceType cpu = DeviceType::kCPU;
+  table.RegisterKernel("aten::where.self", cpu, Boxed<&Where>(), TB_HERE);
+  table.RegisterKernel("aten::where.self_out", cpu, Boxed<&WhereOut>(), TB_HERE);
+  table.RegisterKernel("aten::where.ScalarOther", cpu, Boxed<&WhereScalarOther>(), TB_HERE);
+  table.RegisterKernel("aten::where.ScalarSelf", cpu, Boxed<&WhereScalarSelf>(), TB_HERE);
+  table.RegisterKernel("aten::where.Scalar", cpu, Boxed<&WhereScalar>(), TB_HERE);
+  table.RegisterKernel("aten::clamp", cpu, Boxed<&Clamp>(), TB_HERE);
+  table.RegisterKernel("aten::clamp.out", cpu, Boxed<&ClampOut>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_", cpu, Boxed<&ClampInplace>(), TB_HERE);
+  table.RegisterKernel("aten::clamp.Tensor", cpu, Boxed<&ClampT>(), TB_HERE);
+  table.RegisterKernel("aten::clamp.Tensor_out", cpu, Boxed<&ClampTOut>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_.Tensor", cpu, Boxed<&ClampTInplace>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_min", cpu, Boxed<&ClampMin>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_min.out", cpu, Boxed<&ClampMinOut>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_min_", cpu, Boxed<&ClampMinInplace>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_min.Tensor", cpu, Boxed<&ClampMinT>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_min.Tensor_out", cpu, Boxed<&ClampMinTOut>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_min_.Tensor", cpu, Boxed<&ClampMinTInplace>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_max", cpu, Boxed<&ClampMax>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_max.out", cpu, Boxed<&ClampMaxOut>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_max_", cpu, Boxed<&ClampMaxInplace>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_max.Tensor", cpu, Boxed<&ClampMaxT>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_max.Tensor_out", cpu, Boxed<&ClampMaxTOut>(), TB_HERE);
+  table.RegisterKernel("aten::clamp_max_.Tensor", cpu, Boxed<&ClampMaxTInplace>(), TB_HERE);
+  table.RegisterKernel("aten::lerp.Scalar", cpu, Boxed<&LerpS>(), TB_HERE);
+  table.RegisterKernel("aten::lerp.Scalar_out", cpu, Boxed<&LerpSOut>(), TB_HERE);
+  table.RegisterKernel("aten::lerp_.Scalar", cpu, Boxed<&LerpSInplace>(), TB_HERE);
+  table.RegisterKernel("aten::lerp.Tensor", cpu, Boxed<&LerpT>(), TB_HERE);
+  table.RegisterKernel("aten::lerp.Tensor_out", cpu, Boxed<&LerpTOut>(), TB_HERE);
+  table.RegisterKernel("aten::lerp_.Tensor", cpu, Boxed<&LerpTInplace>(), TB_HERE);
+  table.RegisterKernel("aten::addcmul", cpu, Boxed<&Addcmul>(), TB_HERE);
+  table.RegisterKernel("aten::addcmul.out", cpu, Boxed<&AddcmulOut>(), TB_HERE);
+  table.RegisterKernel("aten::addcmul_", cpu, Boxed<&AddcmulInplace>(), TB_HERE);
+  table.RegisterKernel("aten::addcdiv", cpu, Boxed<&Addcdiv>(), TB_HERE);
+  table.RegisterKernel("aten::addcdiv.out", cpu, Boxed<&AddcdivOut>(), TB_HERE);
+  table.RegisterKernel("aten::addcdiv_", cpu, Boxed<&AddcdivInplace>(), TB_HERE);
+}
+
+}  // namespace tb
