@@ -1,5 +1,7 @@
 #include "bridge/device.h"
 
+#include <array>
+
 namespace tb {
 
 const char* DeviceTypeName(DeviceType type) {
@@ -21,7 +23,13 @@ const char* DeviceTypeName(DeviceType type) {
     case DeviceType::kMAIA: return "maia";
     case DeviceType::kTrn: return "trn";
   }
-  return "unknown";
+  static const std::array<std::string, 64>* unknown = [] {
+    auto* names = new std::array<std::string, 64>();
+    for (int i = 0; i < 64; ++i) (*names)[i] = "device(" + std::to_string(i) + ")";
+    return names;
+  }();
+  const int code = static_cast<int>(type);
+  return code >= 0 && code < 64 ? (*unknown)[code].c_str() : "device(?)";
 }
 
 bool IsKnownDeviceType(int32_t code) {

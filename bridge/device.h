@@ -42,7 +42,7 @@ struct Device {
   friend bool operator!=(Device a, Device b) { return !(a == b); }
 };
 
-// "cpu", "cuda", "cuda_host", ...; "unknown" for codes tensorbridge does not know.
+// "cpu", "cuda", "cuda_host", ...; codes tensorbridge does not know print as "device(<code>)".
 TB_API const char* DeviceTypeName(DeviceType type);
 // "cpu", "cuda:0", ...
 TB_API std::string DeviceString(Device device);

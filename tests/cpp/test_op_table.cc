@@ -148,7 +148,15 @@ TEST(OpTableTest, DeviceComesFromTheFirstTensorArgument) {
   auto cuda = table.RegisterKernel("test::op", DeviceType::kCUDA, Marker("cuda"), "cuda");
   EXPECT_EQ(CallTag(table, "test::op", {CudaTensor()}), "cuda");
   EXPECT_EQ(CallTag(table, "test::op", {CpuTensor({1})}), "cpu");
-  EXPECT_EQ(CallTag(table, "test::op", {1, CudaTensor(), CpuTensor({1})}), "cuda");
+  // Tensors on different devices are refused, naming both.
+  try {
+    CallTag(table, "test::op", {1, CudaTensor(), CpuTensor({1})});
+    ADD_FAILURE() << "tensors on cuda and cpu were accepted together";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kValueError);
+    EXPECT_NE(std::string(e.what()).find("different devices (cuda and cpu)"), std::string::npos)
+        << e.what();
+  }
   EXPECT_EQ(CallTag(table, "test::op", {1, 2.5}), "cpu");  // no tensor: CPU
   EXPECT_EQ(CallTag(table, "test::op"), "cpu");
 }
