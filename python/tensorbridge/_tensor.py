@@ -98,6 +98,8 @@ class Tensor(torch.Tensor):
         return _dispatch(func, args, kwargs or {})
 
     def __repr__(self, *, tensor_contents=None) -> str:
+        if self._array is None:  # a tracer's stand-in: no data to show
+            return f"tensorbridge.Tensor(traced, shape={tuple(self.shape)}, dtype={self.dtype})"
         grad = f", grad_fn={type(self.grad_fn).__name__}" if self.grad_fn is not None else ""
         grad = grad or (", requires_grad=True" if self.requires_grad else "")
         return f"tensorbridge.Tensor({to_torch(self)!r}{grad})"

@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent(
     # oneDNN eltwise through tensorbridge.
     relu = tb.call("aten::relu", a).numpy()
     np.testing.assert_array_equal(relu, np.maximum(a, 0))
-    gelu = tb.call("aten::gelu", a, "none").numpy()
+    gelu = tb.call("aten::gelu", a, approximate="none").numpy()
     ref = 0.5 * a * (1 + np.vectorize(math.erf)(a / math.sqrt(2)))
     np.testing.assert_allclose(gelu, ref, rtol=1e-5, atol=1e-5)
 
