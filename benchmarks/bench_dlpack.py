@@ -9,9 +9,11 @@ Baselines, measured in the same run on the same inputs: ``torch.from_dlpack`` an
 (measured in a C++ loop, without Python call overhead); the ``__dlpack__`` path no slower
 than ``torch.from_dlpack`` (ratio <= 1.0).
 
-Every figure is the minimum over repeats of a timeit loop (ns per tensor): the least disturbed
-run, which is the honest figure for a cost that does not depend on the data. On a loaded
-machine, run it twice. Usage: python benchmarks/bench_dlpack.py [--quick]
+Every figure is the minimum over interleaved repeats of a timeit loop, in ns per tensor: the
+least disturbed run, the honest figure for a cost that does not depend on the data. Time is
+this process's CPU time (time.process_time; the C++ loops: the thread's CPU time), which other
+processes on a shared machine do not inflate; ``--wall`` measures wall-clock time instead.
+Usage: python benchmarks/bench_dlpack.py [--quick] [--wall]
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import time
 import timeit
 
 import numpy as np
@@ -34,8 +37,10 @@ except ImportError:  # JAX is optional
     jax = None
 
 QUICK = "--quick" in sys.argv
+WALL = "--wall" in sys.argv
+CLOCK = time.perf_counter if WALL else time.process_time
 REPEATS = 3 if QUICK else 9
-TARGET_S = 0.01 if QUICK else 0.05  # wall time of one repeat
+TARGET_S = 0.01 if QUICK else 0.05  # seconds of one repeat
 
 # Inputs: small 2-d float32 tensors (the per-tensor cost does not depend on size: no copies).
 A = np.ones((4, 8), np.float32)  # numpy: no exchange API, so the __dlpack__ path
@@ -47,7 +52,7 @@ J = jnp.ones((4, 8), jnp.float32) if jax else None
 def python_loop(fn):
     """A measurement of fn(): returns a function that times one repeat (ns per call), with the
     loop count calibrated once, like timeit's autorange."""
-    timer = timeit.Timer(fn)
+    timer = timeit.Timer(fn, timer=CLOCK)
     number = 1
     while timer.timeit(number) < TARGET_S / 5:
         number *= 2
@@ -59,7 +64,7 @@ def cxx_loop(obj, path: str):
     """A measurement of _C._bench_import: n imports in a C++ loop, no Python call per tensor."""
     n = 20_000 if QUICK else 100_000
     _C._bench_import(obj, n // 10, path)  # warm up
-    return lambda: _C._bench_import(obj, n, path)
+    return lambda: _C._bench_import(obj, n, path, wall=WALL)
 
 
 def measure(paths) -> dict:
@@ -80,104 +85,232 @@ def measure(paths) -> dict:
 # ---- one function per measured path ----------------------------------------------------------
 # Import into tensorbridge / the baselines, from numpy, torch and JAX inputs.
 
-def tb_from_numpy():            return python_loop(lambda: tb.from_dlpack(A))
-def torch_from_numpy():         return python_loop(lambda: torch.from_dlpack(A))
-def numpy_from_numpy():         return python_loop(lambda: np.from_dlpack(A))
-def tb_from_torch():            return python_loop(lambda: tb.from_dlpack(T))
-def torch_from_torch():         return python_loop(lambda: torch.from_dlpack(T))
-def numpy_from_torch():         return python_loop(lambda: np.from_dlpack(T))
-def tb_from_jax():              return python_loop(lambda: tb.from_dlpack(J))
-def torch_from_jax():           return python_loop(lambda: torch.from_dlpack(J))
-def numpy_from_jax():           return python_loop(lambda: np.from_dlpack(J))
+
+def tb_from_numpy():
+    return python_loop(lambda: tb.from_dlpack(A))
+
+
+def torch_from_numpy():
+    return python_loop(lambda: torch.from_dlpack(A))
+
+
+def numpy_from_numpy():
+    return python_loop(lambda: np.from_dlpack(A))
+
+
+def tb_from_torch():
+    return python_loop(lambda: tb.from_dlpack(T))
+
+
+def torch_from_torch():
+    return python_loop(lambda: torch.from_dlpack(T))
+
+
+def numpy_from_torch():
+    return python_loop(lambda: np.from_dlpack(T))
+
+
+def tb_from_jax():
+    return python_loop(lambda: tb.from_dlpack(J))
+
+
+def torch_from_jax():
+    return python_loop(lambda: torch.from_dlpack(J))
+
+
+def numpy_from_jax():
+    return python_loop(lambda: np.from_dlpack(J))
+
+
 def tb_from_torch_via_dlpack():  # the negotiation path, forced: torch capsule through __dlpack__
     return python_loop(lambda: tb.from_dlpack(T.__dlpack__(max_version=(1, 3))))
 
+
 # The same imports in a C++ loop (no Python call per tensor).
 
-def cxx_exchange_api_torch():   return cxx_loop(T, "exchange_api")
-def cxx_exchange_unchecked():   return cxx_loop(T, "exchange_api_unchecked")
-def cxx_torch_export_only():    return cxx_loop(T, "exchange_api_export")
-def cxx_torch_dltensor_only():  return cxx_loop(T, "exchange_api_dltensor")
-def cxx_dlpack_torch():         return cxx_loop(T, "dlpack")
-def cxx_dlpack_numpy():         return cxx_loop(A, "dlpack")
-def cxx_from_dlpack_torch():    return cxx_loop(T, "from_dlpack")
-def cxx_from_dlpack_numpy():    return cxx_loop(A, "from_dlpack")
+
+def cxx_exchange_api_torch():
+    return cxx_loop(T, "exchange_api")
+
+
+def cxx_exchange_unchecked():
+    return cxx_loop(T, "exchange_api_unchecked")
+
+
+def cxx_torch_export_only():
+    return cxx_loop(T, "exchange_api_export")
+
+
+def cxx_torch_dltensor_only():
+    return cxx_loop(T, "exchange_api_dltensor")
+
+
+def cxx_dlpack_torch():
+    return cxx_loop(T, "dlpack")
+
+
+def cxx_dlpack_numpy():
+    return cxx_loop(A, "dlpack")
+
+
+def cxx_from_dlpack_torch():
+    return cxx_loop(T, "from_dlpack")
+
+
+def cxx_from_dlpack_numpy():
+    return cxx_loop(A, "from_dlpack")
+
+
 # Our producer table, as a tvm-ffi-style consumer calls it on an Array.
-def cxx_array_export():         return cxx_loop(X, "exchange_api_export")
-def cxx_array_dltensor():       return cxx_loop(X, "exchange_api_dltensor")
+def cxx_array_export():
+    return cxx_loop(X, "exchange_api_export")
+
+
+def cxx_array_dltensor():
+    return cxx_loop(X, "exchange_api_dltensor")
+
 
 # Export: an Array into each framework, against that framework importing numpy / torch.
 
-def torch_from_array():         return python_loop(lambda: torch.from_dlpack(X))
-def numpy_from_array():         return python_loop(lambda: np.from_dlpack(X))
-def jax_from_array():           return python_loop(lambda: jax.dlpack.from_dlpack(X))
-def jax_from_numpy():           return python_loop(lambda: jax.dlpack.from_dlpack(A))
-def jax_from_torch():           return python_loop(lambda: jax.dlpack.from_dlpack(T))
-def array_dunder_dlpack():      return python_loop(lambda: X.__dlpack__(max_version=(1, 3)))
-def numpy_dunder_dlpack():      return python_loop(lambda: A.__dlpack__(max_version=(1, 3)))
+
+def torch_from_array():
+    return python_loop(lambda: torch.from_dlpack(X))
+
+
+def numpy_from_array():
+    return python_loop(lambda: np.from_dlpack(X))
+
+
+def jax_from_array():
+    return python_loop(lambda: jax.dlpack.from_dlpack(X))
+
+
+def jax_from_numpy():
+    return python_loop(lambda: jax.dlpack.from_dlpack(A))
+
+
+def jax_from_torch():
+    return python_loop(lambda: jax.dlpack.from_dlpack(T))
+
+
+def array_dunder_dlpack():
+    return python_loop(lambda: X.__dlpack__(max_version=(1, 3)))
+
+
+def numpy_dunder_dlpack():
+    return python_loop(lambda: A.__dlpack__(max_version=(1, 3)))
 
 
 def main() -> None:
     assert _C._import_path(T) == "exchange_api" and _C._import_path(A) == "dlpack"
-    print(f"torch {torch.__version__}, numpy {np.__version__}, "
-          f"jax {jax.__version__ if jax else '-'}, tensorbridge {tb.__version__}; "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    print(f"min of {REPEATS} repeats; ns per tensor; ratios against the baselines of the same "
-          "input in this run\n")
+    print(
+        f"torch {torch.__version__}, numpy {np.__version__}, "
+        f"jax {jax.__version__ if jax else '-'}, tensorbridge {tb.__version__}; "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"min of {REPEATS} repeats; ns per tensor ({'wall-clock' if WALL else 'CPU'} time); "
+        "ratios against the baselines of the same input in this run"
+    )
 
     sections = [
-        ("import, numpy input", torch_from_numpy, numpy_from_numpy, [
-            ("tb.from_dlpack(ndarray)        [__dlpack__ path]", tb_from_numpy),
-            ("torch.from_dlpack(ndarray)", torch_from_numpy),
-            ("numpy.from_dlpack(ndarray)", numpy_from_numpy)]),
-        ("import, torch input", torch_from_torch, numpy_from_torch, [
-            ("tb.from_dlpack(Tensor)         [C exchange API]", tb_from_torch),
-            ("tb.from_dlpack(Tensor capsule) [__dlpack__ + capsule]", tb_from_torch_via_dlpack),
-            ("torch.from_dlpack(Tensor)", torch_from_torch),
-            ("numpy.from_dlpack(Tensor)", numpy_from_torch)]),
-        ("import in a C++ loop (no Python call per tensor)", torch_from_torch, numpy_from_torch, [
-            ("C exchange API, torch, whole import", cxx_exchange_api_torch),
-            ("  the same without the conj/neg-bit check", cxx_exchange_unchecked),
-            ("  of which torch's export + deleter", cxx_torch_export_only),
-            ("  torch's borrowed DLTensor export (not used)", cxx_torch_dltensor_only),
-            ("__dlpack__ path, torch", cxx_dlpack_torch),
-            ("__dlpack__ path, numpy", cxx_dlpack_numpy),
-            ("from_dlpack + Array object, torch", cxx_from_dlpack_torch),
-            ("from_dlpack + Array object, numpy", cxx_from_dlpack_numpy),
-            ("Array's table: managed export + deleter", cxx_array_export),
-            ("Array's table: borrowed DLTensor", cxx_array_dltensor)]),
-        ("export an Array (baselines: numpy input)", torch_from_numpy, numpy_from_numpy, [
-            ("torch.from_dlpack(Array)", torch_from_array),
-            ("numpy.from_dlpack(Array)", numpy_from_array),
-            ("Array.__dlpack__(max_version=(1, 3))", array_dunder_dlpack),
-            ("ndarray.__dlpack__(max_version=(1, 3))", numpy_dunder_dlpack)]),
+        (
+            "import, numpy input",
+            torch_from_numpy,
+            numpy_from_numpy,
+            [
+                ("tb.from_dlpack(ndarray)        [__dlpack__ path]", tb_from_numpy),
+                ("torch.from_dlpack(ndarray)", torch_from_numpy),
+                ("numpy.from_dlpack(ndarray)", numpy_from_numpy),
+            ],
+        ),
+        (
+            "import, torch input",
+            torch_from_torch,
+            numpy_from_torch,
+            [
+                ("tb.from_dlpack(Tensor)         [C exchange API]", tb_from_torch),
+                ("tb.from_dlpack(Tensor capsule) [__dlpack__ + capsule]", tb_from_torch_via_dlpack),
+                ("torch.from_dlpack(Tensor)", torch_from_torch),
+                ("numpy.from_dlpack(Tensor)", numpy_from_torch),
+            ],
+        ),
+        (
+            "import in a C++ loop (no Python call per tensor)",
+            torch_from_torch,
+            numpy_from_torch,
+            [
+                ("C exchange API, torch, whole import", cxx_exchange_api_torch),
+                ("  the same without the conj/neg-bit check", cxx_exchange_unchecked),
+                ("  of which torch's export + deleter", cxx_torch_export_only),
+                ("  torch's borrowed DLTensor export (not used)", cxx_torch_dltensor_only),
+                ("__dlpack__ path, torch", cxx_dlpack_torch),
+                ("__dlpack__ path, numpy", cxx_dlpack_numpy),
+                ("from_dlpack + Array object, torch", cxx_from_dlpack_torch),
+                ("from_dlpack + Array object, numpy", cxx_from_dlpack_numpy),
+                ("Array's table: managed export + deleter", cxx_array_export),
+                ("Array's table: borrowed DLTensor", cxx_array_dltensor),
+            ],
+        ),
+        (
+            "export an Array (baselines: numpy input)",
+            torch_from_numpy,
+            numpy_from_numpy,
+            [
+                ("torch.from_dlpack(Array)", torch_from_array),
+                ("numpy.from_dlpack(Array)", numpy_from_array),
+                ("Array.__dlpack__(max_version=(1, 3))", array_dunder_dlpack),
+                ("ndarray.__dlpack__(max_version=(1, 3))", numpy_dunder_dlpack),
+            ],
+        ),
     ]
     if jax:
-        sections.insert(2, ("import, JAX input", torch_from_jax, numpy_from_jax, [
-            ("tb.from_dlpack(jax.Array)      [__dlpack__ path]", tb_from_jax),
-            ("torch.from_dlpack(jax.Array)", torch_from_jax),
-            ("numpy.from_dlpack(jax.Array)", numpy_from_jax)]))
-        sections.append(("export into JAX (baselines: numpy input)", torch_from_numpy,
-                         numpy_from_numpy, [
-            ("jax.dlpack.from_dlpack(Array)", jax_from_array),
-            ("jax.dlpack.from_dlpack(ndarray)", jax_from_numpy),
-            ("jax.dlpack.from_dlpack(Tensor)", jax_from_torch)]))
+        sections.insert(
+            2,
+            (
+                "import, JAX input",
+                torch_from_jax,
+                numpy_from_jax,
+                [
+                    ("tb.from_dlpack(jax.Array)      [__dlpack__ path]", tb_from_jax),
+                    ("torch.from_dlpack(jax.Array)", torch_from_jax),
+                    ("numpy.from_dlpack(jax.Array)", numpy_from_jax),
+                ],
+            ),
+        )
+        sections.append(
+            (
+                "export into JAX (baselines: numpy input)",
+                torch_from_numpy,
+                numpy_from_numpy,
+                [
+                    ("jax.dlpack.from_dlpack(Array)", jax_from_array),
+                    ("jax.dlpack.from_dlpack(ndarray)", jax_from_numpy),
+                    ("jax.dlpack.from_dlpack(Tensor)", jax_from_torch),
+                ],
+            )
+        )
     paths = []
     for _, bt, bn, entries in sections:
         for p in [bt, bn] + [fn for _, fn in entries]:
             if p not in paths:
                 paths.append(p)
     ns = measure(paths)
-    rows = [(title, label, ns[fn], ns[bt], ns[bn])
-            for title, bt, bn, entries in sections for label, fn in entries]
+    rows = [
+        (title, label, ns[fn], ns[bt], ns[bn])
+        for title, bt, bn, entries in sections
+        for label, fn in entries
+    ]
 
     width = max(len(r[1]) for r in rows)
     current = None
     for title, label, ns, bt, bn in rows:
         if title != current:
             current = title
-            print(f"\n{title}  (baselines: torch.from_dlpack {bt:.0f} ns, "
-                  f"numpy.from_dlpack {bn:.0f} ns)")
+            print(
+                f"\n{title}  (baselines: torch.from_dlpack {bt:.0f} ns, "
+                f"numpy.from_dlpack {bn:.0f} ns)"
+            )
             print(f"  {'path':<{width}} {'ns/tensor':>10} {'/torch':>8} {'/numpy':>8}")
         print(f"  {label:<{width}} {ns:>10.1f} {ns / bt:>8.2f} {ns / bn:>8.2f}")
 
@@ -186,11 +319,15 @@ def main() -> None:
     ratio_np = get["tb.from_dlpack(ndarray)"] / get["torch.from_dlpack(ndarray)"]
     ratio_t = get["tb.from_dlpack(Tensor capsule)"] / get["torch.from_dlpack(Tensor)"]
     print("\ngoals")
-    print(f"  C exchange API import < 100 ns:            {exchange:.1f} ns "
-          f"({'met' if exchange < 100 else 'NOT met'}; "
-          f"{get['the same without the conj/neg-bit check']:.1f} ns without torch's bit check)")
-    print(f"  __dlpack__ path / torch.from_dlpack <= 1.0: numpy input {ratio_np:.2f}, "
-          f"torch input {ratio_t:.2f} ({'met' if max(ratio_np, ratio_t) <= 1.0 else 'NOT met'})")
+    print(
+        f"  C exchange API import < 100 ns:            {exchange:.1f} ns "
+        f"({'met' if exchange < 100 else 'NOT met'}; "
+        f"{get['the same without the conj/neg-bit check']:.1f} ns without torch's bit check)"
+    )
+    print(
+        f"  __dlpack__ path / torch.from_dlpack <= 1.0: numpy input {ratio_np:.2f}, "
+        f"torch input {ratio_t:.2f} ({'met' if max(ratio_np, ratio_t) <= 1.0 else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

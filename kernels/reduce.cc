@@ -35,10 +35,10 @@ struct SumReducer {
       Acc v = kernels::Widen<Acc>(x);
       return v != v ? a : a + v;
     } else {
-      return a + kernels::Widen<Acc>(x);
+      return kernels::AddWrap(a, kernels::Widen<Acc>(x));
     }
   }
-  Acc Merge(Acc a, Acc b) const { return a + b; }
+  Acc Merge(Acc a, Acc b) const { return kernels::AddWrap(a, b); }
   void Write(int64_t o, Acc a) const {
     if constexpr (kKind == SumKind::kMean) a = a / static_cast<Acc>(count);
     out[o] = kernels::Convert<Out>(a);
@@ -53,8 +53,8 @@ struct ProdReducer {
   static constexpr bool kPairwise = false;
   Out* out;
   Acc Init(int64_t) const { return Acc(1); }
-  Acc Step(Acc a, In x, int64_t) const { return a * kernels::Widen<Acc>(x); }
-  Acc Merge(Acc a, Acc b) const { return a * b; }
+  Acc Step(Acc a, In x, int64_t) const { return kernels::MulWrap(a, kernels::Widen<Acc>(x)); }
+  Acc Merge(Acc a, Acc b) const { return kernels::MulWrap(a, b); }
   void Write(int64_t o, Acc a) const { out[o] = kernels::Convert<Out>(a); }
 };
 

@@ -25,7 +25,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -43,10 +42,10 @@
 
 namespace tb::kernels {
 
-inline constexpr int kLanes = 8;             // accumulators per row
-inline constexpr int64_t kRowLeaf = 1024;    // row length summed without splitting
-inline constexpr int64_t kColLeaf = 32;      // rows summed without splitting (columns)
-inline constexpr int64_t kColBlock = 64;     // outputs reduced side by side (columns)
+inline constexpr int kLanes = 16;               // accumulators per row
+inline constexpr int64_t kRowLeaf = 1024;       // row length summed without splitting
+inline constexpr int64_t kColLeaf = 32;         // rows summed without splitting (columns)
+inline constexpr int64_t kColBlock = 64;        // outputs reduced side by side (columns)
 inline constexpr int64_t kReduceGrain = 32768;  // elements below which one thread works
 
 inline int MaxThreads() {
@@ -55,15 +54,6 @@ inline int MaxThreads() {
 #else
   return 1;
 #endif
-}
-
-template <typename T>
-inline bool IsNan(T x) {
-  if constexpr (kIsFloating<T>) {
-    return std::isnan(static_cast<opmath_t<T>>(x));
-  } else {
-    return false;
-  }
 }
 
 // x converted to the accumulator type A; bfloat16 widens by a shift the compiler vectorises
@@ -80,12 +70,34 @@ inline A Widen(T x) {
   }
 }
 
+// x != 0 (NaN counts as nonzero, as in torch).
 template <typename T>
 inline bool NonZero(T x) {
   if constexpr (kIsReducedFloat<T>) {
     return Widen<float>(x) != 0.0f;
   } else {
     return x != T(0);
+  }
+}
+
+// a + b and a * b on accumulators; integers wrap around on overflow as in torch (computed
+// unsigned, where wrapping is defined behaviour).
+template <typename A>
+inline A AddWrap(A a, A b) {
+  if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename A>
+inline A MulWrap(A a, A b) {
+  if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
   }
 }
 
@@ -298,8 +310,7 @@ void RunReduce(const Geometry& g, const Red& red) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     for (int64_t t = 0; t < tasks; ++t) {
-      run_task(t, g.R * c / chunks, g.R * (c + 1) / chunks,
-               &part[(c * tasks + t) * kColBlock]);
+      run_task(t, g.R * c / chunks, g.R * (c + 1) / chunks, &part[(c * tasks + t) * kColBlock]);
     }
   }
   for (int64_t t = 0; t < tasks; ++t) {

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "dispatch/op_table.h"
@@ -46,7 +46,7 @@ inline V Identity() {
 template <typename V, bool kMax>
 inline V Pick(V a, V x) {
   if constexpr (std::is_floating_point_v<V>) {
-    // Bitwise |, not ||: no branch, so the loops vectorise to compare-and-blend.
+    // Bitwise |, not ||: no branch (column loops vectorise to compare-and-blend).
     const bool take = (kMax ? x > a : x < a) | (x != x);
     return take ? x : a;
   } else {
@@ -222,6 +222,8 @@ std::tuple<Tensor, Tensor> ArgExtremum(const char* op, const char* name, const T
     rd = kernels::ParseReduceDims(op, self, IntArrayRef(), keepdim);
     if (!keepdim) rd.out_shape = Dims();
   }
+  TB_CHECK(with_values || self.dtype() != DType::kBool, RuntimeError)
+      << name << "(): does not support bool input";
   CheckNonEmpty(name, self, rd, dim.has_value());
   Tensor values = with_values ? Tensor::Empty(rd.out_shape, self.dtype()) : Tensor();
   Tensor indices = Tensor::Empty(rd.out_shape, DType::kInt64);

@@ -43,8 +43,8 @@ struct SquaredDeviationReducer {
   };
   static constexpr bool kPairwise = true;
   const double* mean;
-  T* var;        // var, or std when take_sqrt
-  T* mean_out;   // may be null
+  T* var;       // var, or std when take_sqrt
+  T* mean_out;  // may be null
   double divisor;
   bool take_sqrt;
   Acc Init(int64_t o) const { return {0.0, mean[o]}; }
@@ -104,8 +104,7 @@ Tensor VarDim(const Tensor& self, const std::optional<std::vector<int64_t>>& dim
 template <bool kStd>
 Tensor VarAll(const Tensor& self, bool unbiased) {
   const char* op = kStd ? "aten::std" : "aten::var";
-  return std::get<0>(
-      VarMeanImpl(op, self, std::nullopt, unbiased ? 1.0 : 0.0, false, kStd, false));
+  return std::get<0>(VarMeanImpl(op, self, std::nullopt, unbiased ? 1.0 : 0.0, false, kStd, false));
 }
 
 template <bool kStd>
@@ -119,8 +118,8 @@ std::tuple<Tensor, Tensor> VarMeanCorrection(const Tensor& self,
 
 template <bool kStd>
 std::tuple<Tensor, Tensor> VarMeanDim(const Tensor& self,
-                                      const std::optional<std::vector<int64_t>>& dim,
-                                      bool unbiased, bool keepdim) {
+                                      const std::optional<std::vector<int64_t>>& dim, bool unbiased,
+                                      bool keepdim) {
   const char* op = kStd ? "aten::std_mean.dim" : "aten::var_mean.dim";
   return VarMeanImpl(op, self, dim, unbiased ? 1.0 : 0.0, keepdim, kStd, true);
 }
@@ -294,8 +293,8 @@ TB_REGISTER_KERNELS(reduce_stats) {
   table.RegisterKernel("aten::std.dim", DT::kCPU, Boxed<&VarDim<true>>(), TB_HERE);
   table.RegisterKernel("aten::var", DT::kCPU, Boxed<&VarAll<false>>(), TB_HERE);
   table.RegisterKernel("aten::std", DT::kCPU, Boxed<&VarAll<true>>(), TB_HERE);
-  table.RegisterKernel("aten::var_mean.correction", DT::kCPU,
-                       Boxed<&VarMeanCorrection<false>>(), TB_HERE);
+  table.RegisterKernel("aten::var_mean.correction", DT::kCPU, Boxed<&VarMeanCorrection<false>>(),
+                       TB_HERE);
   table.RegisterKernel("aten::std_mean.correction", DT::kCPU, Boxed<&VarMeanCorrection<true>>(),
                        TB_HERE);
   table.RegisterKernel("aten::var_mean.dim", DT::kCPU, Boxed<&VarMeanDim<false>>(), TB_HERE);

@@ -6,18 +6,18 @@
 // cumsum/cumprod accumulate float32 in double (16-bit floats in float, integers in int64) and
 // give int64 for integer and bool input unless dtype= says otherwise; cummax/cummin keep the
 // dtype, return int64 indices, take the later index on ties and propagate NaN.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <tuple>
 
 #include "dispatch/op_table.h"
-#include "kernels/dtype_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/reduce_internal.h"
 
 namespace tb {
 namespace {
 
-constexpr int64_t kBlock = 64;      // columns scanned side by side
+constexpr int64_t kBlock = 64;     // columns scanned side by side
 constexpr int64_t kGrain = 32768;  // elements below which one thread works
 
 // The scan's layout: O rows of L elements, each element I apart.
@@ -63,9 +63,9 @@ void ScanLoop(const ScanShape& s, Init init, Step step) {
 // The type cumsum/cumprod accumulate in: double for float32/64, float for 16-bit floats,
 // int64 for integers and bool.
 template <typename T>
-using cum_acc_t = std::conditional_t<
-    kernels::kIsReducedFloat<T>, float,
-    std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
+using cum_acc_t =
+    std::conditional_t<kernels::kIsReducedFloat<T>, float,
+                       std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
 
 // out = cumsum or cumprod (kProd) of x, read as In, accumulated and written as Out.
 template <typename In, typename Out, bool kProd>
@@ -77,9 +77,9 @@ void CumRun(const Tensor& x, const Tensor& out, const ScanShape& s) {
       s, [] { return Acc(kProd ? 1 : 0); },
       [&](Acc& a, int64_t off, int64_t) {
         if constexpr (kProd) {
-          a = a * static_cast<Acc>(in[off]);
+          a = kernels::MulWrap(a, kernels::Widen<Acc>(in[off]));
         } else {
-          a = a + static_cast<Acc>(in[off]);
+          a = kernels::AddWrap(a, kernels::Widen<Acc>(in[off]));
         }
         o[off] = kernels::Convert<Out>(a);
       });
@@ -132,21 +132,20 @@ std::tuple<Tensor, Tensor> CumExtremum(const char* op, const Tensor& self, int64
     const T* in = x.data_as<const T>();
     T* vo = values.data_as<T>();
     int64_t* io = indices.data_as<int64_t>();
-    ScanLoop<Acc>(
-        s, [] { return Acc{V(), -1}; },
-        [&](Acc& a, int64_t off, int64_t r) {
-          const V v = static_cast<V>(in[off]);
-          bool take = a.i < 0;
-          if constexpr (std::is_floating_point_v<V>) {
-            // torch: a NaN always takes over; nothing replaces a NaN but a later NaN.
-            take = take || std::isnan(v) || (!std::isnan(a.v) && (kMax ? v >= a.v : v <= a.v));
-          } else {
-            take = take || (kMax ? v >= a.v : v <= a.v);
-          }
-          if (take) a = Acc{v, r};
-          vo[off] = kernels::Convert<T>(a.v);
-          io[off] = a.i;
-        });
+    auto init = [] { return Acc{V(), -1}; };
+    ScanLoop<Acc>(s, init, [&](Acc& a, int64_t off, int64_t r) {
+      const V v = kernels::Widen<V>(in[off]);
+      bool take = a.i < 0;
+      if constexpr (std::is_floating_point_v<V>) {
+        // torch: a NaN always takes over; nothing replaces a NaN but a later NaN.
+        take = take || std::isnan(v) || (!std::isnan(a.v) && (kMax ? v >= a.v : v <= a.v));
+      } else {
+        take = take || (kMax ? v >= a.v : v <= a.v);
+      }
+      if (take) a = Acc{v, r};
+      vo[off] = kernels::Convert<T>(a.v);
+      io[off] = a.i;
+    });
   });
   return {values, indices};
 }

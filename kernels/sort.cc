@@ -93,8 +93,7 @@ void ForEachLine(const Tensor& x, const Lines& s, F f) {
 
 // ---- sort -------------------------------------------------------------------------------------
 
-std::tuple<Tensor, Tensor> SortImpl(const Tensor& self, bool stable, int64_t dim,
-                                    bool descending) {
+std::tuple<Tensor, Tensor> SortImpl(const Tensor& self, bool stable, int64_t dim, bool descending) {
   const char* op = "aten::sort";
   dim = WrapDim(dim, self.ndim(), op);
   Tensor values = Tensor::Empty(self.shape(), self.dtype());
@@ -143,6 +142,7 @@ std::tuple<Tensor, Tensor> SortStable(const Tensor& self, const std::optional<bo
 std::tuple<Tensor, Tensor> TopK(const Tensor& self, int64_t k, int64_t dim, bool largest,
                                 bool sorted) {
   const char* op = "aten::topk";
+  TB_CHECK(self.dtype() != DType::kBool, RuntimeError) << "topk does not support bool dtypes";
   dim = WrapDim(dim, self.ndim(), op);
   const int64_t n = self.ndim() == 0 ? 1 : self.shape()[dim];
   TB_CHECK(k >= 0 && k <= n, RuntimeError) << "topk(): selected index k out of range";
@@ -203,8 +203,12 @@ void QuickSelect(std::vector<P>& a, int64_t k, Gt gt) {
     int64_t i = lo + 1, j = hi;
     const P piv = a[lo];
     while (true) {
-      do ++i; while (gt(piv, a[i]));
-      do --j; while (gt(a[j], piv));
+      do {
+        ++i;
+      } while (gt(piv, a[i]));
+      do {
+        --j;
+      } while (gt(a[j], piv));
       if (j < i) break;
       std::swap(a[i], a[j]);
     }
@@ -219,6 +223,7 @@ enum class Select { kKth, kMedian, kNanMedian };
 
 std::tuple<Tensor, Tensor> SelectDim(const char* op, const char* name, Select how,
                                      const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
+  TB_CHECK(self.dtype() != DType::kBool, RuntimeError) << name << ": not implemented for bool";
   dim = WrapDim(dim, self.ndim(), op);
   const int64_t n = self.ndim() == 0 ? 1 : self.shape()[dim];
   if (how == Select::kKth) {
@@ -281,12 +286,12 @@ std::tuple<Tensor, Tensor> MedianDim(const Tensor& self, int64_t dim, bool keepd
 }
 
 std::tuple<Tensor, Tensor> NanMedianDim(const Tensor& self, int64_t dim, bool keepdim) {
-  return SelectDim("aten::nanmedian.dim", "nanmedian", Select::kNanMedian, self, 0, dim,
-                   keepdim);
+  return SelectDim("aten::nanmedian.dim", "nanmedian", Select::kNanMedian, self, 0, dim, keepdim);
 }
 
 // The lower median of the whole tensor (NaN when it holds a NaN, unless `ignore_nan`).
 Tensor MedianAll(const char* op, const Tensor& self, bool ignore_nan) {
+  TB_CHECK(self.dtype() != DType::kBool, RuntimeError) << op << ": not implemented for bool";
   Tensor out = Tensor::Empty({}, self.dtype());
   Tensor x = self.contiguous();
   TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {

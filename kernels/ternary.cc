@@ -2,6 +2,8 @@
 // clamp_max, lerp, addcmul and addcdiv, with their in-place and out= overloads.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -221,10 +223,21 @@ Tensor ClampMaxTInplace(const Tensor& self, const Tensor& max) {
 
 // ---- lerp ---------------------------------------------------------------------------------
 
-// torch's formula: from the nearer end, for accuracy at both ends.
+// torch's formula: from the nearer end, for accuracy at both ends. Both sides are computed
+// and one is picked bitwise, so that the loop stays branch-free and vectorises.
 template <typename M>
 M Lerp(M a, M b, M w) {
-  return std::abs(w) < M(0.5) ? a + w * (b - a) : b - (b - a) * (M(1) - w);
+  const M d = b - a;
+  const M from_a = a + w * d, from_b = b - d * (M(1) - w);
+  using U = std::conditional_t<sizeof(M) == 4, uint32_t, uint64_t>;
+  U ua, ub;
+  std::memcpy(&ua, &from_a, sizeof(M));
+  std::memcpy(&ub, &from_b, sizeof(M));
+  const U mask = std::abs(w) < M(0.5) ? ~U(0) : U(0);
+  const U bits = (ua & mask) | (ub & ~mask);
+  M r;
+  std::memcpy(&r, &bits, sizeof(M));
+  return r;
 }
 
 // self, end (and a weight tensor) must share one floating dtype; a 0-d weight may differ.
@@ -247,9 +260,18 @@ Tensor LerpScalarImpl(const char* op, const Tensor& self, const Tensor& end, con
       using T = typename decltype(tag)::type;
       using M = opmath_t<T>;
       const M w = kernels::ScalarTo<M>(op, "weight", weight);
-      BinaryMap<T, T, T>(out, in[0], in[1], [w](T a, T b) {
-        return static_cast<T>(Lerp(static_cast<M>(a), static_cast<M>(b), w));
-      });
+      // The formula Lerp would pick, chosen once for the whole tensor.
+      if (std::abs(w) < M(0.5)) {
+        BinaryMap<T, T, T>(out, in[0], in[1], [w](T a, T b) {
+          const M x = static_cast<M>(a);
+          return static_cast<T>(x + w * (static_cast<M>(b) - x));
+        });
+      } else {
+        BinaryMap<T, T, T>(out, in[0], in[1], [w](T a, T b) {
+          const M y = static_cast<M>(b);
+          return static_cast<T>(y - (y - static_cast<M>(a)) * (M(1) - w));
+        });
+      }
     });
   });
 }

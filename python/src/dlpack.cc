@@ -4,7 +4,8 @@
 // on TypeError. from_dlpack is a plain CPython vectorcall function, not a pybind11 binding:
 // pybind11's generic argument dispatch costs more than the conversion. (Array's producer side,
 // __dlpack__ and its exchange API table, is in array.cc.)
-#include <chrono>
+#include <time.h>
+
 #include <cstring>
 #include <unordered_map>
 
@@ -22,9 +23,9 @@ constexpr const char* kExchangeApi = "dlpack_exchange_api";
 // Interned strings and constant arguments, made once by BindDLPack (and kept: the module is
 // never unloaded).
 struct Statics {
-  PyObject* dlpack;           // "__dlpack__"
-  PyObject* max_version;      // (1, 3)
-  PyObject* kwnames[4];       // __dlpack__ keywords: max_version [, dl_device] [, copy]
+  PyObject* dlpack;               // "__dlpack__"
+  PyObject* max_version;          // (1, 3)
+  PyObject* kwnames[4];           // __dlpack__ keywords: max_version [, dl_device] [, copy]
   PyObject* from_dlpack_args[3];  // x, device, copy
 };
 Statics g;
@@ -133,8 +134,8 @@ void CapsuleDestructor(PyObject* capsule) noexcept {
 template <typename Managed>
 PyObject* NewCapsuleOf(Managed* managed) {
   constexpr bool kIsVersioned = std::is_same_v<Managed, DLManagedTensorVersioned>;
-  PyObject* cap = PyCapsule_New(managed, kIsVersioned ? kVersioned : kLegacy,
-                                &CapsuleDestructor<Managed>);
+  PyObject* cap =
+      PyCapsule_New(managed, kIsVersioned ? kVersioned : kLegacy, &CapsuleDestructor<Managed>);
   if (cap == nullptr) {
     managed->deleter(managed);
     throw py::error_already_set();
@@ -206,8 +207,8 @@ TypeInfo Inspect(PyTypeObject* type) {
   if (info.is_array) return info;
   if (PyObject* module = PyObject_GetAttrString(t, "__module__")) {  // jax.*, jaxlib.*
     const char* s = PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : nullptr;
-    info.immutable = s != nullptr && (std::strncmp(s, "jaxlib", 6) == 0 ||
-                                      (std::strncmp(s, "jax", 3) == 0 && (s[3] == '\0' || s[3] == '.')));
+    info.immutable = s != nullptr && std::strncmp(s, "jax", 3) == 0 &&
+                     (s[3] == '\0' || s[3] == '.' || std::strncmp(s + 3, "lib", 3) == 0);
     Py_DECREF(module);
   }
   PyErr_Clear();
@@ -297,8 +298,9 @@ bool CallFlag(PyObject* fn, PyObject* obj) {
   return set;
 }
 
-// torch's __dlpack__ refuses views whose conjugation or negation is a pending bit (x.conj(),
-// x.conj().imag); its exchange table hands out their memory as if it held the values.
+// torch's views whose conjugation or negation is a pending bit (x.conj(), x.conj().imag) hold
+// values their memory does not: torch's exchange table hands that memory out all the same
+// (its __dlpack__ refuses the conjugate bit, and loses the negative one). We refuse both.
 void CheckTorchBits(PyObject* obj, const TypeInfo& info, const Tensor& t) {
   if (IsComplex(t.dtype()) && CallFlag(info.is_conj, obj)) {
     TB_THROW(BufferError) << "from_dlpack: this torch tensor has the conjugate bit set (a lazy "
@@ -383,8 +385,8 @@ std::string DeviceDesc(Device d) {
 
 Tensor Finish(Tensor t, const Options& o, bool immutable, bool copied) {
   if (o.device && t.device() != *o.device) {
-    TB_THROW(BufferError) << "from_dlpack: the producer gave a tensor on "
-                          << DeviceDesc(t.device()) << ", not on " << DeviceDesc(*o.device);
+    TB_THROW(BufferError) << "from_dlpack: the producer gave a tensor on " << DeviceDesc(t.device())
+                          << ", not on " << DeviceDesc(*o.device);
   }
   if (immutable && !copied) t = t.with_read_only(true);
   if (o.copy.value_or(false) && !copied) t = t.clone();  // clone() is writable
@@ -431,7 +433,9 @@ PyObject* FromDLPack(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 
 // ---- benchmarking and debugging helpers -------------------------------------------------------
 
-// ns per tensor of `n` conversions of `obj` in a C++ loop (no Python call per tensor). Paths:
+// ns per tensor of `n` conversions of `obj` in a C++ loop (no Python call per tensor): this
+// thread's CPU time, which other processes on a shared machine do not inflate, or with `wall`
+// the wall-clock time. Paths:
 //   exchange_api           the whole import through the producer's table (as from_dlpack does),
 //                          the tensor made and dropped (so the producer's deleter runs)
 //   exchange_api_unchecked the same without the torch conj/neg-bit checks (CheckTorchBits)
@@ -439,20 +443,24 @@ PyObject* FromDLPack(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 //   exchange_api_dltensor  the producer's dltensor_from_py_object_no_sync only (borrowed)
 //   dlpack                 the __dlpack__ negotiation path, capsule import included
 //   from_dlpack            from_dlpack's whole work, the Python Array object included
-double BenchImport(py::handle handle, int64_t n, const std::string& path) {
+double BenchImport(py::handle handle, int64_t n, const std::string& path, bool wall) {
   PyObject* obj = handle.ptr();
   const TypeInfo& info = InfoOf(Py_TYPE(obj));
   const DLPackExchangeAPI* api = info.is_array ? ArrayExchangeApi() : info.api;
   TB_CHECK(n > 0, ValueError) << "_bench_import: n must be positive";
+  auto now_ns = [wall] {
+    timespec ts;
+    clock_gettime(wall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+  };
   auto time = [&](auto&& body) {
-    auto start = std::chrono::steady_clock::now();
+    double start = now_ns();
     for (int64_t i = 0; i < n; ++i) body();
-    std::chrono::duration<double, std::nano> d = std::chrono::steady_clock::now() - start;
-    return d.count() / static_cast<double>(n);
+    return (now_ns() - start) / static_cast<double>(n);
   };
   auto need_api = [&] {
-    TB_CHECK(api != nullptr, ValueError) << "_bench_import: " << Py_TYPE(obj)->tp_name
-                                         << " has no DLPack C exchange API";
+    TB_CHECK(api != nullptr, ValueError)
+        << "_bench_import: " << Py_TYPE(obj)->tp_name << " has no DLPack C exchange API";
   };
   if (path == "exchange_api" || path == "exchange_api_unchecked") {
     need_api();
@@ -537,18 +545,23 @@ void BindDLPack(py::module_& m) {
   if (fn == nullptr) throw py::error_already_set();
   m.add_object("from_dlpack", py::reinterpret_steal<py::object>(fn));
 
-
-  m.def("_import_path", [](py::handle x, py::handle device, py::handle copy) {
-    Options o{ParseDevice(device.ptr()), ParseCopy(copy.ptr())};
-    Path path;
-    Import(x.ptr(), o, &path);
-    return PathName(path);
-  }, py::arg("x"), py::kw_only(), py::arg("device") = py::none(), py::arg("copy") = py::none(),
-  "Debugging: imports `x` as from_dlpack would and says how: 'array', 'capsule', "
-  "'exchange_api', 'dlpack' or 'dlpack_legacy'.");
+  m.def(
+      "_import_path",
+      [](py::handle x, py::handle device, py::handle copy) {
+        Options o{ParseDevice(device.ptr()), ParseCopy(copy.ptr())};
+        Path path;
+        Import(x.ptr(), o, &path);
+        return PathName(path);
+      },
+      py::arg("x"), py::kw_only(), py::arg("device") = py::none(), py::arg("copy") = py::none(),
+      "Debugging: imports `x` as from_dlpack would and says how: 'array', 'capsule', "
+      "'exchange_api', 'dlpack' or 'dlpack_legacy'.");
   m.def("_bench_import", &BenchImport, py::arg("x"), py::arg("n"), py::arg("path"),
-        "Benchmarking: ns per tensor of n conversions of x in a C++ loop; path is one of "
-        "exchange_api, exchange_api_export, exchange_api_dltensor, dlpack, from_dlpack.");
+        py::arg("wall") = false,
+        "Benchmarking: ns per tensor (thread CPU time, or wall-clock time with wall=True) of n "
+        "conversions of x in a C++ loop; path is one of "
+        "exchange_api, exchange_api_unchecked, exchange_api_export, exchange_api_dltensor, "
+        "dlpack, from_dlpack.");
 }
 
 }  // namespace tb::py

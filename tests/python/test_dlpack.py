@@ -12,9 +12,9 @@ import weakref
 
 import numpy as np
 import pytest
+from conftest import requires_jax
 
 import tensorbridge as tb
-from conftest import requires_jax
 
 torch = pytest.importorskip("torch")
 
@@ -79,11 +79,34 @@ def test_export_into_jax_is_zero_copy_for_aligned_memory():
 
 # ---- every dtype -----------------------------------------------------------------------------
 
-NUMPY_SUPPORTED = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.longlong, np.uint8,
-                   np.uint16, np.uint32, np.uint64, np.ulonglong, np.float16, np.float32,
-                   np.float64, np.complex64, np.complex128]
-NUMPY_REFUSED = [np.longdouble, np.clongdouble, "M8[s]", "m8[s]", np.object_, np.bytes_,
-                 np.str_, np.void]
+NUMPY_SUPPORTED = [
+    np.bool_,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.longlong,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.ulonglong,
+    np.float16,
+    np.float32,
+    np.float64,
+    np.complex64,
+    np.complex128,
+]
+NUMPY_REFUSED = [
+    np.longdouble,
+    np.clongdouble,
+    "M8[s]",
+    "m8[s]",
+    np.object_,
+    np.bytes_,
+    np.str_,
+    np.void,
+]
 
 
 @pytest.mark.parametrize("dtype", NUMPY_SUPPORTED, ids=lambda d: np.dtype(d).char)
@@ -110,28 +133,52 @@ def test_numpy_dtypes_without_dlpack_codes_are_refused(dtype):
 
 
 def _torch_dtypes():
-    names = sorted({str(d).split(".")[1] for d in vars(torch).values() if isinstance(d, torch.dtype)})
+    names = sorted(
+        {str(d).split(".")[1] for d in vars(torch).values() if isinstance(d, torch.dtype)}
+    )
     return names
 
 
-TORCH_ROUND_TRIP = ["bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32",
-                    "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
-                    "complex128", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
-                    "float8_e5m2fnuz", "float8_e8m0fnu"]
+TORCH_ROUND_TRIP = [
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+]
 # torch's sub-byte integer dtypes are stored one per byte and exported as int8 / uint8.
 TORCH_AS_BYTES = {f"{s}int{b}": f"{s}int8" for s in ("", "u") for b in range(1, 8)}
 # DLPack can describe these, tensorbridge has no such dtype: refused by us.
 TORCH_REFUSED_BY_US = {"complex32": r"code=5, bits=32", "float4_e2m1fn_x2": r"lanes=2"}
 # torch refuses to export these (RuntimeError, torch's choice).
-TORCH_REFUSED_BY_TORCH = {**{n: "Bit types" for n in ("bits1x8", "bits2x4", "bits4x2", "bits8",
-                                                       "bits16")},
-                          **{n: "QUInt/QInt" for n in ("qint8", "quint8", "qint32", "quint4x2",
-                                                       "quint2x4")}}
+TORCH_REFUSED_BY_TORCH = {
+    **{n: "Bit types" for n in ("bits1x8", "bits2x4", "bits4x2", "bits8", "bits16")},
+    **{n: "QUInt/QInt" for n in ("qint8", "quint8", "qint32", "quint4x2", "quint2x4")},
+}
 
 
 def test_every_torch_dtype_is_classified():
-    known = set(TORCH_ROUND_TRIP) | set(TORCH_AS_BYTES) | set(TORCH_REFUSED_BY_US) | set(
-        TORCH_REFUSED_BY_TORCH)
+    known = (
+        set(TORCH_ROUND_TRIP)
+        | set(TORCH_AS_BYTES)
+        | set(TORCH_REFUSED_BY_US)
+        | set(TORCH_REFUSED_BY_TORCH)
+    )
     assert set(_torch_dtypes()) - known == set()
 
 
@@ -168,7 +215,11 @@ def test_torch_sub_byte_ints_arrive_as_bytes(name):
 @pytest.mark.parametrize("name", sorted(TORCH_REFUSED_BY_US))
 def test_torch_dtypes_tensorbridge_lacks_are_refused(name):
     dtype = getattr(torch, name)
-    t = torch.zeros(4, dtype=torch.uint8).view(dtype) if dtype.itemsize == 1 else torch.zeros(4, dtype=dtype)
+    t = (
+        torch.zeros(4, dtype=torch.uint8).view(dtype)
+        if dtype.itemsize == 1
+        else torch.zeros(4, dtype=dtype)
+    )
     with pytest.raises(BufferError, match=TORCH_REFUSED_BY_US[name]):
         tb.from_dlpack(t)
 
@@ -185,10 +236,28 @@ def test_torch_dtypes_torch_cannot_export_are_refused(name):
         tb.from_dlpack(t)
 
 
-JAX_DTYPES = ["bool", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16",
-              "bfloat16", "float32", "complex64", "float8_e3m4", "float8_e4m3",
-              "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
-              "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn"]
+JAX_DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "uint8",
+    "uint16",
+    "uint32",
+    "float16",
+    "bfloat16",
+    "float32",
+    "complex64",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+]
 JAX_X64_DTYPES = ["int64", "uint64", "float64", "complex128"]
 JAX_NO_DLPACK = ["int2", "int4", "uint2", "uint4"]  # JAX: "has no DLPack equivalent"
 
@@ -239,7 +308,9 @@ def test_jax_dtypes_without_dlpack_codes_are_refused_by_jax(name):
 SHAPES = [(), (0,), (3, 0, 2), (1,), (5,), (2, 3, 4), (1,) * 30 + (2, 3), (2,) * 10 + (1,) * 22]
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"ndim{len(s)}-{'x'.join(map(str, s[-3:]))}")
+@pytest.mark.parametrize(
+    "shape", SHAPES, ids=lambda s: f"ndim{len(s)}-{'x'.join(map(str, s[-3:]))}"
+)
 def test_shapes_numpy_and_torch(shape):
     a = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
     x = tb.from_dlpack(a)
@@ -279,8 +350,15 @@ def test_zero_d_has_no_len_and_exports():
 
 def test_transposed_and_sliced_views_numpy():
     base = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
-    for v in [base.T, base.transpose(1, 0, 2), base[1:, ::2, 3:], base[:, 1], base[..., ::-1],
-              base[::-1, :, ::-2], base[2:2]]:
+    for v in [
+        base.T,
+        base.transpose(1, 0, 2),
+        base[1:, ::2, 3:],
+        base[:, 1],
+        base[..., ::-1],
+        base[::-1, :, ::-2],
+        base[2:2],
+    ]:
         x = tb.from_dlpack(v)
         assert x.shape == v.shape
         assert x.strides == tuple(s // v.itemsize for s in v.strides)
@@ -301,9 +379,15 @@ def test_negative_strides_reach_numpy():
 
 def test_transposed_and_sliced_views_torch():
     base = torch.arange(60, dtype=torch.float32).reshape(3, 4, 5)
-    for v in [base.permute(2, 0, 1), base.transpose(0, 1),
-              base[1:, ::2, 3:], base[:, 1], base.diagonal(dim1=1, dim2=2), base[2:2],
-              base.expand(2, 3, 4, 5)]:
+    for v in [
+        base.permute(2, 0, 1),
+        base.transpose(0, 1),
+        base[1:, ::2, 3:],
+        base[:, 1],
+        base.diagonal(dim1=1, dim2=2),
+        base[2:2],
+        base.expand(2, 3, 4, 5),
+    ]:
         x = tb.from_dlpack(v)
         assert x.shape == tuple(v.shape) and x.strides == v.stride()
         if v.numel():
@@ -315,8 +399,12 @@ def test_transposed_and_sliced_views_torch():
 def test_our_views_export_with_their_offsets():
     a = np.arange(24, dtype=np.float64).reshape(4, 6)
     x = tb.from_dlpack(a)
-    for view, ref in [(x.T, a.T), (x.slice(1, 2, None, 2), a[:, 2::2]), (x.select(0, 3), a[3]),
-                      (x.diagonal(), a.diagonal())]:
+    for view, ref in [
+        (x.T, a.T),
+        (x.slice(1, 2, None, 2), a[:, 2::2]),
+        (x.select(0, 3), a[3]),
+        (x.diagonal(), a.diagonal()),
+    ]:
         n = np.from_dlpack(view)
         assert n.ctypes.data == ref.ctypes.data and np.array_equal(n, ref)
         t = torch.from_dlpack(view)

@@ -11,9 +11,9 @@ import weakref
 
 import numpy as np
 import pytest
+from conftest import HAS_JAX, requires_jax
 
 import tensorbridge as tb
-from conftest import HAS_JAX, requires_jax
 from tensorbridge import _C
 
 torch = pytest.importorskip("torch")
@@ -33,13 +33,21 @@ class DLDataType(ctypes.Structure):
 
 
 class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
     def dims(self):
-        return ([self.shape[i] for i in range(self.ndim)],
-                [self.strides[i] for i in range(self.ndim)] if self.strides else None)
+        return (
+            [self.shape[i] for i in range(self.ndim)],
+            [self.strides[i] for i in range(self.ndim)] if self.strides else None,
+        )
 
 
 class DLPackVersion(ctypes.Structure):
@@ -47,23 +55,33 @@ class DLPackVersion(ctypes.Structure):
 
 
 class DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
+    _fields_ = [
+        ("dl_tensor", DLTensor),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+    ]
 
 
 class DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64),
-                ("dl_tensor", DLTensor)]
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
 
 
 class DLPackExchangeAPI(ctypes.Structure):
-    _fields_ = [("version", DLPackVersion), ("prev_api", ctypes.c_void_p),
-                ("managed_tensor_allocator", ctypes.c_void_p),
-                ("managed_tensor_from_py_object_no_sync", ctypes.c_void_p),
-                ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
-                ("dltensor_from_py_object_no_sync", ctypes.c_void_p),
-                ("current_work_stream", ctypes.c_void_p)]
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("prev_api", ctypes.c_void_p),
+        ("managed_tensor_allocator", ctypes.c_void_p),
+        ("managed_tensor_from_py_object_no_sync", ctypes.c_void_p),
+        ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
+        ("dltensor_from_py_object_no_sync", ctypes.c_void_p),
+        ("current_work_stream", ctypes.c_void_p),
+    ]
 
 
 assert ctypes.sizeof(DLTensor) == 48 and ctypes.sizeof(DLManagedTensorVersioned) == 80
@@ -78,17 +96,27 @@ FROM_PY = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctype
 DLTENSOR_FROM_PY = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(DLTensor))
 TO_PY = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
 SET_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
-ALLOCATOR = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLTensor), ctypes.POINTER(ctypes.c_void_p),
-                              ctypes.c_void_p, SET_ERROR)
-STREAM = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32,
-                           ctypes.POINTER(ctypes.c_void_p))
+ALLOCATOR = ctypes.PYFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(DLTensor),
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_void_p,
+    SET_ERROR,
+)
+STREAM = ctypes.PYFUNCTYPE(
+    ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p)
+)
 DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 def capsule_struct(cap):
+    """The managed tensor in an unconsumed capsule, which it keeps alive while in use."""
     name = b"dltensor_versioned" if "versioned" in repr(cap) else b"dltensor"
     ptr = _get_pointer(cap, name)
-    return (DLManagedTensorVersioned if b"versioned" in name else DLManagedTensor).from_address(ptr)
+    kind = DLManagedTensorVersioned if b"versioned" in name else DLManagedTensor
+    struct = kind.from_address(ptr)
+    struct.capsule = cap  # else a temporary capsule would free the tensor under us
+    return struct
 
 
 def exchange_api(cls):
@@ -110,8 +138,9 @@ def test_dunder_dlpack_max_version_and_copy(max_version, copy):
     x = tb.from_dlpack(a)
     cap = x.__dlpack__(max_version=max_version, copy=copy)
     legacy = max_version is None or max_version[0] < 1
-    assert repr(cap).startswith('<capsule object "dltensor_versioned"' if not legacy
-                                else '<capsule object "dltensor"')
+    assert repr(cap).startswith(
+        '<capsule object "dltensor_versioned"' if not legacy else '<capsule object "dltensor"'
+    )
     m = capsule_struct(cap)
     if not legacy:
         assert (m.version.major, m.version.minor) == (1, 3)
@@ -138,7 +167,7 @@ def test_read_only_export_carries_the_flag():
     assert m.flags == READ_ONLY and m.dl_tensor.data == a.ctypes.data
     m = capsule_struct(x.__dlpack__(max_version=(1, 3), copy=True))
     assert m.flags == IS_COPIED and m.dl_tensor.data != a.ctypes.data
-    with pytest.raises(BufferError, match="read-only.*copy=True"):
+    with pytest.raises(BufferError, match=r"read-only.*copy=True"):
         x.__dlpack__(max_version=(0, 8))
     legacy_copy = capsule_struct(x.__dlpack__(copy=True))  # a writable copy may travel legacy
     assert legacy_copy.dl_tensor.data != a.ctypes.data
@@ -317,9 +346,13 @@ def test_import_paths():
 @pytest.mark.parametrize("copy", [None, True, False])
 def test_from_dlpack_copy(copy):
     a = np.arange(6.0)
-    sources = [(a, a.ctypes.data), (torch.from_numpy(a), a.ctypes.data),
-               (tb.from_dlpack(a), a.ctypes.data), (LegacyProducer(a), a.ctypes.data),
-               (FullProducer(a), a.ctypes.data)]
+    sources = [
+        (a, a.ctypes.data),
+        (torch.from_numpy(a), a.ctypes.data),
+        (tb.from_dlpack(a), a.ctypes.data),
+        (LegacyProducer(a), a.ctypes.data),
+        (FullProducer(a), a.ctypes.data),
+    ]
     if HAS_JAX:
         import jax.numpy as jnp
 
@@ -439,7 +472,10 @@ def test_exchange_api_managed_tensor_from_py_object():
     assert ref() is None
     r = np.zeros(2)
     r.flags.writeable = False
-    assert FROM_PY(api.managed_tensor_from_py_object_no_sync)(tb.from_dlpack(r), ctypes.byref(out)) == 0
+    assert (
+        FROM_PY(api.managed_tensor_from_py_object_no_sync)(tb.from_dlpack(r), ctypes.byref(out))
+        == 0
+    )
     assert DLManagedTensorVersioned.from_address(out.value).flags == READ_ONLY
     delete_managed(out.value)
     with pytest.raises(TypeError):
@@ -455,14 +491,17 @@ def test_exchange_api_dltensor_from_py_object():
     assert dl.data == a.ctypes.data and dl.dims() == ([2, 3], [3, 1])
     assert (dl.dtype.code, dl.dtype.bits, dl.device.device_type) == (0, 16, kDLCPU)
     a.flags.writeable = False
-    with pytest.raises(BufferError, match="read-only.*copy=True"):
+    with pytest.raises(BufferError, match=r"read-only.*copy=True"):
         DLTENSOR_FROM_PY(api.dltensor_from_py_object_no_sync)(tb.from_dlpack(a), ctypes.byref(dl))
 
 
 def test_exchange_api_managed_tensor_to_py_object():
     api = exchange_api(tb.Array)
     # Our own managed tensor, and torch's (through torch's table), become Arrays.
-    for src, table in [(tb.from_dlpack(np.arange(4.0)), api), (torch.arange(4.0), exchange_api(torch.Tensor))]:
+    for src, table in [
+        (tb.from_dlpack(np.arange(4.0)), api),
+        (torch.arange(4.0), exchange_api(torch.Tensor)),
+    ]:
         out, obj = ctypes.c_void_p(), ctypes.c_void_p()
         assert FROM_PY(table.managed_tensor_from_py_object_no_sync)(src, ctypes.byref(out)) == 0
         assert TO_PY(api.managed_tensor_to_py_object_no_sync)(out.value, ctypes.byref(obj)) == 0
@@ -479,21 +518,38 @@ def test_exchange_api_allocator():
     shape = (ctypes.c_int64 * 2)(2, 5)
     proto = DLTensor(None, DLDevice(kDLCPU, 0), 2, DLDataType(2, 32, 1), shape, None, 0)
     out = ctypes.c_void_p()
-    assert ALLOCATOR(api.managed_tensor_allocator)(ctypes.byref(proto), ctypes.byref(out), None, set_error) == 0
+    assert (
+        ALLOCATOR(api.managed_tensor_allocator)(
+            ctypes.byref(proto), ctypes.byref(out), None, set_error
+        )
+        == 0
+    )
     m = DLManagedTensorVersioned.from_address(out.value)
     assert m.dl_tensor.dims() == ([2, 5], [5, 1]) and m.dl_tensor.data % 64 == 0 and not errors
     delete_managed(out.value)
     proto.device = DLDevice(kDLCUDA, 0)
-    assert ALLOCATOR(api.managed_tensor_allocator)(ctypes.byref(proto), ctypes.byref(out), None, set_error) == -1
+    assert (
+        ALLOCATOR(api.managed_tensor_allocator)(
+            ctypes.byref(proto), ctypes.byref(out), None, set_error
+        )
+        == -1
+    )
     assert errors and errors[0][0] == b"BufferError" and b"CPU" in errors[0][1] and not out.value
 
 
 def test_bench_helper():
     t, a = torch.arange(4.0), np.arange(4.0)
-    for path in ["exchange_api", "exchange_api_unchecked", "exchange_api_export",
-                 "exchange_api_dltensor", "dlpack", "from_dlpack"]:
+    for path in [
+        "exchange_api",
+        "exchange_api_unchecked",
+        "exchange_api_export",
+        "exchange_api_dltensor",
+        "dlpack",
+        "from_dlpack",
+    ]:
         for src in [t, tb.from_dlpack(a)]:
-            assert _C._bench_import(src, 10, path) > 0
+            assert _C._bench_import(src, 200, path) > 0  # thread CPU time
+            assert _C._bench_import(src, 200, path, wall=True) > 0
     with pytest.raises(ValueError, match="no DLPack C exchange API"):
         _C._bench_import(a, 10, "exchange_api")
     with pytest.raises(ValueError, match="unknown path"):
@@ -524,8 +580,12 @@ SHUTDOWN_SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("jax", ["nojax", pytest.param("jax", marks=requires_jax)])
 def test_shutdown_with_live_arrays_and_capsules(jax):
-    out = subprocess.run([sys.executable, "-X", "dev", "-c", SHUTDOWN_SCRIPT.format(jax=jax)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", SHUTDOWN_SCRIPT.format(jax=jax)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == "ok\n"
     assert out.stderr == ""

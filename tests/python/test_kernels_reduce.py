@@ -15,9 +15,9 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from opinfo_util import find_opinfos, run_samples  # noqa: E402
+from opinfo_util import find_opinfos, run_samples
 
-from tensorbridge.testing import TableMode  # noqa: E402
+from tensorbridge.testing import TableMode
 
 # The ATen overloads this family registers.
 FAMILY_OPS = {
@@ -31,11 +31,39 @@ FAMILY_OPS = {
 }
 
 OPINFO_NAMES = [
-    "sum", "mean", "prod", "amax", "amin", "max.reduction_with_dim", "max.reduction_no_dim",
-    "min.reduction_with_dim", "min.reduction_no_dim", "argmax", "argmin", "any", "all", "var",
-    "std", "var_mean", "std_mean", "logsumexp", "linalg.vector_norm", "norm", "count_nonzero",
-    "cumsum", "cumprod", "cummax", "cummin", "sort", "topk", "argsort", "aminmax", "nansum",
-    "median", "nanmedian", "kthvalue",
+    "sum",
+    "mean",
+    "prod",
+    "amax",
+    "amin",
+    "max.reduction_with_dim",
+    "max.reduction_no_dim",
+    "min.reduction_with_dim",
+    "min.reduction_no_dim",
+    "argmax",
+    "argmin",
+    "any",
+    "all",
+    "var",
+    "std",
+    "var_mean",
+    "std_mean",
+    "logsumexp",
+    "linalg.vector_norm",
+    "norm",
+    "count_nonzero",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "sort",
+    "topk",
+    "argsort",
+    "aminmax",
+    "nansum",
+    "median",
+    "nanmedian",
+    "kthvalue",
 ]
 # OpInfo variants of these names that belong to other families (max.binary: aten::maximum,
 # norm.nuc: SVD).
@@ -120,15 +148,15 @@ def _noncontiguous():
 def test_noncontiguous(kind):
     x = _noncontiguous()[kind]
     for dim in [0, 1, 2, (0, 2), (0, 1)]:
-        _check(lambda t: torch.sum(t, dim), x)
-        _check(lambda t: torch.std_mean(t, dim), x)
-        _check(lambda t: torch.amin(t, dim), x)
+        _check(lambda t, dim=dim: torch.sum(t, dim), x)
+        _check(lambda t, dim=dim: torch.std_mean(t, dim), x)
+        _check(lambda t, dim=dim: torch.amin(t, dim), x)
     for dim in [0, 1, 2]:
-        _check(lambda t: torch.max(t, dim), x)
-        _check(lambda t: torch.cumsum(t, dim), x)
-        _check(lambda t: torch.cummax(t, dim), x)
-        _check(lambda t: torch.sort(t, dim=dim, stable=True), x)
-        _check(lambda t: torch.topk(t, 2, dim), x)
+        _check(lambda t, dim=dim: torch.max(t, dim), x)
+        _check(lambda t, dim=dim: torch.cumsum(t, dim), x)
+        _check(lambda t, dim=dim: torch.cummax(t, dim), x)
+        _check(lambda t, dim=dim: torch.sort(t, dim=dim, stable=True), x)
+        _check(lambda t, dim=dim: torch.topk(t, 2, dim), x)
     _check(lambda t: torch.argmax(t), x)
     _check(lambda t: torch.sum(t), x)
 
@@ -147,8 +175,14 @@ def test_empty():
     _check(lambda t: t.all(0), e)
     _check(lambda t: t.cumsum(0), e)
     _check(lambda t: t.sort(0), e)
-    for fn in [lambda t: t.amax(0), lambda t: t.amax(), lambda t: t.max(), lambda t: t.max(0),
-               lambda t: t.argmax(), lambda t: t.aminmax()]:
+    for fn in [
+        lambda t: t.amax(0),
+        lambda t: t.amax(),
+        lambda t: t.max(),
+        lambda t: t.max(0),
+        lambda t: t.argmax(),
+        lambda t: t.aminmax(),
+    ]:
         with pytest.raises((IndexError, RuntimeError)):
             _table(fn, e)
 
@@ -157,12 +191,25 @@ def test_nan_propagation():
     nan = float("nan")
     x = torch.tensor([[1.0, nan, 3.0, nan], [4.0, 2.0, 8.0, -1.0]])
     for fn in [
-        lambda t: t.amax(1), lambda t: t.amin(1), lambda t: t.max(1), lambda t: t.min(1),
-        lambda t: t.argmax(1), lambda t: t.argmin(1), lambda t: t.max(), lambda t: t.aminmax(),
-        lambda t: t.cummax(1), lambda t: t.cummin(1), lambda t: t.sort(1),
-        lambda t: t.sort(1, descending=True), lambda t: t.topk(2, 1), lambda t: t.nansum(1),
-        lambda t: t.median(1), lambda t: t.nanmedian(1), lambda t: t.logsumexp(1),
-        lambda t: t.sum(1), lambda t: torch.linalg.vector_norm(t, float("inf"), 1),
+        lambda t: t.amax(1),
+        lambda t: t.amin(1),
+        lambda t: t.max(1),
+        lambda t: t.min(1),
+        lambda t: t.argmax(1),
+        lambda t: t.argmin(1),
+        lambda t: t.max(),
+        lambda t: t.aminmax(),
+        lambda t: t.cummax(1),
+        lambda t: t.cummin(1),
+        lambda t: t.sort(1),
+        lambda t: t.sort(1, descending=True),
+        lambda t: t.topk(2, 1),
+        lambda t: t.nansum(1),
+        lambda t: t.median(1),
+        lambda t: t.nanmedian(1),
+        lambda t: t.logsumexp(1),
+        lambda t: t.sum(1),
+        lambda t: torch.linalg.vector_norm(t, float("inf"), 1),
     ]:
         _check(fn, x)
 
@@ -205,8 +252,14 @@ def test_long_rows_float32_accuracy():
 
 @pytest.mark.parametrize(
     "shape,dim",
-    [((200_000, 3), 0), ((3, 200_000), 1), ((64, 3000, 7), 1), ((2, 500, 300), (0, 2)),
-     ((100_000, 40), 0), ((40, 100_000), 1)],
+    [
+        ((200_000, 3), 0),
+        ((3, 200_000), 1),
+        ((64, 3000, 7), 1),
+        ((2, 500, 300), (0, 2)),
+        ((100_000, 40), 0),
+        ((40, 100_000), 1),
+    ],
 )
 def test_parallel_paths(shape, dim):
     torch.manual_seed(0)
@@ -247,6 +300,16 @@ def test_dtypes():
         _table(lambda t: t.sum(3), i)
     with pytest.raises(RuntimeError):
         _table(lambda t: t.sum((1, -1)), i)
+    # As torch: no argmax, topk, kthvalue or median of bool.
+    for fn in [
+        lambda t: t.argmax(),
+        lambda t: t.topk(1),
+        lambda t: t.kthvalue(1),
+        lambda t: t.median(),
+        lambda t: t.median(0),
+    ]:
+        with pytest.raises(RuntimeError):
+            _table(fn, u > 0)
 
 
 def test_zero_dim_and_norm_overloads():

@@ -359,10 +359,12 @@ def test_index_large_parallel():
     x = torch.randn(300, 500)
     idx = torch.randint(-300, 300, (4000,))
     _check(lambda: x[idx])
-    _check(lambda: x[:, idx % 500])
+    cols = idx % 500
+    _check(lambda: x[:, cols])
     g = torch.randint(0, 500, (300, 700))
     _check(lambda: torch.gather(x, 1, g))
-    _check(lambda: x.scatter_add(1, g[:, :400], x[:, :400].abs()))
+    src = x[:, :400].abs()
+    _check(lambda: x.scatter_add(1, g[:, :400], src))
     _check(lambda: x.repeat(2, 3))
     _check(lambda: torch.tril(x, 7))
     _check(lambda: torch.nn.functional.pad(x[None], (3, 4, 5, 6), mode="reflect"))
@@ -448,14 +450,11 @@ def test_scatter_reduce_include_self_false_and_mean():
     x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     idx = torch.tensor([[0, 0, 2], [1, 1, 1]])
     src = torch.tensor([[10.0, 20.0, float("nan")], [1.0, -2.0, 3.0]])
+    xl, srcl = x.long(), src.nan_to_num().long()
     for red in ["sum", "prod", "mean", "amax", "amin"]:
         for inc in (True, False):
             _check(lambda r=red, i=inc: x.scatter_reduce(1, idx, src, r, include_self=i))
-            _check(
-                lambda r=red, i=inc: x.long().scatter_reduce(
-                    1, idx, src.nan_to_num().long(), r, include_self=i
-                )
-            )
+            _check(lambda r=red, i=inc: xl.scatter_reduce(1, idx, srcl, r, include_self=i))
 
 
 def test_masked_ops_broadcast_and_in_place():
