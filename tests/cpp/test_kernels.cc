@@ -18,9 +18,12 @@
 #include "bridge/tensor.h"
 #include "dispatch/op_table.h"
 #include "kernels/onednn.h"
+#include "tests/cpp/test_util.h"
 
 namespace tb {
 namespace {
+
+using ::tb::testing::Contains;
 
 // ---- helpers -----------------------------------------------------------------------------------
 
@@ -74,30 +77,6 @@ Tensor Call1(const char* op, Stack stack) {
   EXPECT_EQ(stack.size(), 1u) << op;
   if (stack.size() != 1 || !stack[0].is_tensor()) return Tensor();
   return stack[0].to_tensor();
-}
-
-std::string ErrorOf(const std::function<void()>& fn, ErrorKind kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << ErrorKindName(e.kind()) << ": " << e.message();
-    return e.message();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected tb::Error(" << ErrorKindName(kind) << "), got " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected tb::Error(" << ErrorKindName(kind) << "), nothing was thrown";
-  return "";
-}
-
-#define EXPECT_TB_ERROR(kind, ...)                               \
-  ([&] {                                                         \
-    SCOPED_TRACE(#__VA_ARGS__);                                  \
-    return ErrorOf([&] { __VA_ARGS__; }, ::tb::ErrorKind::kind); \
-  }())
-
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 
 // bfloat16 <-> float: the upper 16 bits of the float, rounded to nearest even.

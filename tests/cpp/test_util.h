@@ -1,0 +1,42 @@
+// Helpers shared by the GoogleTest files: checking that a statement throws a tb::Error of a
+// given kind and reading its message.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <exception>
+#include <functional>
+#include <string>
+
+#include "bridge/error.h"
+
+namespace tb::testing {
+
+// Runs `fn`, expects a tb::Error of `kind`, returns its message ("" and a failure otherwise).
+inline std::string ErrorOf(const std::function<void()>& fn, ErrorKind kind) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << ErrorKindName(e.kind()) << ": " << e.message();
+    return e.message();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected tb::Error(" << ErrorKindName(kind) << "), got " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected tb::Error(" << ErrorKindName(kind) << "), nothing was thrown";
+  return "";
+}
+
+inline bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace tb::testing
+
+// EXPECT_TB_ERROR(kValueError, t.view({5, 5})): the statement throws a tb::Error of that kind;
+// the expression's value is the error message.
+#define EXPECT_TB_ERROR(kind, ...)                                              \
+  ([&] {                                                                        \
+    SCOPED_TRACE(#__VA_ARGS__);                                                 \
+    return ::tb::testing::ErrorOf([&] { __VA_ARGS__; }, ::tb::ErrorKind::kind); \
+  }())
