@@ -7,6 +7,7 @@ import os
 from tensorbridge import _C
 
 _FALLBACK_MODES = ("allow", "warn", "error")
+_JIT_MODES = ("auto", "ffi", "callback")
 
 
 def _normalize(op: str) -> str:
@@ -26,10 +27,16 @@ class Config:
     ``fallback``: what happens to an op the table has no kernel for. ``"allow"`` (default) runs
     PyTorch's own CPU kernel on zero-copy views and counts it in ``metrics()``; ``"warn"`` does
     the same with one warning per op; ``"error"`` raises ``NotImplementedError`` naming the op.
+
+    ``jit_mode``: how ``call_torch`` runs a torch function inside ``jax.jit``. ``"ffi"``: a
+    plan captured once, run by an XLA FFI custom call with no Python per call (an error when
+    the function cannot be captured); ``"callback"``: ``jax.pure_callback``; ``"auto"``
+    (default): the FFI where the function can be captured, the callback otherwise.
     """
 
     def __init__(self) -> None:
         self._fallback = "allow"
+        self._jit_mode = "auto"
 
     @staticmethod
     def composites() -> dict[str, dict]:
@@ -70,6 +77,17 @@ class Config:
         if mode not in _FALLBACK_MODES:
             raise ValueError(f"config.fallback must be one of {_FALLBACK_MODES}, got {mode!r}")
         self._fallback = mode
+
+
+    @property
+    def jit_mode(self) -> str:
+        return self._jit_mode
+
+    @jit_mode.setter
+    def jit_mode(self, mode: str) -> None:
+        if mode not in _JIT_MODES:
+            raise ValueError(f"config.jit_mode must be one of {_JIT_MODES}, got {mode!r}")
+        self._jit_mode = mode
 
 
 config = Config()
