@@ -206,7 +206,51 @@ class _Traced:
                 result.append(np.zeros(a.shape, a.dtype) if g is None else _export(g, False))
         return result
 
-    def _plans(self, jax, shapes_dtypes, out_info, diff_mask, jit_mode):
+    def _ffi_forward(self, jax, plan_id, result_shapes, jit_mode):
+        """The forward through the FFI. Under ``vmap`` it runs one plan of the batched function
+        (``torch.func.vmap`` of fn, captured once per batch signature); where that function
+        cannot be captured, the plan of one element runs once per element inside XLA."""
+        per_element = _jax_ffi.ffi_function(jax, plan_id, result_shapes)
+        batched: dict = {}
+
+        @jax.custom_batching.custom_vmap
+        def forward(*arrays):
+            return tuple(per_element(*arrays))
+
+        @forward.def_vmap
+        def forward_vmap(axis_size, in_batched, *arrays):
+            in_dims = tuple(0 if b else None for b in in_batched)
+            key = (in_dims, tuple((a.shape, np.dtype(a.dtype)) for a in arrays))
+            if key not in batched:
+                batched[key] = self._batched_function(jax, in_dims, arrays, jit_mode)
+            f = batched[key]
+            outs = f(*arrays) if f is not None else jax.vmap(per_element, in_axes=in_dims)(*arrays)
+            return tuple(outs), tuple(True for _ in outs)
+
+        return forward
+
+    def _batched_function(self, jax, in_dims, arrays, jit_mode):
+        """The JAX function (FFI path) of fn vmapped over `in_dims`, or None when it cannot
+        be captured."""
+        fn, spec = self.fn, self.spec
+
+        def flat_fn(*ts):
+            args, kwargs = torch_pytree.tree_unflatten(list(ts), spec)
+            return tuple(torch_pytree.tree_leaves(fn(*args, **kwargs)))
+
+        def batched_fn(*ts):
+            return torch.func.vmap(flat_fn, in_dims=in_dims)(*ts)
+
+        batched_fn.__name__ = f"vmap({getattr(fn, '__name__', fn)})"
+        traced = _Traced(batched_fn, torch_pytree.tree_flatten((tuple(arrays), {}))[1])
+        shapes = tuple((tuple(a.shape), np.dtype(a.dtype)) for a in arrays)
+        try:
+            f, _ = traced.build(jax, shapes, jit_mode, note=False)
+        except (NotImplementedError, ValueError, TypeError):
+            return None
+        return f if traced.uses_ffi else None
+
+    def _plans(self, jax, shapes_dtypes, out_info, diff_mask, jit_mode, note=True):
         """The forward plan id, or None for the callback path."""
         if jit_mode == "callback":
             return None
@@ -222,7 +266,8 @@ class _Traced:
             if forced:
                 raise NotImplementedError(f"call_torch(jit_mode='ffi'): {name} cannot run "
                                           f"as a plan: {e}") from e
-            _jax_ffi.note_callback(f"{name}: {e}")
+            if note:
+                _jax_ffi.note_callback(f"{name}: {e}")
             return None
         return fwd
 
@@ -243,7 +288,7 @@ class _Traced:
                 self._ffi_backward = None
         return self._ffi_backward
 
-    def build(self, jax, shapes_dtypes, jit_mode="auto"):
+    def build(self, jax, shapes_dtypes, jit_mode="auto", note=True):
         out_spec, out_info = self.out_info(shapes_dtypes)
         self._last_out_info = out_info
         self._in_info = shapes_dtypes
@@ -256,11 +301,11 @@ class _Traced:
                         f"{r.dtype}, which JAX holds only with jax_enable_x64 on; cast it in the "
                         "torch function (e.g. .to(torch.int32)) or enable x64")
         diff_mask = [np.issubdtype(np.dtype(d), np.inexact) for _, d in shapes_dtypes]
-        fwd_plan = self._plans(jax, shapes_dtypes, out_info, diff_mask, jit_mode)
+        fwd_plan = self._plans(jax, shapes_dtypes, out_info, diff_mask, jit_mode, note)
         self.uses_ffi = fwd_plan is not None
 
         if fwd_plan is not None:
-            forward = _jax_ffi.ffi_function(jax, fwd_plan, result_shapes)
+            forward = self._ffi_forward(jax, fwd_plan, result_shapes, jit_mode)
         else:
             def forward(*arrays):
                 return jax.pure_callback(self._host_dispatch, result_shapes, *arrays,

@@ -99,6 +99,49 @@ def test_vmap_over_a_batch_axis(mode):
     np.testing.assert_allclose(ours_jit, ref, rtol=1e-5, atol=1e-5)
 
 
+def test_ffi_vmap_runs_one_batched_plan_and_composes_with_grad():
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(9)
+    xs = jnp.asarray(rng.standard_normal((3, 7, 5, 6)).astype(np.float32))
+    params = [jnp.asarray(p) for p in _params()]
+
+    def ours(x, *p):
+        return tb.call_torch(torch_mlp, x, *p, jit_mode="ffi")
+
+    # One custom call on the whole batch (the plan of torch.func.vmap of the function), not a
+    # loop of per-element calls.
+    v = jax.jit(jax.vmap(ours, in_axes=(0, None, None, None, None)))
+    text = v.lower(xs[0], *params).as_text()
+    assert text.count("custom_call @tensorbridge_plan") == 1 and "while" not in text
+    assert "tensorbridge_plan(%arg0, %arg1, %arg2, %arg3, %arg4)" in text
+    ref = jax.vmap(lambda x: jax_mlp(x, *params))(xs[0])
+    np.testing.assert_allclose(v(xs[0], *params), ref, rtol=1e-5, atol=1e-5)
+
+    # Nested vmap, every argument batched on the outer axis.
+    w1s = jnp.stack([params[0] * (i + 1) for i in range(3)])
+    inner = (0, None)
+    nested = jax.jit(jax.vmap(jax.vmap(lambda x, w1: ours(x, w1, *params[1:]), inner)))
+    want = jax.vmap(jax.vmap(lambda x, w1: jax_mlp(x, w1, *params[1:]), inner))(xs, w1s)
+    np.testing.assert_allclose(nested(xs, w1s), want, rtol=1e-5, atol=1e-5)
+
+    # Per-example gradients (vmap of grad) and the gradient of a vmapped loss (grad of vmap).
+    def loss(p, x, fn):
+        return jnp.sum(fn(x, *p) ** 2)
+
+    per_ex = jax.jit(jax.vmap(jax.grad(lambda p, x: loss(p, x, ours)), in_axes=(None, 0)))
+    want = jax.vmap(jax.grad(lambda p, x: loss(p, x, jax_mlp)), in_axes=(None, 0))(params, xs[0])
+    for a, b in zip(per_ex(params, xs[0]), want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    batch_loss = jax.jit(jax.grad(lambda p: jnp.sum(jax.vmap(lambda x: loss(p, x, ours))(xs[0]))))
+    want = jax.grad(lambda p: jnp.sum(jax.vmap(lambda x: loss(p, x, jax_mlp))(xs[0])))(params)
+    ffi0, cb0 = _counts()
+    for a, b in zip(batch_loss(params), want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert _counts()[1] == cb0 and _counts()[0] > ffi0
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_optax_on_a_functionalized_module_matches_torch_sgd(mode):
     import jax
