@@ -4,7 +4,7 @@
 Eagerly, ``call_torch`` wraps its array arguments zero-copy as ``tensorbridge.Tensor``s, runs the
 function and hands the results back (numpy results share memory; JAX takes results through
 DLPack). Under JAX transforms output shapes come from running the function once per input
-signature on meta tensors, and the function becomes a ``custom_vjp`` JAX function of one of
+signature on fake tensors, and the function becomes a ``custom_vjp`` JAX function of one of
 two kinds (``jit_mode``):
 
 - ``"ffi"``: captured once into C++ plans (forward, and the vector-Jacobian product for the
@@ -105,16 +105,19 @@ def _export(t, to_jax: bool):
 
 
 def _meta_outputs(fn, leaves_spec, shapes_dtypes):
-    """Output structure of fn, from a run on meta tensors (cached by the caller)."""
-    metas = [torch.empty(s, dtype=_torch_dtype(d), device="meta") for s, d in shapes_dtypes]
-    args, kwargs = torch_pytree.tree_unflatten(metas, leaves_spec)
+    """Output structure of fn, from a run on fake CPU tensors (shapes and dtypes, no data;
+    tensors fn creates itself are fake too). Cached by the caller."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
     try:
-        with torch.no_grad():
+        with FakeTensorMode(), torch.no_grad():
+            fakes = [torch.empty(s, dtype=_torch_dtype(d)) for s, d in shapes_dtypes]
+            args, kwargs = torch_pytree.tree_unflatten(fakes, leaves_spec)
             out = fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 - re-raised with the cause attached
         raise ValueError(
             "call_torch under a JAX transform needs output shapes that depend only on input "
-            f"shapes (inferred once on meta tensors); {getattr(fn, '__name__', fn)} failed: {e}"
+            f"shapes (inferred once on fake tensors); {getattr(fn, '__name__', fn)} failed: {e}"
         ) from e
     out_leaves, out_spec = torch_pytree.tree_flatten(out)
     for o in out_leaves:

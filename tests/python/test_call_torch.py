@@ -132,12 +132,12 @@ def test_ffi_vmap_runs_one_batched_plan_and_composes_with_grad():
 
     per_ex = jax.jit(jax.vmap(jax.grad(lambda p, x: loss(p, x, ours)), in_axes=(None, 0)))
     want = jax.vmap(jax.grad(lambda p, x: loss(p, x, jax_mlp)), in_axes=(None, 0))(params, xs[0])
-    for a, b in zip(per_ex(params, xs[0]), want):
+    for a, b in zip(per_ex(params, xs[0]), want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     batch_loss = jax.jit(jax.grad(lambda p: jnp.sum(jax.vmap(lambda x: loss(p, x, ours))(xs[0]))))
     want = jax.grad(lambda p: jnp.sum(jax.vmap(lambda x: loss(p, x, jax_mlp))(xs[0])))(params)
     ffi0, cb0 = _counts()
-    for a, b in zip(batch_loss(params), want):
+    for a, b in zip(batch_loss(params), want, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     assert _counts()[1] == cb0 and _counts()[0] > ffi0
 
@@ -272,18 +272,22 @@ def test_auto_mode_takes_the_ffi_and_falls_back_to_the_callback():
         tb.config.jit_mode = "fast"
 
 
-def test_ffi_several_outputs_dtypes_and_views():
+@pytest.mark.parametrize("mode", MODES)
+def test_jit_several_outputs_dtypes_views_and_new_tensors(mode):
     import jax
     import jax.numpy as jnp
 
     def f(a, idx):
         return {"t": a.t(), "sum": a.sum(0), "gathered": a[idx],
-                "count": (a > 0).sum(dtype=torch.int32)}
+                "count": (a > 0).sum(dtype=torch.int32),
+                "offset": a + torch.arange(3, dtype=torch.float32), "zeros": torch.zeros(2)}
 
     a = jnp.asarray(np.random.default_rng(8).standard_normal((4, 3)))  # float32 (x64 off)
     idx = jnp.asarray(np.array([3, 0, 0], np.int32))
-    out = jax.jit(lambda a, i: tb.call_torch(f, a, i, jit_mode="ffi"))(a, idx)
+    out = jax.jit(lambda a, i: tb.call_torch(f, a, i, jit_mode=mode))(a, idx)
     an = np.asarray(a)
+    np.testing.assert_allclose(out["offset"], an + np.arange(3))
+    np.testing.assert_array_equal(out["zeros"], np.zeros(2, np.float32))
     np.testing.assert_allclose(out["t"], an.T)
     np.testing.assert_allclose(out["sum"], an.sum(0), rtol=1e-6)
     np.testing.assert_allclose(out["gathered"], an[[3, 0, 0]])
@@ -292,7 +296,20 @@ def test_ffi_several_outputs_dtypes_and_views():
     # 64-bit results need jax_enable_x64 (off here): a clear error at trace time.
     if not jax.config.jax_enable_x64:
         with pytest.raises(TypeError, match="int64, which JAX holds only with jax_enable_x64"):
-            jax.jit(lambda a: tb.call_torch(lambda t: (t > 0).sum(), a, jit_mode="ffi"))(a)
+            jax.jit(lambda a: tb.call_torch(lambda t: (t > 0).sum(), a, jit_mode=mode))(a)
+
+
+def test_ffi_half_precision():
+    import jax
+    import jax.numpy as jnp
+
+    for dt, tdt in ((jnp.bfloat16, torch.bfloat16), (jnp.float16, torch.float16)):
+        x = jnp.asarray(np.linspace(-2, 2, 9), dt)
+        out = jax.jit(lambda a: tb.call_torch(lambda t: torch.relu(t) * t, a, jit_mode="ffi"))(x)
+        assert out.dtype == dt
+        t = torch.from_numpy(np.linspace(-2, 2, 9)).to(tdt)
+        want = (torch.relu(t) * t).float().numpy()
+        np.testing.assert_array_equal(np.asarray(out, np.float32), want)
 
 
 def test_ffi_refuses_writing_into_an_input():
