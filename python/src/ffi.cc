@@ -20,6 +20,9 @@
 #ifdef TB_HAVE_XLA_FFI
 #include "xla/ffi/api/ffi.h"
 #endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace tb::py {
 
@@ -29,6 +32,9 @@ std::mutex g_registry_mutex;
 std::vector<std::shared_ptr<const Plan>> g_plans;  // index = plan id
 std::atomic<uint64_t> g_runs{0};
 std::atomic<uint64_t> g_failures{0};
+// OpenMP threads of one handler call (0: OpenMP's default). XLA runs the handler on its own
+// worker threads, which already share the cores with XLA's thread pool.
+std::atomic<int> g_threads{1};
 
 std::shared_ptr<const Plan> FindPlan(int64_t id) {
   std::lock_guard<std::mutex> lock(g_registry_mutex);
@@ -83,7 +89,22 @@ Tensor WrapBuffer(const ffi::AnyBuffer& buf, bool read_only, const char* what, s
                 Device{}, read_only);
 }
 
+// Applies g_threads to the calling (XLA) thread's OpenMP settings, once per change.
+void ApplyThreads() {
+#ifdef _OPENMP
+  thread_local const int original = omp_get_max_threads();
+  thread_local int applied = original;
+  const int want = g_threads.load(std::memory_order_relaxed);
+  const int n = want > 0 ? want : original;
+  if (n != applied) {
+    omp_set_num_threads(n);
+    applied = n;
+  }
+#endif
+}
+
 void RunPlan(int64_t plan_id, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  ApplyThreads();
   std::shared_ptr<const Plan> plan = FindPlan(plan_id);
   TB_CHECK(plan != nullptr, ValueError) << "tensorbridge_plan: no plan with id " << plan_id;
   Stack inputs;
@@ -163,6 +184,13 @@ void BindFfi(py::module_& m) {
         return static_cast<int64_t>(g_plans.size()) - 1;
       },
       py::arg("plan"), "Keeps a finalized plan for the FFI handler; returns its id.");
+  m.def(
+      "_ffi_set_threads",
+      [](int n) {
+        TB_CHECK(n >= 0, ValueError) << "ffi_threads must be >= 0 (0: OpenMP's default), got " << n;
+        g_threads.store(n, std::memory_order_relaxed);
+      },
+      py::arg("n"), "OpenMP threads of one FFI handler call (0: OpenMP's default).");
   m.def(
       "_ffi_metrics",
       [] {

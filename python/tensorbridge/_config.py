@@ -32,11 +32,17 @@ class Config:
     plan captured once, run by an XLA FFI custom call with no Python per call (an error when
     the function cannot be captured); ``"callback"``: ``jax.pure_callback``; ``"auto"``
     (default): the FFI where the function can be captured, the callback otherwise.
+
+    ``ffi_threads``: OpenMP threads the kernels of one FFI handler call may use (default 1;
+    0: OpenMP's default). XLA runs the handler on its own worker threads, which share the cores
+    with XLA's thread pool, so a team of OpenMP threads there oversubscribes the machine;
+    raise it for plans of large kernels on a machine with idle cores.
     """
 
     def __init__(self) -> None:
         self._fallback = "allow"
         self._jit_mode = "auto"
+        self._ffi_threads = 1
 
     @staticmethod
     def composites() -> dict[str, dict]:
@@ -78,6 +84,17 @@ class Config:
             raise ValueError(f"config.fallback must be one of {_FALLBACK_MODES}, got {mode!r}")
         self._fallback = mode
 
+
+    @property
+    def ffi_threads(self) -> int:
+        return self._ffi_threads
+
+    @ffi_threads.setter
+    def ffi_threads(self, n: int) -> None:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"config.ffi_threads must be an int >= 0, got {n!r}")
+        _C._ffi_set_threads(n)
+        self._ffi_threads = n
 
     @property
     def jit_mode(self) -> str:

@@ -299,6 +299,28 @@ def test_jit_several_outputs_dtypes_views_and_new_tensors(mode):
             jax.jit(lambda a: tb.call_torch(lambda t: (t > 0).sum(), a, jit_mode=mode))(a)
 
 
+def test_ffi_threads_setting():
+    import jax
+    import jax.numpy as jnp
+
+    # Large enough for the kernels to split their loops across OpenMP threads.
+    xs = jnp.asarray(np.random.default_rng(10).standard_normal((64, 32, 64)).astype(np.float32))
+    w = jnp.asarray(np.random.default_rng(11).standard_normal((64, 64)).astype(np.float32))
+    f = jax.jit(jax.vmap(lambda x: tb.call_torch(lambda a, b: torch.tanh(a @ b), x, w,
+                                                 jit_mode="ffi")))
+    want = np.tanh(np.asarray(xs) @ np.asarray(w))
+    assert tb.config.ffi_threads == 1
+    try:
+        for n in (0, 2, 1):
+            tb.config.ffi_threads = n
+            np.testing.assert_allclose(f(xs), want, rtol=1e-4, atol=1e-5)
+    finally:
+        tb.config.ffi_threads = 1
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="ffi_threads must be an int >= 0"):
+            tb.config.ffi_threads = bad
+
+
 def test_ffi_half_precision():
     import jax
     import jax.numpy as jnp
@@ -307,8 +329,8 @@ def test_ffi_half_precision():
         x = jnp.asarray(np.linspace(-2, 2, 9), dt)
         out = jax.jit(lambda a: tb.call_torch(lambda t: torch.relu(t) * t, a, jit_mode="ffi"))(x)
         assert out.dtype == dt
-        t = torch.from_numpy(np.linspace(-2, 2, 9)).to(tdt)
-        want = (torch.relu(t) * t).float().numpy()
+        r = torch.from_numpy(np.linspace(-2, 2, 9)).to(tdt)
+        want = (torch.relu(r) * r).float().numpy()
         np.testing.assert_array_equal(np.asarray(out, np.float32), want)
 
 
