@@ -36,7 +36,7 @@ std::atomic<uint64_t> g_failures{0};
 // worker threads, which already share the cores with XLA's thread pool.
 std::atomic<int> g_threads{1};
 
-std::shared_ptr<const Plan> FindPlan(int64_t id) {
+[[maybe_unused]] std::shared_ptr<const Plan> FindPlan(int64_t id) {
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   if (id < 0 || id >= static_cast<int64_t>(g_plans.size())) return nullptr;
   return g_plans[static_cast<size_t>(id)];
