@@ -1,11 +1,14 @@
 """What does calling a small torch function from JAX cost per call through ``tb.call_torch``?
 
-Question: inside ``jax.jit``, ``tb.call_torch(f, x, w)`` runs the torch function on the host
-through ``jax.pure_callback`` (inputs and outputs cross zero-copy as numpy arrays, the ops run
-on tensorbridge's kernels). How much does one call of the jitted function cost next to the
-same function written in JAX, and next to torchax's ``torchax.interop.call_torch`` (which
-traces the torch function into JAX ops once, so that XLA compiles it like native JAX)? And
-eagerly (no jit), what does one numpy-in/numpy-out ``tb.call_torch`` call cost?
+Question: inside ``jax.jit``, ``tb.call_torch(f, x, w)`` runs the torch function one of two
+ways: ``jit_mode="ffi"`` (the default where the function can be captured) captures it once
+into a tensorbridge plan that an XLA FFI custom call runs on XLA's buffers with no Python per
+call; ``jit_mode="callback"`` runs it on the host through ``jax.pure_callback`` (inputs and
+outputs cross zero-copy as numpy arrays, the ops run on tensorbridge's kernels). How much does
+one call of the jitted function cost each way, next to the same function written in JAX, and
+next to torchax's ``torchax.interop.call_torch`` (which traces the torch function into JAX ops
+once, so that XLA compiles it like native JAX)? And eagerly (no jit), what does one
+numpy-in/numpy-out ``tb.call_torch`` call cost?
 
 Function: ``f(x, w) = torch.tanh(x @ w).sum(-1)`` with x [8,16], w [16,16] float32 (tiny on
 purpose: the figure is the per-call overhead). Baseline: pure JAX, ``jax.jit`` of
@@ -14,7 +17,9 @@ min-of-repeats (1.00x = as cheap as native JAX; higher = slower). Eager rows als
 the ratio to numpy (``np.tanh(x @ w).sum(-1)``) and to torch eager on ``torch.from_numpy``
 views. Every jitted call ends with ``block_until_ready``. The paths of a group are warmed up
 and calibrated separately, then timed in alternating repeats. Extra rows: ``jit(grad)`` of
-``f(x, w).sum()`` with respect to (x, w), the same three ways.
+``f(x, w).sum()`` with respect to (x, w), and ``jit(vmap)`` of f over a batch of 32 x's, the
+same ways. The run ends with ``tb.call_torch_metrics()``: FFI handler runs and host callback
+runs, which show the path each row took.
 
 Usage: python benchmarks/bench_call_torch.py [--quick] [--repeats N] [--threads N]
 """
@@ -76,8 +81,16 @@ def jit_pure_jax():
     return lambda: _ready(jf(XJ, WJ))
 
 
-def jit_tb_call_torch():
-    jf = jax.jit(lambda x, w: tb.call_torch(f_torch, x, w))
+XBJ = jnp.asarray(RNG.standard_normal((32, 8, 16), dtype=np.float32))
+
+
+def jit_tb_ffi():
+    jf = jax.jit(lambda x, w: tb.call_torch(f_torch, x, w, jit_mode="ffi"))
+    return lambda: _ready(jf(XJ, WJ))
+
+
+def jit_tb_callback():
+    jf = jax.jit(lambda x, w: tb.call_torch(f_torch, x, w, jit_mode="callback"))
     return lambda: _ready(jf(XJ, WJ))
 
 
@@ -98,9 +111,49 @@ def grad_pure_jax():
     return lambda: _ready(g(XJ, WJ))
 
 
-def grad_tb_call_torch():
-    g = jax.jit(jax.grad(lambda x, w: tb.call_torch(f_torch, x, w).sum(), argnums=(0, 1)))
-    return lambda: _ready(g(XJ, WJ))
+def _grad_tb(mode):
+    def make():
+        g = jax.jit(
+            jax.grad(lambda x, w: tb.call_torch(f_torch, x, w, jit_mode=mode).sum(), argnums=(0, 1))
+        )
+        return lambda: _ready(g(XJ, WJ))
+
+    return make
+
+
+grad_tb_ffi = _grad_tb("ffi")
+grad_tb_callback = _grad_tb("callback")
+
+
+# jit(vmap) of f over a batch of x (w shared)
+
+
+def vmap_pure_jax():
+    v = jax.jit(jax.vmap(f_jax, in_axes=(0, None)))
+    return lambda: _ready(v(XBJ, WJ))
+
+
+def _vmap_tb(mode):
+    def make():
+        v = jax.jit(
+            jax.vmap(lambda x, w: tb.call_torch(f_torch, x, w, jit_mode=mode), in_axes=(0, None))
+        )
+        return lambda: _ready(v(XBJ, WJ))
+
+    return make
+
+
+vmap_tb_ffi = _vmap_tb("ffi")
+vmap_tb_callback = _vmap_tb("callback")
+
+
+def vmap_torchax_call_torch():
+    if TORCHAX is None:
+        return NA(f"torchax unavailable: {TX_NOTE}")
+    from torchax.interop import call_torch
+
+    v = jax.jit(jax.vmap(lambda x, w: call_torch(f_torch, x, w), in_axes=(0, None)))
+    return lambda: _ready(v(XBJ, WJ))
 
 
 def grad_torchax_call_torch():
@@ -147,10 +200,11 @@ def eager_pure_jax():
     return lambda: _ready(f_jax(XJ, WJ))
 
 
-def _check(fn) -> str:
+def _check(fn, batched: bool = False) -> str:
     try:
         got = np.asarray(fn()())
-        want = np.tanh(XN.astype(np.float64) @ WN.astype(np.float64)).sum(-1)
+        x = np.asarray(XBJ) if batched else XN
+        want = np.tanh(x.astype(np.float64) @ WN.astype(np.float64)).sum(-1)
         if got.shape != want.shape:
             return f"shape {got.shape}"
         return f"{np.abs(got - want).max():.1e}"
@@ -180,7 +234,8 @@ def main() -> None:
             "jit",
             [
                 ("pure JAX", jit_pure_jax),
-                ("tb.call_torch", jit_tb_call_torch),
+                ("tb.call_torch, FFI plan", jit_tb_ffi),
+                ("tb.call_torch, pure_callback", jit_tb_callback),
                 ("torchax call_torch", jit_torchax_call_torch),
             ],
         ),
@@ -188,8 +243,18 @@ def main() -> None:
             "jit(grad)",
             [
                 ("pure JAX", grad_pure_jax),
-                ("tb.call_torch", grad_tb_call_torch),
+                ("tb.call_torch, FFI plan", grad_tb_ffi),
+                ("tb.call_torch, pure_callback", grad_tb_callback),
                 ("torchax call_torch", grad_torchax_call_torch),
+            ],
+        ),
+        (
+            "jit(vmap)",
+            [
+                ("pure JAX", vmap_pure_jax),
+                ("tb.call_torch, FFI plan", vmap_tb_ffi),
+                ("tb.call_torch, pure_callback", vmap_tb_callback),
+                ("torchax call_torch", vmap_torchax_call_torch),
             ],
         ),
     ):
@@ -199,7 +264,8 @@ def main() -> None:
             t_jax_jit = base
         for name, p in paths:
             t = times[name]
-            check = _check(p) if kind == "jit" and not isinstance(t, NA) else "-"
+            checked = kind in ("jit", "jit(vmap)") and not isinstance(t, NA)
+            check = _check(p, kind == "jit(vmap)") if checked else "-"
             jit_rows.append([kind, name, t, fmt_median(t), ratio(t, base), check])
     print_table(
         "per call inside jax.jit; ratio = path / pure JAX of the same group",
@@ -238,8 +304,14 @@ def main() -> None:
         ["path", "min", "(median)", "vs JAX jit", "vs numpy", "vs torch eager", "max|err|"],
         rows,
     )
-    for kind in ("jit", "jit(grad)", "eager"):
+    for kind in ("jit", "jit(grad)", "jit(vmap)", "eager"):
         print(f"tb fallbacks during {kind}: {tracker.fallbacks_of(kind)}")
+    m = tb.call_torch_metrics()
+    print(
+        f"call_torch paths: {m['ffi_plans']} plans captured, {m['ffi_runs']} FFI handler runs, "
+        f"{m['callback_runs']} host callback runs, {m['callback_signatures']} signatures on the "
+        f"callback in auto mode {m['callback_reasons'] or ''}"
+    )
     tracker.report()
 
 

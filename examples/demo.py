@@ -102,6 +102,8 @@ def step4_call_torch_from_jax() -> None:
     g_ref = jax.grad(lambda w: jnp.tanh(x @ w).sum())(w)
     np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=1e-5)
     print("   jit result", np.asarray(out).round(4).tolist(), "| grad matches JAX's own")
+    m = tb.call_torch_metrics()
+    print(f"   paths: {m['ffi_runs']} XLA FFI plan runs, {m['callback_runs']} host callbacks")
 
 
 def main() -> None:

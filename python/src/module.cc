@@ -31,6 +31,7 @@ PYBIND11_MODULE(_C, m) {
   tb::py::BindOps(m);
   tb::py::BindPlan(m);
   tb::py::BindEager(m);
+  tb::py::BindFfi(m);
   m.def("onednn_info", [] {
     py::dict d;
     d["version"] = tb::OneDnnVersion();

@@ -35,7 +35,7 @@ std::vector<Plan::Arg> ToArgs(py::iterable args) {
 }  // namespace
 
 void BindPlan(py::module_& m) {
-  py::class_<Plan>(m, "Plan", "A captured graph of table ops, built once, run in C++.")
+  py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan", "A captured graph of table ops, built once, run in C++.")
       .def(py::init<>())
       .def("add_input", &Plan::AddInput, py::arg("name"))
       .def("add_node", [](Plan& p, const std::string& op, py::iterable args, int num_outputs,

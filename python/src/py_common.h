@@ -33,5 +33,6 @@ void BindDLPack(py::module_& m);
 void BindOps(py::module_& m);
 void BindPlan(py::module_& m);
 void BindEager(py::module_& m);
+void BindFfi(py::module_& m);
 
 }  // namespace tb::py

@@ -34,7 +34,7 @@ from tensorbridge._config import config
 from tensorbridge._registry import KernelHandle, register_kernel
 from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module
 from tensorbridge._compile import load_exported, plan_metrics, reset_plan_metrics
-from tensorbridge._jax import call_torch, functionalize, torch_function
+from tensorbridge._jax import call_torch, call_torch_metrics, functionalize, torch_function
 
 __version__ = _C.__version__
 
@@ -59,6 +59,7 @@ __all__ = [
     "__version__",
     "call",
     "call_torch",
+    "call_torch_metrics",
     "functionalize",
     "torch_function",
     "dump",

@@ -7,6 +7,7 @@ import os
 from tensorbridge import _C
 
 _FALLBACK_MODES = ("allow", "warn", "error")
+_JIT_MODES = ("auto", "ffi", "callback")
 
 
 def _normalize(op: str) -> str:
@@ -26,10 +27,22 @@ class Config:
     ``fallback``: what happens to an op the table has no kernel for. ``"allow"`` (default) runs
     PyTorch's own CPU kernel on zero-copy views and counts it in ``metrics()``; ``"warn"`` does
     the same with one warning per op; ``"error"`` raises ``NotImplementedError`` naming the op.
+
+    ``jit_mode``: how ``call_torch`` runs a torch function inside ``jax.jit``. ``"ffi"``: a
+    plan captured once, run by an XLA FFI custom call with no Python per call (an error when
+    the function cannot be captured); ``"callback"``: ``jax.pure_callback``; ``"auto"``
+    (default): the FFI where the function can be captured, the callback otherwise.
+
+    ``ffi_threads``: OpenMP threads the kernels of one FFI handler call may use (default 1;
+    0: OpenMP's default). XLA runs the handler on its own worker threads, which share the cores
+    with XLA's thread pool, so a team of OpenMP threads there oversubscribes the machine;
+    raise it for plans of large kernels on a machine with idle cores.
     """
 
     def __init__(self) -> None:
         self._fallback = "allow"
+        self._jit_mode = "auto"
+        self._ffi_threads = 1
 
     @staticmethod
     def composites() -> dict[str, dict]:
@@ -70,6 +83,28 @@ class Config:
         if mode not in _FALLBACK_MODES:
             raise ValueError(f"config.fallback must be one of {_FALLBACK_MODES}, got {mode!r}")
         self._fallback = mode
+
+
+    @property
+    def ffi_threads(self) -> int:
+        return self._ffi_threads
+
+    @ffi_threads.setter
+    def ffi_threads(self, n: int) -> None:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"config.ffi_threads must be an int >= 0, got {n!r}")
+        _C._ffi_set_threads(n)
+        self._ffi_threads = n
+
+    @property
+    def jit_mode(self) -> str:
+        return self._jit_mode
+
+    @jit_mode.setter
+    def jit_mode(self, mode: str) -> None:
+        if mode not in _JIT_MODES:
+            raise ValueError(f"config.jit_mode must be one of {_JIT_MODES}, got {mode!r}")
+        self._jit_mode = mode
 
 
 config = Config()

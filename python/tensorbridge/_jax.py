@@ -3,10 +3,18 @@
 
 Eagerly, ``call_torch`` wraps its array arguments zero-copy as ``tensorbridge.Tensor``s, runs the
 function and hands the results back (numpy results share memory; JAX takes results through
-DLPack). Under JAX transforms the function becomes a well-formed JAX primitive built from
-``jax.pure_callback``: output shapes come from running the function once per input signature
-on meta tensors; ``custom_vjp`` runs torch autograd for the backward pass; ``vmap`` runs the
-function on the whole batch at once through ``torch.func.vmap``.
+DLPack). Under JAX transforms output shapes come from running the function once per input
+signature on fake tensors, and the function becomes a ``custom_vjp`` JAX function of one of
+two kinds (``jit_mode``):
+
+- ``"ffi"``: captured once into C++ plans (forward, and the vector-Jacobian product for the
+  backward pass) that an XLA FFI custom call runs on XLA's buffers with no Python per call
+  (``_jax_ffi``); under ``vmap`` the custom call runs once per batch element inside XLA.
+- ``"callback"``: ``jax.pure_callback`` runs the function on the host per call; the backward
+  pass runs torch autograd; ``vmap`` runs the whole batch at once through ``torch.func.vmap``.
+
+``"auto"`` (the default, ``tensorbridge.config.jit_mode``) takes the FFI where the function
+can be captured and the callback otherwise; ``metrics`` in ``call_torch_metrics()`` say which.
 """
 
 from __future__ import annotations
@@ -17,9 +25,11 @@ import numpy as np
 import torch
 import torch.utils._pytree as torch_pytree
 
+from tensorbridge import _jax_ffi
+from tensorbridge._config import config
 from tensorbridge._tensor import Tensor, wrap
 
-__all__ = ["call_torch", "functionalize", "torch_function"]
+__all__ = ["call_torch", "call_torch_metrics", "functionalize", "torch_function"]
 
 _TORCH_DTYPE = {
     np.dtype(np.bool_): torch.bool, np.dtype(np.uint8): torch.uint8, np.dtype(np.int8): torch.int8,
@@ -95,16 +105,19 @@ def _export(t, to_jax: bool):
 
 
 def _meta_outputs(fn, leaves_spec, shapes_dtypes):
-    """Output structure of fn, from a run on meta tensors (cached by the caller)."""
-    metas = [torch.empty(s, dtype=_torch_dtype(d), device="meta") for s, d in shapes_dtypes]
-    args, kwargs = torch_pytree.tree_unflatten(metas, leaves_spec)
+    """Output structure of fn, from a run on fake CPU tensors (shapes and dtypes, no data;
+    tensors fn creates itself are fake too). Cached by the caller."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
     try:
-        with torch.no_grad():
+        with FakeTensorMode(), torch.no_grad():
+            fakes = [torch.empty(s, dtype=_torch_dtype(d)) for s, d in shapes_dtypes]
+            args, kwargs = torch_pytree.tree_unflatten(fakes, leaves_spec)
             out = fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 - re-raised with the cause attached
         raise ValueError(
             "call_torch under a JAX transform needs output shapes that depend only on input "
-            f"shapes (inferred once on meta tensors); {getattr(fn, '__name__', fn)} failed: {e}"
+            f"shapes (inferred once on fake tensors); {getattr(fn, '__name__', fn)} failed: {e}"
         ) from e
     out_leaves, out_spec = torch_pytree.tree_flatten(out)
     for o in out_leaves:
@@ -140,6 +153,7 @@ class _Traced:
 
     # Host side: numpy in, numpy out, zero-copy both ways.
     def host_forward(self, *arrays):
+        _jax_ffi.count_callback_run()
         tensors = [wrap(np.asarray(a)) for a in arrays]
         args, kwargs = torch_pytree.tree_unflatten(tensors, self.spec)
         with torch.no_grad():
@@ -147,6 +161,7 @@ class _Traced:
         return [_export(o, False) for o in torch_pytree.tree_leaves(out)]
 
     def host_batched_forward(self, *arrays):
+        _jax_ffi.count_callback_run()
         # vmap_method="expand_dims": batched args carry the batch axis first, the others a
         # size-1 axis there. Run the whole batch at once with torch.func.vmap.
         batch = max(a.shape[0] for a in arrays)
@@ -169,6 +184,7 @@ class _Traced:
         return [_export(o, False) for o in outs]
 
     def host_backward(self, *arrays_and_cts):
+        _jax_ffi.count_callback_run()
         n = len(arrays_and_cts) - len(self._last_out_info)
         arrays, cts = arrays_and_cts[:n], arrays_and_cts[n:]
         inputs = []
@@ -193,16 +209,110 @@ class _Traced:
                 result.append(np.zeros(a.shape, a.dtype) if g is None else _export(g, False))
         return result
 
-    def build(self, jax, shapes_dtypes):
+    def _ffi_forward(self, jax, plan_id, result_shapes, jit_mode):
+        """The forward through the FFI. Under ``vmap`` it runs one plan of the batched function
+        (``torch.func.vmap`` of fn, captured once per batch signature); where that function
+        cannot be captured, the plan of one element runs once per element inside XLA."""
+        per_element = _jax_ffi.ffi_function(jax, plan_id, result_shapes)
+        batched: dict = {}
+
+        @jax.custom_batching.custom_vmap
+        def forward(*arrays):
+            return tuple(per_element(*arrays))
+
+        @forward.def_vmap
+        def forward_vmap(axis_size, in_batched, *arrays):
+            in_dims = tuple(0 if b else None for b in in_batched)
+            key = (in_dims, tuple((a.shape, np.dtype(a.dtype)) for a in arrays))
+            if key not in batched:
+                batched[key] = self._batched_function(jax, in_dims, arrays, jit_mode)
+            f = batched[key]
+            outs = f(*arrays) if f is not None else jax.vmap(per_element, in_axes=in_dims)(*arrays)
+            return tuple(outs), tuple(True for _ in outs)
+
+        return forward
+
+    def _batched_function(self, jax, in_dims, arrays, jit_mode):
+        """The JAX function (FFI path) of fn vmapped over `in_dims`, or None when it cannot
+        be captured."""
+        fn, spec = self.fn, self.spec
+
+        def flat_fn(*ts):
+            args, kwargs = torch_pytree.tree_unflatten(list(ts), spec)
+            return tuple(torch_pytree.tree_leaves(fn(*args, **kwargs)))
+
+        def batched_fn(*ts):
+            return torch.func.vmap(flat_fn, in_dims=in_dims)(*ts)
+
+        batched_fn.__name__ = f"vmap({getattr(fn, '__name__', fn)})"
+        traced = _Traced(batched_fn, torch_pytree.tree_flatten((tuple(arrays), {}))[1])
+        shapes = tuple((tuple(a.shape), np.dtype(a.dtype)) for a in arrays)
+        try:
+            f, _ = traced.build(jax, shapes, jit_mode, note=False)
+        except (NotImplementedError, ValueError, TypeError):
+            return None
+        return f if traced.uses_ffi else None
+
+    def _plans(self, jax, shapes_dtypes, out_info, diff_mask, jit_mode, note=True):
+        """The forward plan id, or None for the callback path."""
+        if jit_mode == "callback":
+            return None
+        why = _jax_ffi.ffi_usable(jax)
+        forced = jit_mode == "ffi"
+        name = getattr(self.fn, "__name__", repr(self.fn))
+        try:
+            if why is not None:
+                raise _jax_ffi.CaptureError(why)
+            fwd = _jax_ffi.capture_forward(self.fn, self.spec, shapes_dtypes, out_info,
+                                           _torch_dtype, allow_fallback=forced)
+        except _jax_ffi.CaptureError as e:
+            if forced:
+                raise NotImplementedError(f"call_torch(jit_mode='ffi'): {name} cannot run "
+                                          f"as a plan: {e}") from e
+            if note:
+                _jax_ffi.note_callback(f"{name}: {e}")
+            return None
+        return fwd
+
+    def _backward_plan(self, jax, shapes_dtypes, out_info, diff_mask, jit_mode):
+        """The FFI function of the backward plan (captured on first use), or None for the
+        callback (torch autograd on the host)."""
+        if not hasattr(self, "_ffi_backward"):
+            name = getattr(self.fn, "__name__", repr(self.fn))
+            try:
+                bwd = _jax_ffi.capture_backward(self.fn, self.spec, shapes_dtypes, out_info,
+                                                diff_mask, _torch_dtype,
+                                                allow_fallback=jit_mode == "ffi")
+                grad_shapes = [jax.ShapeDtypeStruct(s, d)
+                               for (s, d), m in zip(shapes_dtypes, diff_mask) if m]
+                self._ffi_backward = _jax_ffi.ffi_function(jax, bwd, grad_shapes)
+            except _jax_ffi.CaptureError as e:
+                _jax_ffi.note_callback(f"{name} (backward): {e}")
+                self._ffi_backward = None
+        return self._ffi_backward
+
+    def build(self, jax, shapes_dtypes, jit_mode="auto", note=True):
         out_spec, out_info = self.out_info(shapes_dtypes)
         self._last_out_info = out_info
         self._in_info = shapes_dtypes
         result_shapes = [jax.ShapeDtypeStruct(s, _np_dtype(d)) for s, d in out_info]
+        if not jax.config.jax_enable_x64:
+            for i, r in enumerate(result_shapes):
+                if r.dtype.itemsize == 8 and r.dtype.kind in "iuf":
+                    raise TypeError(
+                        f"call_torch: output {i} of {getattr(self.fn, '__name__', self.fn)} is "
+                        f"{r.dtype}, which JAX holds only with jax_enable_x64 on; cast it in the "
+                        "torch function (e.g. .to(torch.int32)) or enable x64")
         diff_mask = [np.issubdtype(np.dtype(d), np.inexact) for _, d in shapes_dtypes]
+        fwd_plan = self._plans(jax, shapes_dtypes, out_info, diff_mask, jit_mode, note)
+        self.uses_ffi = fwd_plan is not None
 
-        def forward(*arrays):
-            return jax.pure_callback(self._host_dispatch, result_shapes, *arrays,
-                                     vmap_method="expand_dims")
+        if fwd_plan is not None:
+            forward = self._ffi_forward(jax, fwd_plan, result_shapes, jit_mode)
+        else:
+            def forward(*arrays):
+                return jax.pure_callback(self._host_dispatch, result_shapes, *arrays,
+                                         vmap_method="expand_dims")
 
         @jax.custom_vjp
         def f(*arrays):
@@ -214,8 +324,13 @@ class _Traced:
         def f_bwd(arrays, cts):
             grad_shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype)
                            for a, m in zip(arrays, diff_mask) if m]
-            grads = iter(jax.pure_callback(self.host_backward, grad_shapes, *arrays, *cts,
-                                           vmap_method="sequential"))
+            ffi_backward = None if fwd_plan is None else self._backward_plan(
+                jax, shapes_dtypes, out_info, diff_mask, jit_mode)
+            if ffi_backward is not None:
+                grads = iter(ffi_backward(*arrays, *cts))
+            else:
+                grads = iter(jax.pure_callback(self.host_backward, grad_shapes, *arrays, *cts,
+                                               vmap_method="sequential"))
             out = []
             for a, m in zip(arrays, diff_mask):
                 out.append(next(grads) if m else np.zeros(a.shape, jax.dtypes.float0))
@@ -239,7 +354,7 @@ class _Traced:
         return [np.stack([r[k] for r in rows]) for k in range(len(rows[0]))]
 
 
-def _run_jax(fn, args, kwargs, cache):
+def _run_jax(fn, args, kwargs, cache, jit_mode):
     jax = _jax()
     leaves, spec = torch_pytree.tree_flatten((args, kwargs))
     for i, x in enumerate(leaves):
@@ -247,30 +362,47 @@ def _run_jax(fn, args, kwargs, cache):
             _check_leaf(x, f"argument leaf {i}")
         _torch_dtype(x.dtype)
     shapes_dtypes = tuple((tuple(x.shape), np.dtype(x.dtype)) for x in leaves)
-    key = (spec, shapes_dtypes)
+    mode = _jit_mode(jit_mode)
+    key = (spec, shapes_dtypes, mode)
     if key not in cache:
         traced = _Traced(fn, spec)
-        cache[key] = (traced, *traced.build(jax, shapes_dtypes))
+        cache[key] = (traced, *traced.build(jax, shapes_dtypes, mode))
     traced, f, out_spec = cache[key]
     outs = f(*leaves)
     return torch_pytree.tree_unflatten(list(outs), out_spec)
 
 
-def call_torch(fn, *args, **kwargs):
+def _jit_mode(mode):
+    mode = config.jit_mode if mode is None else mode
+    if mode not in _jax_ffi.JIT_MODES:
+        raise ValueError(f"call_torch: jit_mode must be one of {_jax_ffi.JIT_MODES}, got {mode!r}")
+    return mode
+
+
+def call_torch(fn, *args, jit_mode=None, **kwargs):
     """Runs torch function `fn` on numpy or JAX arrays (pytrees of them) and returns its results
-    in the caller's framework. Works eagerly and inside ``jax.jit``, ``jax.grad``, ``jax.vmap``."""
-    return torch_function(fn)(*args, **kwargs)
+    in the caller's framework. Works eagerly and inside ``jax.jit``, ``jax.grad``, ``jax.vmap``.
+
+    ``jit_mode`` (keyword, not passed to `fn`) picks how the function runs under JAX
+    transforms: ``"ffi"``, ``"callback"`` or ``"auto"``; None means ``config.jit_mode``."""
+    return torch_function(fn, jit_mode=jit_mode)(*args, **kwargs)
 
 
-def torch_function(fn):
+def call_torch_metrics() -> dict:
+    """Which path call_torch took under ``jax.jit``; see ``_jax_ffi.metrics``."""
+    return _jax_ffi.metrics()
+
+
+def torch_function(fn, *, jit_mode=None):
     """Decorator form of ``call_torch``: ``torch_function(fn)(*arrays)``."""
+    _jit_mode(jit_mode)
     cache: dict = {}
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         leaves = torch_pytree.tree_leaves((args, kwargs))
         if any(_is_tracer(x) for x in leaves):
-            return _run_jax(fn, args, kwargs, cache)
+            return _run_jax(fn, args, kwargs, cache, jit_mode)
         return _run_eager(fn, args, kwargs)
 
     wrapper.__wrapped_torch__ = fn
@@ -284,7 +416,7 @@ def _is_tracer(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def functionalize(module: torch.nn.Module):
+def functionalize(module: torch.nn.Module, *, jit_mode=None):
     """``params, apply = functionalize(module)``: the module's parameters and buffers as JAX
     arrays, and a pure function ``apply(params, *inputs)`` that runs the module with them, usable
     under ``jax.jit`` and ``jax.grad`` (so a JAX/optax loop can train a torch model)."""
@@ -298,7 +430,7 @@ def functionalize(module: torch.nn.Module):
     def run(params_, *inputs):
         return torch.func.functional_call(module, params_, inputs)
 
-    traced = torch_function(run)
+    traced = torch_function(run, jit_mode=jit_mode)
 
     def apply(params_, *inputs):
         return _run_jax_always(traced, run, params_, inputs)

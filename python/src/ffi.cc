@@ -1,0 +1,209 @@
+// XLA FFI handler "tensorbridge_plan": runs a registered Plan on XLA's buffers, no Python.
+//
+// tensorbridge.call_torch captures a torch function once per input signature into a Plan and
+// registers it here under an integer id; inside jax.jit the function lowers to an XLA custom
+// call of this handler with the id as its `plan_id` attribute. Each call wraps XLA's argument
+// buffers as read-only Tensors (no copy), runs the plan in C++ and copies its outputs into
+// XLA's result buffers. Plans are kept for the life of the process: a compiled executable may
+// hold an id at any time.
+//
+// Built only when the XLA FFI headers (jaxlib's include directory) were found at build time
+// (TB_HAVE_XLA_FFI); otherwise the module reports the handler as unavailable.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "dispatch/plan.h"
+#include "py_common.h"
+
+#ifdef TB_HAVE_XLA_FFI
+#include "xla/ffi/api/ffi.h"
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace tb::py {
+
+namespace {
+
+std::mutex g_registry_mutex;
+std::vector<std::shared_ptr<const Plan>> g_plans;  // index = plan id
+std::atomic<uint64_t> g_runs{0};
+std::atomic<uint64_t> g_failures{0};
+// OpenMP threads of one handler call (0: OpenMP's default). XLA runs the handler on its own
+// worker threads, which already share the cores with XLA's thread pool.
+std::atomic<int> g_threads{1};
+
+[[maybe_unused]] std::shared_ptr<const Plan> FindPlan(int64_t id) {
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  if (id < 0 || id >= static_cast<int64_t>(g_plans.size())) return nullptr;
+  return g_plans[static_cast<size_t>(id)];
+}
+
+}  // namespace
+
+}  // namespace tb::py
+
+#ifdef TB_HAVE_XLA_FFI
+
+namespace tb::py {
+namespace {
+
+namespace ffi = xla::ffi;
+
+bool ToDType(ffi::DataType t, DType* out) {
+  switch (t) {
+    case ffi::DataType::PRED: *out = DType::kBool; return true;
+    case ffi::DataType::S8: *out = DType::kInt8; return true;
+    case ffi::DataType::S16: *out = DType::kInt16; return true;
+    case ffi::DataType::S32: *out = DType::kInt32; return true;
+    case ffi::DataType::S64: *out = DType::kInt64; return true;
+    case ffi::DataType::U8: *out = DType::kUInt8; return true;
+    case ffi::DataType::U16: *out = DType::kUInt16; return true;
+    case ffi::DataType::U32: *out = DType::kUInt32; return true;
+    case ffi::DataType::U64: *out = DType::kUInt64; return true;
+    case ffi::DataType::F16: *out = DType::kFloat16; return true;
+    case ffi::DataType::BF16: *out = DType::kBFloat16; return true;
+    case ffi::DataType::F32: *out = DType::kFloat32; return true;
+    case ffi::DataType::F64: *out = DType::kFloat64; return true;
+    case ffi::DataType::C64: *out = DType::kComplex64; return true;
+    case ffi::DataType::C128: *out = DType::kComplex128; return true;
+    default: return false;
+  }
+}
+
+// A Tensor over an XLA buffer, which XLA owns and keeps alive for the whole call.
+Tensor WrapBuffer(const ffi::AnyBuffer& buf, bool read_only, const char* what, size_t index) {
+  DType dtype;
+  TB_CHECK(ToDType(buf.element_type(), &dtype), TypeError)
+      << "tensorbridge_plan: " << what << " " << index << " has XLA element type "
+      << static_cast<int>(buf.element_type()) << ", which tensorbridge has no dtype for";
+  auto dims = buf.dimensions();
+  Dims shape(IntArrayRef(dims.begin(), dims.size()));
+  const int64_t numel = ShapeNumel(shape);
+  const size_t nbytes = static_cast<size_t>(numel) * DTypeSize(dtype);
+  auto storage = Storage::Wrap(buf.untyped_data(), nbytes, Device{}, nullptr, nullptr);
+  return Tensor(std::move(storage), buf.untyped_data(), shape, ContiguousStrides(shape), dtype,
+                Device{}, read_only);
+}
+
+// Applies g_threads to the calling (XLA) thread's OpenMP settings, once per change.
+void ApplyThreads() {
+#ifdef _OPENMP
+  thread_local const int original = omp_get_max_threads();
+  thread_local int applied = original;
+  const int want = g_threads.load(std::memory_order_relaxed);
+  const int n = want > 0 ? want : original;
+  if (n != applied) {
+    omp_set_num_threads(n);
+    applied = n;
+  }
+#endif
+}
+
+void RunPlan(int64_t plan_id, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  ApplyThreads();
+  std::shared_ptr<const Plan> plan = FindPlan(plan_id);
+  TB_CHECK(plan != nullptr, ValueError) << "tensorbridge_plan: no plan with id " << plan_id;
+  Stack inputs;
+  inputs.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto buf = args.get<ffi::AnyBuffer>(i);
+    TB_CHECK(buf.has_value(), TypeError)
+        << "tensorbridge_plan: argument " << i << " is not a buffer";
+    inputs.emplace_back(WrapBuffer(*buf, /*read_only=*/true, "argument", i));
+  }
+  Stack outputs = plan->Run(std::move(inputs));
+  TB_CHECK(outputs.size() == rets.size(), ValueError)
+      << "tensorbridge_plan: the plan returned " << outputs.size() << " values for " << rets.size()
+      << " results";
+  for (size_t i = 0; i < rets.size(); ++i) {
+    auto ret = rets.get<ffi::AnyBuffer>(i);
+    TB_CHECK(ret.has_value(), TypeError) << "tensorbridge_plan: result " << i << " is not a buffer";
+    Tensor dst = WrapBuffer(**ret, /*read_only=*/false, "result", i);
+    TB_CHECK(outputs[i].is_tensor(), TypeError) << "tensorbridge_plan: output " << i << " is a "
+                                                << outputs[i].type_name() << ", not a tensor";
+    const Tensor& src = outputs[i].to_tensor();
+    TB_CHECK(src.dtype() == dst.dtype() && src.shape() == dst.shape(), ValueError)
+        << "tensorbridge_plan: output " << i << " is " << DTypeName(src.dtype())
+        << ShapeString(src.shape()) << ", the result buffer " << DTypeName(dst.dtype())
+        << ShapeString(dst.shape());
+    if (dst.numel() > 0) dst.copy_from(src);
+  }
+}
+
+ffi::Error PlanHandlerImpl(int64_t plan_id, ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  try {
+    RunPlan(plan_id, args, rets);
+  } catch (const std::exception& e) {
+    g_failures.fetch_add(1, std::memory_order_relaxed);
+    return ffi::Error(ffi::ErrorCode::kInternal, e.what());
+  }
+  g_runs.fetch_add(1, std::memory_order_relaxed);
+  return ffi::Error::Success();
+}
+
+}  // namespace
+}  // namespace tb::py
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    TbPlanHandler, tb::py::PlanHandlerImpl,
+    xla::ffi::Ffi::Bind().Attr<int64_t>("plan_id").RemainingArgs().RemainingRets());
+
+#endif  // TB_HAVE_XLA_FFI
+
+namespace tb::py {
+
+void BindFfi(py::module_& m) {
+#ifdef TB_HAVE_XLA_FFI
+  m.attr("_ffi_available") = true;
+#else
+  m.attr("_ffi_available") = false;
+#endif
+  m.def(
+      "_ffi_handler",
+      []() -> py::object {
+#ifdef TB_HAVE_XLA_FFI
+        return py::capsule(reinterpret_cast<void*>(&TbPlanHandler));
+#else
+        TB_THROW(NotImplementedError)
+            << "this tensorbridge was built without jaxlib's XLA FFI headers, so call_torch "
+               "cannot run plans inside jax.jit through the FFI (use jit_mode='callback', or "
+               "rebuild with jaxlib installed)";
+#endif
+      },
+      "The XLA FFI handler that runs registered plans, as a PyCapsule.");
+  m.def(
+      "_ffi_register_plan",
+      [](std::shared_ptr<Plan> plan) {
+        TB_CHECK(plan != nullptr, TypeError) << "_ffi_register_plan: no plan";
+        std::lock_guard<std::mutex> lock(g_registry_mutex);
+        g_plans.push_back(std::move(plan));
+        return static_cast<int64_t>(g_plans.size()) - 1;
+      },
+      py::arg("plan"), "Keeps a finalized plan for the FFI handler; returns its id.");
+  m.def(
+      "_ffi_set_threads",
+      [](int n) {
+        TB_CHECK(n >= 0, ValueError) << "ffi_threads must be >= 0 (0: OpenMP's default), got " << n;
+        g_threads.store(n, std::memory_order_relaxed);
+      },
+      py::arg("n"), "OpenMP threads of one FFI handler call (0: OpenMP's default).");
+  m.def(
+      "_ffi_metrics",
+      [] {
+        py::dict d;
+        {
+          std::lock_guard<std::mutex> lock(g_registry_mutex);
+          d["plans"] = g_plans.size();
+        }
+        d["runs"] = g_runs.load(std::memory_order_relaxed);
+        d["failures"] = g_failures.load(std::memory_order_relaxed);
+        return d;
+      },
+      "Plans registered for the FFI handler, and its successful and failed runs.");
+}
+
+}  // namespace tb::py

@@ -1,0 +1,214 @@
+"""call_torch inside ``jax.jit`` through XLA's FFI: the torch function captured once into a plan.
+
+Per input signature the function is traced with ``make_fx`` (functionalized, on fake tensors,
+with the compile backend's decomposition table) into an ATen graph, which becomes one
+``_C.Plan``; the plan is registered with the C++ FFI handler ``tensorbridge_plan`` under an
+integer id. Inside ``jax.jit`` the function lowers to an XLA custom call of that handler: each
+call wraps XLA's buffers as tensors (inputs read-only, no copy), runs the plan in C++ and
+copies its outputs into XLA's result buffers, with no Python and no GIL.
+
+The backward pass is captured the same way: ``torch.func.vjp`` of the function, traced by
+``make_fx``, gives one plan that recomputes the forward and runs the backward ops.
+
+A function that cannot be captured stays on ``jax.pure_callback`` (in ``jit_mode="auto"``):
+output shapes that depend on data, ops the plan cannot hold, Python values in the graph, and
+graphs with fallback nodes (ops without a tensorbridge kernel run PyTorch's kernel through the
+Python interpreter, so the handler would have to take the GIL on XLA's thread; such functions
+pay Python per call either way, and keeping the handler free of Python keeps it from
+contending for the GIL with the thread that called the jitted function).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+import numpy as np
+import torch
+import torch.utils._pytree as torch_pytree
+
+from tensorbridge import _C
+
+TARGET = "tensorbridge_plan"
+JIT_MODES = ("auto", "ffi", "callback")
+
+_stats = collections.Counter()
+_reasons: collections.deque = collections.deque(maxlen=16)
+_registered = False
+_lock = threading.Lock()
+
+
+class CaptureError(Exception):
+    """The function cannot run as a plan (the message says why)."""
+
+
+def metrics() -> dict:
+    """Counters of call_torch under ``jax.jit``: ``ffi_plans`` (plans captured and registered),
+    ``ffi_runs`` / ``ffi_failures`` (handler calls, counted in C++), ``callback_runs`` (host
+    calls through ``jax.pure_callback``), ``callback_signatures`` (signatures routed to the
+    callback) and ``callback_reasons`` (why, most recent last)."""
+    m = _C._ffi_metrics()
+    return {
+        "ffi_plans": m["plans"],
+        "ffi_runs": m["runs"],
+        "ffi_failures": m["failures"],
+        "callback_runs": _stats["callback_runs"],
+        "callback_signatures": _stats["callback_signatures"],
+        "callback_reasons": list(_reasons),
+    }
+
+
+def count_callback_run() -> None:
+    _stats["callback_runs"] += 1
+
+
+def note_callback(reason: str) -> None:
+    _stats["callback_signatures"] += 1
+    _reasons.append(reason)
+
+
+def ffi_usable(jax) -> str | None:
+    """None when the FFI path can run here, otherwise why not."""
+    if not _C._ffi_available:
+        return (
+            "this tensorbridge was built without jaxlib's XLA FFI headers (rebuild with "
+            "jaxlib installed)"
+        )
+    if jax.default_backend() != "cpu":
+        return f"the FFI handler runs on CPU only; JAX's default backend is {jax.default_backend()}"
+    return None
+
+
+def _register(jax) -> None:
+    global _registered
+    with _lock:
+        if not _registered:
+            jax.ffi.register_ffi_target(TARGET, _C._ffi_handler(), platform="cpu")
+            _registered = True
+
+
+def _trace(flat_fn, examples, grad: bool):
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from tensorbridge._compile import _decompositions
+
+    ctx = torch.enable_grad() if grad else torch.no_grad()
+    try:
+        with ctx:
+            gm = make_fx(
+                torch.func.functionalize(flat_fn),
+                decomposition_table=_decompositions(),
+                tracing_mode="fake",
+            )(*examples)
+    except Exception as e:  # any tracing failure means: not capturable
+        raise CaptureError(f"tracing with make_fx failed: {type(e).__name__}: {e}") from e
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
+
+
+def _build(gm, allow_fallback: bool):
+    from tensorbridge._compile import _Builder
+
+    for n in gm.graph.nodes:
+        if n.op == "output":
+            outs = n.args[0] if isinstance(n.args[0], (list, tuple)) else (n.args[0],)
+            if any(not isinstance(o, torch.fx.Node) for o in outs):
+                raise CaptureError("an output of the graph is not a tensor computed by the graph")
+    try:
+        plan = _Builder(gm).build()
+    except Exception as e:  # ops the plan cannot hold
+        raise CaptureError(f"building the plan failed: {type(e).__name__}: {e}") from e
+    n_fallback = plan.count("fallback")
+    if n_fallback and not allow_fallback:
+        raise CaptureError(
+            f"{n_fallback} node(s) have no tensorbridge kernel and would run PyTorch's kernel "
+            "through Python (fallback); jit_mode='ffi' runs them in the handler under the GIL"
+        )
+    return plan
+
+
+def _examples(shapes_dtypes, torch_dtype):
+    # Uninitialized CPU tensors: make_fx turns them into fake tensors of the same metadata.
+    return [torch.empty(s, dtype=torch_dtype(d)) for s, d in shapes_dtypes]
+
+
+def capture_forward(fn, spec, shapes_dtypes, out_info, torch_dtype, allow_fallback) -> int:
+    """Captures fn for one input signature; returns the registered plan id."""
+
+    def flat_fn(*ts):
+        args, kwargs = torch_pytree.tree_unflatten(list(ts), spec)
+        return tuple(torch_pytree.tree_leaves(fn(*args, **kwargs)))
+
+    gm = _trace(flat_fn, _examples(shapes_dtypes, torch_dtype), grad=False)
+    _check_no_input_mutation(gm, getattr(fn, "__name__", repr(fn)))
+    _check_outputs(gm, out_info)
+    return _C._ffi_register_plan(_build(gm, allow_fallback))
+
+
+def capture_backward(
+    fn, spec, shapes_dtypes, out_info, diff_mask, torch_dtype, allow_fallback
+) -> int:
+    """Captures the vector-Jacobian product of fn: inputs (all of fn's inputs, then one
+    cotangent per output), outputs (the gradients of the differentiable inputs)."""
+    if not all(d.is_floating_point or d.is_complex for _, d in out_info):
+        raise CaptureError("an output is not floating point (its cotangent is float0)")
+    n_in = len(shapes_dtypes)
+    diff_idx = [i for i, m in enumerate(diff_mask) if m]
+
+    def flat_bwd(*ts):
+        inputs, cts = list(ts[:n_in]), ts[n_in:]
+
+        def of_diff(*diff):
+            full = list(inputs)
+            for i, d in zip(diff_idx, diff, strict=True):
+                full[i] = d
+            args, kwargs = torch_pytree.tree_unflatten(full, spec)
+            return tuple(torch_pytree.tree_leaves(fn(*args, **kwargs)))
+
+        _, vjp_fn = torch.func.vjp(of_diff, *[inputs[i] for i in diff_idx])
+        return tuple(vjp_fn(tuple(cts)))
+
+    examples = _examples(shapes_dtypes, torch_dtype)
+    examples += [torch.empty(s, dtype=d) for s, d in out_info]
+    gm = _trace(flat_bwd, examples, grad=True)
+    _check_outputs(gm, [(shapes_dtypes[i][0], torch_dtype(shapes_dtypes[i][1])) for i in diff_idx])
+    return _C._ffi_register_plan(_build(gm, allow_fallback))
+
+
+def _check_no_input_mutation(gm, name: str) -> None:
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
+            continue
+        for i, a in enumerate(n.target._schema.arguments):
+            if a.alias_info is not None and a.alias_info.is_write and i < len(n.args):
+                if n.args[i] in placeholders:
+                    raise BufferError(
+                        f"call_torch: {name} writes into its input {placeholders.index(n.args[i])} "
+                        f"in place ({n.target}); arrays under jax.jit are immutable: clone the "
+                        "input first"
+                    )
+
+
+def _check_outputs(gm, expected) -> None:
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    vals = [o.meta.get("val") if isinstance(o, torch.fx.Node) else o for o in out]
+    got = [(tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else None for v in vals]
+    want = [(tuple(s), d) for s, d in expected]
+    if got != want:
+        raise CaptureError(f"the traced graph returns {got}, the function {want}")
+
+
+def ffi_function(jax, plan_id: int, result_shapes):
+    """The JAX function that runs plan `plan_id` through the FFI handler. Under ``vmap`` the
+    custom call runs once per batch element inside XLA (``vmap_method="sequential"``): the
+    plan holds static shapes."""
+    _register(jax)
+    call = jax.ffi.ffi_call(TARGET, result_shapes, vmap_method="sequential")
+    attr = np.int64(plan_id)
+
+    def run(*arrays):
+        return call(*arrays, plan_id=attr)
+
+    return run
