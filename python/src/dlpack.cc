@@ -291,7 +291,16 @@ struct Options {
 };
 
 bool CallFlag(PyObject* fn, PyObject* obj) {
-  PyObject* r = PyObject_Vectorcall(fn, &obj, 1, nullptr);
+  // A C method without arguments (torch's is_conj / is_neg): called as CPython's own
+  // method_vectorcall_NOARGS would, without its checks, which hold here (`obj` is a torch
+  // tensor, and the call takes no arguments).
+  PyObject* r;
+  if (Py_IS_TYPE(fn, &PyMethodDescr_Type) &&
+      reinterpret_cast<PyMethodDescrObject*>(fn)->d_method->ml_flags == METH_NOARGS) {
+    r = reinterpret_cast<PyMethodDescrObject*>(fn)->d_method->ml_meth(obj, nullptr);
+  } else {
+    r = PyObject_Vectorcall(fn, &obj, 1, nullptr);
+  }
   if (r == nullptr) throw py::error_already_set();
   bool set = r == Py_True;
   Py_DECREF(r);
