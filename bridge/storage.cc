@@ -8,8 +8,15 @@
 
 namespace tb {
 
+// Allocate and Wrap make a Storage and its shared_ptr control block in one allocation
+// (make_shared): the only allocation an import makes. make_shared cannot reach the private
+// constructor, but a class local to a member function can, as the function itself can.
+
 std::shared_ptr<Storage> Storage::Allocate(size_t nbytes, bool zero) {
-  std::shared_ptr<Storage> s(new Storage());
+  struct Shared final : Storage {
+    Shared() : Storage() {}
+  };
+  std::shared_ptr<Storage> s = std::make_shared<Shared>();
   s->nbytes_ = nbytes;
   s->owns_allocation_ = true;
   if (nbytes > 0) {
@@ -26,7 +33,10 @@ std::shared_ptr<Storage> Storage::Allocate(size_t nbytes, bool zero) {
 
 std::shared_ptr<Storage> Storage::Wrap(void* data, size_t nbytes, Device device, void* context,
                                        ReleaseFn release) {
-  std::shared_ptr<Storage> s(new Storage());
+  struct Shared final : Storage {
+    Shared() : Storage() {}
+  };
+  std::shared_ptr<Storage> s = std::make_shared<Shared>();
   s->data_ = data;
   s->nbytes_ = nbytes;
   s->device_ = device;

@@ -40,6 +40,40 @@ constexpr DTypeCode kDTypeCodes[] = {
     {DType::kFloat4_e2m1fn, kDLFloat4_e2m1fn, 4},
 };
 
+// kDTypeCodes as a direct lookup, [code][BitsIndex(bits)]: the index of the entry, or -1.
+constexpr int kNumCodes = 18;
+constexpr int kNumBits = 7;
+
+constexpr int BitsIndex(int bits) {
+  switch (bits) {
+    case 4: return 0;
+    case 6: return 1;
+    case 8: return 2;
+    case 16: return 3;
+    case 32: return 4;
+    case 64: return 5;
+    case 128: return 6;
+    default: return -1;
+  }
+}
+
+struct DTypeTable {
+  int8_t entry[kNumCodes][kNumBits];
+};
+
+constexpr DTypeTable MakeDTypeTable() {
+  DTypeTable t{};
+  for (auto& row : t.entry) {
+    for (auto& e : row) e = -1;
+  }
+  for (size_t i = 0; i < sizeof(kDTypeCodes) / sizeof(kDTypeCodes[0]); ++i) {
+    t.entry[kDTypeCodes[i].code][BitsIndex(kDTypeCodes[i].bits)] = static_cast<int8_t>(i);
+  }
+  return t;
+}
+
+constexpr DTypeTable kDTypeTable = MakeDTypeTable();
+
 std::string DLDataTypeString(DLDataType dl) {
   return "(code=" + std::to_string(dl.code) + ", bits=" + std::to_string(dl.bits) +
          ", lanes=" + std::to_string(dl.lanes) + ")";
@@ -62,23 +96,9 @@ struct DeleteOnFailure {
   }
 };
 
-// The byte range [lo, hi) that the view touches, relative to its first element.
-void ByteExtent(IntArrayRef shape, IntArrayRef strides, int64_t bits, int64_t* lo, int64_t* hi) {
-  int64_t elo = 0, ehi = 0;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0) {
-      *lo = *hi = 0;
-      return;
-    }
-    int64_t reach = (shape[i] - 1) * strides[i];
-    (reach < 0 ? elo : ehi) += reach;
-  }
-  *lo = elo * bits / 8;
-  *hi = ((ehi + 1) * bits + 7) / 8;
-}
-
 // Validates `dl` and describes it as a Tensor over `storage` (made by `make_storage` from the
-// data base and the byte extent, once the tensor is known to be valid).
+// data base and the byte extent, once the tensor is known to be valid). This runs on every
+// import: two passes over the dimensions, no temporaries on the heap.
 template <typename MakeStorage>
 Tensor DescribeDLTensor(const DLTensor& dl, bool read_only, MakeStorage&& make_storage) {
   if (dl.ndim < 0) TB_THROW(BufferError) << "DLPack tensor has negative ndim " << dl.ndim;
@@ -94,20 +114,36 @@ Tensor DescribeDLTensor(const DLTensor& dl, bool read_only, MakeStorage&& make_s
   const size_t nd = static_cast<size_t>(dl.ndim);
   if (nd > 0 && dl.shape == nullptr) TB_THROW(BufferError) << "DLPack tensor has null shape";
   Dims shape(IntArrayRef(dl.shape, nd));
-  for (int64_t s : shape) {
-    if (s < 0) TB_THROW(BufferError) << "DLPack tensor has negative size in " << ShapeString(shape);
+  Dims strides(nd);
+  int64_t numel = 1;
+  bool negative = false, count_overflow = false;
+  for (size_t i = 0; i < nd; ++i) {  // left to right, as ShapeNumel counts
+    negative |= shape[i] < 0;
+    count_overflow |= __builtin_mul_overflow(numel, shape[i], &numel);
   }
-  try {
-    ShapeNumel(shape);
-  } catch (const Error& e) {
-    TB_THROW(BufferError) << "DLPack tensor refused: " << e.what();
+  int64_t expected = 1;      // the compact stride of dimension i
+  int64_t elo = 0, ehi = 0;  // element offsets of the lowest and highest elements reached
+  bool compact = true, extent_overflow = false;
+  for (size_t i = nd; i-- > 0;) {
+    const int64_t size = shape[i];
+    const int64_t stride = dl.strides != nullptr ? dl.strides[i] : expected;
+    strides[i] = stride;
+    compact &= size == 1 || stride == expected;
+    if (size > 1) {
+      int64_t reach;  // (size - 1) * stride: what this dimension adds to the extent
+      extent_overflow |= __builtin_mul_overflow(size - 1, stride, &reach);
+      int64_t& end = reach < 0 ? elo : ehi;
+      extent_overflow |= __builtin_add_overflow(end, reach, &end);
+      // Wraps only when the element count overflows or is zero: refused, or unused.
+      (void)__builtin_mul_overflow(expected, size, &expected);
+    }
   }
-  Dims strides = dl.strides != nullptr ? Dims(IntArrayRef(dl.strides, nd)) : ContiguousStrides(shape);
-  int64_t numel = ShapeNumel(shape);
-  bool compact = true;
-  {
-    Dims expected = ContiguousStrides(shape);
-    for (size_t i = 0; i < nd; ++i) compact &= shape[i] == 1 || strides[i] == expected[i];
+  if (negative) {
+    TB_THROW(BufferError) << "DLPack tensor has negative size in " << ShapeString(shape);
+  }
+  if (count_overflow) {
+    TB_THROW(BufferError) << "DLPack tensor refused: shape " << ShapeString(shape)
+                          << " has more than 2^63 elements";
   }
   if (IsSubByte(dtype) && numel > 1 && !compact) {
     TB_THROW(BufferError) << "DLPack tensor of packed sub-byte dtype " << DTypeName(dtype)
@@ -117,10 +153,23 @@ Tensor DescribeDLTensor(const DLTensor& dl, bool read_only, MakeStorage&& make_s
     TB_THROW(BufferError) << "DLPack tensor of shape " << ShapeString(shape)
                           << " has a null data pointer";
   }
+  // The byte range [lo, hi) that the view touches, relative to its first element; empty when
+  // there are no elements.
+  const int64_t bits = DTypeBits(dtype);
+  int64_t lo = 0, hi = 0;
+  if (numel > 0) {
+    extent_overflow |= __builtin_mul_overflow(elo, bits, &lo) ||
+                       __builtin_add_overflow(ehi, 1, &hi) ||
+                       __builtin_mul_overflow(hi, bits, &hi) || __builtin_add_overflow(hi, 7, &hi);
+    if (extent_overflow) {
+      TB_THROW(BufferError) << "DLPack tensor of shape " << ShapeString(shape) << " and strides "
+                            << ShapeString(strides) << " reaches past the int64 byte range";
+    }
+    lo /= 8;
+    hi /= 8;
+  }
   char* first = static_cast<char*>(dl.data) + dl.byte_offset;
   if (numel == 0 && dl.data == nullptr) first = nullptr;
-  int64_t lo = 0, hi = 0;
-  ByteExtent(shape, strides, DTypeBits(dtype), &lo, &hi);
   Device device{static_cast<DeviceType>(dl.device.device_type), dl.device.device_id};
   std::shared_ptr<Storage> storage =
       make_storage(numel > 0 ? first + lo : first, static_cast<size_t>(hi - lo), device);
@@ -141,12 +190,12 @@ Tensor ImportManaged(Managed* managed, bool read_only) {
   return t;
 }
 
-// What an exported managed tensor keeps alive: a reference to the tensor (and so to its
-// storage), plus the shape and strides arrays the DLTensor points into.
+// What an exported managed tensor keeps alive: a reference to the tensor's storage, plus the
+// shape and strides arrays the DLTensor points into. One allocation.
 template <typename Managed>
 struct ExportHolder {
   Managed managed{};
-  Tensor tensor;
+  std::shared_ptr<Storage> storage;
   Dims shape;
   Dims strides;
 };
@@ -160,14 +209,17 @@ template <typename Managed>
 ExportHolder<Managed>* MakeExport(const Tensor& tensor) {
   TB_CHECK(tensor.defined(), BufferError) << "cannot export an undefined tensor";
   auto* h = new ExportHolder<Managed>();
-  h->tensor = tensor;
-  h->shape = Dims(tensor.shape());
+  h->storage = tensor.storage();
+  h->shape = tensor.shape();
+  h->strides = tensor.strides();
   // Size-1 dimensions get the stride a compact layout would give them: their stride is
   // meaningless, and consumers that test contiguity by comparing strides trip on odd ones.
-  h->strides = Dims(tensor.strides());
-  Dims compact = ContiguousStrides(tensor.shape());
-  for (size_t i = 0; i < h->strides.size(); ++i) {
-    if (h->shape[i] == 1) h->strides[i] = compact[i];
+  int64_t compact = 1;
+  for (size_t i = h->shape.size(); i-- > 0;) {
+    const int64_t size = h->shape[i];
+    if (size == 1) h->strides[i] = compact;
+    // Wraps only for tensors without elements, whose strides say nothing.
+    if (size > 1) (void)__builtin_mul_overflow(compact, size, &compact);
   }
   DLTensor& dl = h->managed.dl_tensor;
   dl.data = tensor.data();
@@ -185,14 +237,12 @@ ExportHolder<Managed>* MakeExport(const Tensor& tensor) {
 }  // namespace
 
 bool DTypeFromDLPack(DLDataType dl, DType* out) {
-  if (dl.lanes != 1) return false;
-  for (const auto& e : kDTypeCodes) {
-    if (e.code == dl.code && e.bits == dl.bits) {
-      *out = e.dtype;
-      return true;
-    }
-  }
-  return false;
+  const int bits = BitsIndex(dl.bits);
+  if (dl.lanes != 1 || dl.code >= kNumCodes || bits < 0) return false;
+  const int i = kDTypeTable.entry[dl.code][bits];
+  if (i < 0) return false;
+  *out = kDTypeCodes[i].dtype;
+  return true;
 }
 
 DLDataType DTypeToDLPack(DType dtype) {
@@ -241,7 +291,9 @@ Tensor ImportDLTensor(const DLTensor& tensor, std::shared_ptr<Storage> owner, bo
 }
 
 DLManagedTensorVersioned* ExportDLPackVersioned(const Tensor& tensor, bool copy) {
-  auto* h = MakeExport<DLManagedTensorVersioned>(copy ? tensor.clone() : tensor);
+  // Not `copy ? tensor.clone() : tensor`: that copies `tensor` into a temporary.
+  auto* h = copy ? MakeExport<DLManagedTensorVersioned>(tensor.clone())
+                 : MakeExport<DLManagedTensorVersioned>(tensor);
   h->managed.version = DLPackVersion{TB_DLPACK_MAJOR_VERSION, TB_DLPACK_MINOR_VERSION};
   h->managed.flags = 0;
   if (copy) h->managed.flags |= DLPACK_FLAG_BITMASK_IS_COPIED;

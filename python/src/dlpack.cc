@@ -291,7 +291,16 @@ struct Options {
 };
 
 bool CallFlag(PyObject* fn, PyObject* obj) {
-  PyObject* r = PyObject_Vectorcall(fn, &obj, 1, nullptr);
+  // A C method without arguments (torch's is_conj / is_neg): called as CPython's own
+  // method_vectorcall_NOARGS would, without its checks, which hold here (`obj` is a torch
+  // tensor, and the call takes no arguments).
+  PyObject* r;
+  if (Py_IS_TYPE(fn, &PyMethodDescr_Type) &&
+      reinterpret_cast<PyMethodDescrObject*>(fn)->d_method->ml_flags == METH_NOARGS) {
+    r = reinterpret_cast<PyMethodDescrObject*>(fn)->d_method->ml_meth(obj, nullptr);
+  } else {
+    r = PyObject_Vectorcall(fn, &obj, 1, nullptr);
+  }
   if (r == nullptr) throw py::error_already_set();
   bool set = r == Py_True;
   Py_DECREF(r);
@@ -322,14 +331,14 @@ std::optional<Tensor> TryImportViaExchangeApi(PyObject* obj, const TypeInfo& inf
     PyErr_Clear();
     return std::nullopt;
   }
-  Tensor t;
+  std::optional<Tensor> t;
   try {
-    t = ImportDLPack(managed);  // on refusal, it has called the deleter
+    t.emplace(ImportDLPack(managed));  // on refusal, it has called the deleter
   } catch (const tb::Error& e) {
     if (e.kind() != ErrorKind::kBufferError) throw;
     return std::nullopt;
   }
-  if (info.is_neg != nullptr) CheckTorchBits(obj, info, t);
+  if (info.is_neg != nullptr) CheckTorchBits(obj, info, *t);
   return t;
 }
 
@@ -441,6 +450,10 @@ PyObject* FromDLPack(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
 //   exchange_api_unchecked the same without the torch conj/neg-bit checks (CheckTorchBits)
 //   exchange_api_export    the producer's managed_tensor_from_py_object_no_sync + deleter only
 //   exchange_api_dltensor  the producer's dltensor_from_py_object_no_sync only (borrowed)
+//   import_only            our side alone: ImportDLPack of a managed tensor describing the
+//                          producer's DLTensor (borrowed once, before the loop) with a deleter
+//                          that does nothing, the tensor made and dropped
+//   bit_check              the torch conj/neg-bit checks alone (CheckTorchBits)
 //   dlpack                 the __dlpack__ negotiation path, capsule import included
 //   from_dlpack            from_dlpack's whole work, the Python Array object included
 double BenchImport(py::handle handle, int64_t n, const std::string& path, bool wall) {
@@ -490,6 +503,29 @@ double BenchImport(py::handle handle, int64_t n, const std::string& path, bool w
       if (api->dltensor_from_py_object_no_sync(obj, &dl) != 0) throw py::error_already_set();
       asm volatile("" : : "r"(dl.data) : "memory");
     });
+  }
+  if (path == "import_only") {
+    need_api();
+    TB_CHECK(api->dltensor_from_py_object_no_sync != nullptr, ValueError)
+        << "_bench_import: no dltensor_from_py_object_no_sync in this table";
+    DLTensor dl;
+    if (api->dltensor_from_py_object_no_sync(obj, &dl) != 0) throw py::error_already_set();
+    // `obj` keeps the memory alive for the loop; the deleter has nothing to free.
+    return time([&] {
+      DLManagedTensorVersioned m{};
+      m.version = DLPackVersion{TB_DLPACK_MAJOR_VERSION, TB_DLPACK_MINOR_VERSION};
+      m.deleter = [](DLManagedTensorVersioned*) {};
+      m.dl_tensor = dl;
+      Tensor t = ImportDLPack(&m);
+    });
+  }
+  if (path == "bit_check") {
+    need_api();
+    TB_CHECK(info.is_neg != nullptr, ValueError)
+        << "_bench_import: bit_check is for torch tensors, not " << Py_TYPE(obj)->tp_name;
+    std::optional<Tensor> t = TryImportViaExchangeApi(obj, info);
+    TB_CHECK(t.has_value(), BufferError) << "_bench_import: the exchange API refused this object";
+    return time([&] { CheckTorchBits(obj, info, *t); });
   }
   Options o;
   if (path == "dlpack") {
@@ -561,7 +597,7 @@ void BindDLPack(py::module_& m) {
         "Benchmarking: ns per tensor (thread CPU time, or wall-clock time with wall=True) of n "
         "conversions of x in a C++ loop; path is one of "
         "exchange_api, exchange_api_unchecked, exchange_api_export, exchange_api_dltensor, "
-        "dlpack, from_dlpack.");
+        "import_only, bit_check, dlpack, from_dlpack.");
 }
 
 }  // namespace tb::py

@@ -365,6 +365,28 @@ TEST_F(DLPackTest, OverflowingShapeIsABufferError) {
   EXPECT_EQ(g_deleted, 1);
 }
 
+// Strides whose reach does not fit in int64 (a producer's garbage) are refused, not wrapped:
+// the storage extent computed from them would be wrong.
+TEST_F(DLPackTest, StridesReachingPastInt64AreABufferError) {
+  for (int64_t stride : {int64_t{1} << 62, -(int64_t{1} << 62), INT64_MIN}) {
+    Spec spec{{3}, {stride}};
+    spec.nbytes = 16;
+    auto* p = MakeVersioned(spec);
+    EXPECT_TB_ERROR(kBufferError, ImportDLPack(&p->managed));
+  }
+  EXPECT_EQ(g_deleted, 3);
+  // Without elements the strides reach nothing: accepted.
+  Spec empty{{0, 3}, {INT64_MIN, INT64_MAX}};
+  empty.nbytes = 4;
+  auto* q = MakeVersioned(empty);
+  {
+    Tensor t = ImportDLPack(&q->managed);
+    EXPECT_EQ(t.numel(), 0);
+    EXPECT_EQ(t.storage()->nbytes(), 0u);
+  }
+  EXPECT_EQ(g_deleted, 4);
+}
+
 TEST_F(DLPackTest, ReadOnlyFlagMakesAReadOnlyTensor) {
   auto* p = MakeVersioned({{3}, {}}, DLPACK_FLAG_BITMASK_READ_ONLY);
   float* data = FillFloats(p);

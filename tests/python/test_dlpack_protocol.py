@@ -432,6 +432,34 @@ def test_torch_fast_path_refuses_lazy_conj_and_neg_like_torch():
     np.testing.assert_array_equal(y.numpy(), np.array([-2, 4], np.float32))
 
 
+def torch_table_export(t):
+    """(data pointer, flags) of what torch's own C exchange table hands out for `t`."""
+    api = exchange_api(torch.Tensor)
+    out = ctypes.c_void_p()
+    assert FROM_PY(api.managed_tensor_from_py_object_no_sync)(t, ctypes.byref(out)) == 0
+    m = DLManagedTensorVersioned.from_address(out.value)
+    data, flags = m.dl_tensor.data, m.flags
+    delete_managed(out.value)
+    return data, flags
+
+
+def test_torch_table_hands_out_lazy_bits_so_we_check_them():
+    # Why from_dlpack asks torch for the bits: its table exports a lazily conjugated or negated
+    # view as its plain memory, with no flag saying so, whatever the dtype (_neg_view takes
+    # them all), and also when the view is detached (no _base to give it away).
+    c = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64)
+    lazy = [c.conj(), c.conj().detach(), c.conj().imag, c.conj().imag.detach()]
+    lazy += [
+        torch._neg_view(torch.ones(2, dtype=d)) for d in (torch.int32, torch.uint8, torch.bool)
+    ]
+    for t in lazy:
+        assert t.is_conj() or t.is_neg()
+        assert torch_table_export(t) == (t.data_ptr(), 0)
+        with pytest.raises(BufferError, match=r"(conjugate|negative) bit"):
+            tb.from_dlpack(t)
+    assert c.conj().detach()._base is None
+
+
 def test_torch_from_dlpack_consumes_arrays():
     a = np.arange(6, dtype=np.int32).reshape(2, 3)
     x = tb.from_dlpack(a)
@@ -544,12 +572,18 @@ def test_bench_helper():
         "exchange_api_unchecked",
         "exchange_api_export",
         "exchange_api_dltensor",
+        "import_only",
         "dlpack",
         "from_dlpack",
     ]:
         for src in [t, tb.from_dlpack(a)]:
             assert _C._bench_import(src, 200, path) > 0  # thread CPU time
             assert _C._bench_import(src, 200, path, wall=True) > 0
+    assert _C._bench_import(t, 200, "bit_check") > 0
+    with pytest.raises(ValueError, match="bit_check is for torch tensors"):
+        _C._bench_import(tb.from_dlpack(a), 10, "bit_check")
+    with pytest.raises(BufferError, match="negative bit"):
+        _C._bench_import(torch.ones(4, dtype=torch.complex64).conj().imag, 10, "bit_check")
     with pytest.raises(ValueError, match="no DLPack C exchange API"):
         _C._bench_import(a, 10, "exchange_api")
     with pytest.raises(ValueError, match="unknown path"):
