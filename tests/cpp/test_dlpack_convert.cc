@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/cpp/test_util.h"
+
 namespace tb {
 namespace {
 
@@ -117,26 +119,6 @@ Tensor Arange(IntArrayRef shape) {
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(i);
   return t;
 }
-
-std::string ErrorOf(const std::function<void()>& fn, ErrorKind kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << ErrorKindName(e.kind()) << ": " << e.message();
-    return e.message();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected tb::Error(" << ErrorKindName(kind) << "), got " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected tb::Error(" << ErrorKindName(kind) << "), nothing was thrown";
-  return "";
-}
-
-#define EXPECT_TB_ERROR(kind, ...)                               \
-  ([&] {                                                         \
-    SCOPED_TRACE(#__VA_ARGS__);                                  \
-    return ErrorOf([&] { __VA_ARGS__; }, ::tb::ErrorKind::kind); \
-  }())
 
 class DLPackTest : public ::testing::Test {
  protected:
