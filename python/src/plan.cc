@@ -58,6 +58,7 @@ void BindPlan(py::module_& m) {
       }, py::arg("inputs"), "Runs the plan on the inputs (the GIL is released while it runs).")
       .def_property_readonly("num_nodes", &Plan::num_nodes)
       .def_property_readonly("num_slots", &Plan::num_slots)
+      .def_property_readonly("num_values", &Plan::num_values)
       .def("count", [](const Plan& p, const std::string& by) {
         for (ServedBy s : {ServedBy::kKernel, ServedBy::kComposite, ServedBy::kDecomposition,
                            ServedBy::kFallback}) {
