@@ -5,8 +5,10 @@
 //       = activation(addmm(self, mat1, mat2, beta, alpha)); activation "relu" or "gelu"
 //       (approximate "none" or "tanh", as aten::gelu).
 //       float32 with a bias vector, beta = alpha = 1 and row- or column-major operands: one
-//       oneDNN matmul with the bias as its bias argument and the activation as an eltwise
-//       post-op. Otherwise aten::addmm then the activation in place on its fresh result.
+//       oneDNN primitive with the bias as its bias argument and the activation as an eltwise
+//       post-op (an inner product on the weight as stored when mat2 is a row-major weight's
+//       transpose and mat1 has few rows, else a matmul). Otherwise aten::addmm then the
+//       activation in place on its fresh result.
 //   tensorbridge::convolution_relu(<aten::convolution's arguments>)
 //       = relu(convolution(...)): aten::convolution, then relu in place on its fresh result
 //       (one node and one buffer instead of two).
@@ -24,6 +26,8 @@ namespace tb {
 namespace {
 
 enum class Act { kRelu, kGelu, kGeluTanh };
+
+constexpr int64_t kInnerProductRows = 8;
 
 Act ParseAct(const char* op, const std::string& activation, const std::string& approximate) {
   TB_CHECK(approximate == "none" || approximate == "tanh", ValueError)
@@ -120,6 +124,42 @@ bool OneDnnLinearAct(const char* op, const Tensor& bias, Tensor a, Tensor b, Act
   return true;
 }
 
+// The linear-layer case (mat2 = weight.t() of a row-major [N, K] weight): oneDNN's inner
+// product, which takes the weight as it is.
+bool OneDnnInnerProductAct(const char* op, const Tensor& bias, const Tensor& a, const Tensor& b,
+                           Act act, Tensor* out) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  if (m == 0 || k == 0 || n == 0 || b.stride(0) != 1 || (n > 1 && b.stride(1) != k)) return false;
+  Tensor x = a.contiguous(), bc = bias.contiguous();
+  using dt = dnnl::memory::data_type;
+  auto src_md = onednn::PlainDesc({m, k}, dt::f32), w_md = onednn::PlainDesc({n, k}, dt::f32);
+  auto bias_md = onednn::PlainDesc({n}, dt::f32), dst_md = onednn::PlainDesc({m, n}, dt::f32);
+  *out = Tensor::Empty({m, n}, DType::kFloat32);
+  const auto alg = act == Act::kRelu   ? dnnl::algorithm::eltwise_relu
+                   : act == Act::kGelu ? dnnl::algorithm::eltwise_gelu_erf
+                                       : dnnl::algorithm::eltwise_gelu_tanh;
+  std::string key = onednn::Key("ip_bias_act", m, k, n, static_cast<int>(act));
+  onednn::Guard(op, [&] {
+    auto prim = onednn::Cached(key, [&] {
+      dnnl::post_ops po;
+      po.append_eltwise(1.f, alg, 0.f, 0.f);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(po);
+      dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, w_md,
+                                             bias_md, dst_md);
+      return dnnl::primitive(dnnl::inner_product_forward(
+          dnnl::inner_product_forward::primitive_desc(desc, attr, onednn::Engine())));
+    });
+    auto sm = onednn::Wrap(src_md, x.data()), wm = onednn::Wrap(w_md, b.data());
+    auto bm = onednn::Wrap(bias_md, bc.data()), dm = onednn::Wrap(dst_md, out->data());
+    prim.execute(
+        onednn::Stream(),
+        {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dm}});
+    onednn::Stream().wait();
+  });
+  return true;
+}
+
 Tensor AddmmAct(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
                 const Scalar& alpha, const std::string& activation,
                 const std::string& approximate) {
@@ -132,6 +172,12 @@ Tensor AddmmAct(const Tensor& self, const Tensor& mat1, const Tensor& mat2, cons
   if (f32 && bias_vector && mat1.ndim() == 2 && mat1.size(1) == mat2.size(0) &&
       beta.to_double() == 1.0 && alpha.to_double() == 1.0) {
     Tensor out;
+    // Few rows: the inner product (a matrix-vector product at batch 1) is several times faster
+    // than oneDNN 2.6's matmul on the transposed weight.
+    if (mat1.size(0) <= kInnerProductRows &&
+        OneDnnInnerProductAct(op, self, mat1, mat2, act, &out)) {
+      return out;
+    }
     if (OneDnnLinearAct(op, self, mat1, mat2, act, &out)) return out;
   }
   static const OpRef addmm("aten::addmm");
