@@ -1,4 +1,5 @@
 // tensorbridge._C.Plan: building and running captured graphs from Python.
+#include "bridge/alloc_stats.h"
 #include "dispatch/plan.h"
 #include "py_common.h"
 
@@ -35,6 +36,14 @@ std::vector<Plan::Arg> ToArgs(py::iterable args) {
 }  // namespace
 
 void BindPlan(py::module_& m) {
+  m.def("storage_allocations", [] {
+    AllocationStats s = StorageAllocations();
+    py::dict d;
+    d["count"] = s.count;
+    d["bytes"] = s.bytes;
+    return d;
+  }, "Buffers tensorbridge has allocated in this process (count, bytes): a plan run's share is "
+     "the difference around it.");
   py::class_<Plan>(m, "Plan", "A captured graph of table ops, built once, run in C++.")
       .def(py::init<>())
       .def("add_input", &Plan::AddInput, py::arg("name"))

@@ -197,3 +197,26 @@ def test_convnet_training_runs_batch_norm_in_the_table():
     assert "aten::_native_batch_norm_legit_functional(" in dumps
     assert "aten::native_batch_norm_backward(" in dumps
     assert "fallback nodes: none" in tb.explain(compiled)
+
+
+def test_steady_state_run_allocates_one_buffer_per_computing_node():
+    # Plans do not preallocate: every run gives each computing node a fresh result buffer (so
+    # the outputs returned to the caller are never overwritten by a later call); views and
+    # the zero-copy input bindings allocate nothing.
+    torch.manual_seed(0)
+    model = _relu_mlp().eval()
+    compiled = torch.compile(model, backend="tensorbridge")
+    x = torch.randn(1, 20)
+    with torch.no_grad():
+        first = compiled(x)
+        before = tb._C.storage_allocations()
+        outs = [compiled(x) for _ in range(10)]
+        after = tb._C.storage_allocations()
+    dump = _compile._plans[-1].dump()
+    computing = dump.count("tensorbridge::addmm_act(") + dump.count("aten::addmm(")
+    assert computing == 3 and dump.count("aten::permute(") == 3
+    assert after["count"] - before["count"] == 10 * computing
+    # The three results: 32 + 16 + 5 float32 values per run.
+    assert after["bytes"] - before["bytes"] == 10 * 4 * (32 + 16 + 5)
+    assert len({o.data_ptr() for o in outs}) == 10
+    torch.testing.assert_close(outs[-1], first)
