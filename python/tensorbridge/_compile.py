@@ -176,7 +176,14 @@ class _Builder:
         self.env[n] = v[0]
 
 
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
 def _to_array(x):
+    if type(x) in _PLAIN_TENSORS:
+        # Zero-copy; no detach() needed (the plan never records autograd history), which
+        # saves a tensor object per input and call.
+        return _C.from_dlpack(x)
     if isinstance(x, torch.Tensor):
         from tensorbridge._tensor import Tensor
 
