@@ -90,9 +90,9 @@ def main() -> None:
         for fusion in (False, True):
             compiled, plan, inputs = _compiled(model, x, fusion)
             t = measure_interleaved(
-                [("eager", lambda: lambda: model(x)), ("compiled", lambda: lambda: compiled(x)),
+                [("eager", lambda: lambda: model(x)), ("compiled", lambda c=compiled: lambda: c(x)),
                  ("dynamo+AOT, no-op graph", lambda: lambda: noop(x)),
-                 ("plan.run", lambda: lambda: plan.run(inputs))],
+                 ("plan.run", lambda p=plan, i=inputs: lambda: p.run(i))],
                 repeats=ARGS.repeats, target_s=ARGS.target_s)
             k = _kernel_ns(plan, inputs, 200 if ARGS.quick else 1000)
             kernels[fusion] = k
