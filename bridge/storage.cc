@@ -1,12 +1,24 @@
 #include "bridge/storage.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "bridge/alloc_stats.h"
 #include "bridge/error.h"
 
 namespace tb {
+namespace {
+std::atomic<uint64_t> g_alloc_count{0}, g_alloc_bytes{0};
+}  // namespace
+
+AllocationStats StorageAllocations() {
+  AllocationStats s;
+  s.count = g_alloc_count.load(std::memory_order_relaxed);
+  s.bytes = g_alloc_bytes.load(std::memory_order_relaxed);
+  return s;
+}
 
 // Allocate and Wrap make a Storage and its shared_ptr control block in one allocation
 // (make_shared): the only allocation an import makes. make_shared cannot reach the private
@@ -27,6 +39,8 @@ std::shared_ptr<Storage> Storage::Allocate(size_t nbytes, bool zero) {
       TB_THROW(RuntimeError) << "tensorbridge: out of memory allocating " << nbytes << " bytes";
     }
     if (zero) std::memset(s->data_, 0, rounded);
+    g_alloc_count.fetch_add(1, std::memory_order_relaxed);
+    g_alloc_bytes.fetch_add(nbytes, std::memory_order_relaxed);
   }
   return s;
 }

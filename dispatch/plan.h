@@ -64,6 +64,8 @@ class TB_API Plan {
 
   size_t num_nodes() const { return nodes_.size(); }
   size_t num_slots() const { return num_slots_; }
+  // Graph values (inputs and node results); with liveness, num_slots() <= num_values().
+  size_t num_values() const { return value_names_.size(); }
   // How many nodes are served by each path.
   size_t CountServedBy(ServedBy s) const;
   // Nodes, their kernels (composites and fallbacks marked), slots and reuse.

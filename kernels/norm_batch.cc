@@ -216,6 +216,19 @@ std::tuple<Tensor, Tensor, Tensor> BatchNormLegitNoTraining(
                    running_var, false, momentum, eps);
 }
 
+// The functional form AOT autograd captures in training graphs: the running statistics are
+// not written in place; their updated values are returned as results 3 and 4.
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> BatchNormLegitFunctional(
+    const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+    const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
+    double eps) {
+  Tensor new_mean = running_mean.clone(), new_var = running_var.clone();
+  auto [out, save_mean, save_invstd] =
+      BatchNorm("aten::_native_batch_norm_legit_functional", input, weight, bias, new_mean, new_var,
+                training, momentum, eps);
+  return {out, save_mean, save_invstd, new_mean, new_var};
+}
+
 // oneDNN float32 backward with the statistics given as mean and variance (+ eps).
 bool OneDnnBatchNormBackward(const Tensor& x, const Tensor& dy, const std::optional<Tensor>& weight,
                              const Tensor& mean, const Tensor& var, double eps, bool train,
@@ -368,6 +381,8 @@ TB_REGISTER_KERNELS(norm_batch) {
   table.RegisterKernel("aten::_native_batch_norm_legit", cpu, Boxed<&BatchNormLegit>(), TB_HERE);
   table.RegisterKernel("aten::_native_batch_norm_legit.no_stats", cpu,
                        Boxed<&BatchNormLegitNoStats>(), TB_HERE);
+  table.RegisterKernel("aten::_native_batch_norm_legit_functional", cpu,
+                       Boxed<&BatchNormLegitFunctional>(), TB_HERE);
   table.RegisterKernel("aten::_native_batch_norm_legit_no_training", cpu,
                        Boxed<&BatchNormLegitNoTraining>(), TB_HERE);
 }

@@ -1,4 +1,5 @@
 // tensorbridge._C.Plan: building and running captured graphs from Python.
+#include "bridge/alloc_stats.h"
 #include "dispatch/plan.h"
 #include "py_common.h"
 
@@ -35,6 +36,14 @@ std::vector<Plan::Arg> ToArgs(py::iterable args) {
 }  // namespace
 
 void BindPlan(py::module_& m) {
+  m.def("storage_allocations", [] {
+    AllocationStats s = StorageAllocations();
+    py::dict d;
+    d["count"] = s.count;
+    d["bytes"] = s.bytes;
+    return d;
+  }, "Buffers tensorbridge has allocated in this process (count, bytes): a plan run's share is "
+     "the difference around it.");
   py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan", "A captured graph of table ops, built once, run in C++.")
       .def(py::init<>())
       .def("add_input", &Plan::AddInput, py::arg("name"))
@@ -58,6 +67,7 @@ void BindPlan(py::module_& m) {
       }, py::arg("inputs"), "Runs the plan on the inputs (the GIL is released while it runs).")
       .def_property_readonly("num_nodes", &Plan::num_nodes)
       .def_property_readonly("num_slots", &Plan::num_slots)
+      .def_property_readonly("num_values", &Plan::num_values)
       .def("count", [](const Plan& p, const std::string& by) {
         for (ServedBy s : {ServedBy::kKernel, ServedBy::kComposite, ServedBy::kDecomposition,
                            ServedBy::kFallback}) {

@@ -9,7 +9,8 @@ The pieces available now:
 * ``config.legal_ops`` (which composites run whole), ``config.fallback`` (what happens to ops
   without a kernel: PyTorch's own kernel on zero-copy views, counted).
 * ``register_kernel(op)``: a Python kernel over Arrays that overrides the built-in one.
-* ``ops()``, ``explain(op)``, ``metrics()``, ``metrics_report()``, ``reset_metrics()``.
+* ``ops()``, ``explain(op)`` (or ``explain(compiled)``: the plans of a ``torch.compile``'d
+  module or function), ``metrics()``, ``metrics_report()``, ``reset_metrics()``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from tensorbridge._C import (
     Array,
     call,
     dump,
-    explain,
     from_dlpack,
     metrics,
     onednn_info,
@@ -33,7 +33,7 @@ from tensorbridge import _config
 from tensorbridge._config import config
 from tensorbridge._registry import KernelHandle, register_kernel
 from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module
-from tensorbridge._compile import load_exported, plan_metrics, reset_plan_metrics
+from tensorbridge._compile import explain, load_exported, plan_metrics, reset_plan_metrics
 from tensorbridge._jax import call_torch, call_torch_metrics, functionalize, torch_function
 
 __version__ = _C.__version__

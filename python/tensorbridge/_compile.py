@@ -11,22 +11,27 @@ from __future__ import annotations
 
 import collections
 import operator
+import re
+import weakref
 
 import torch
 
 from tensorbridge import _C
 from tensorbridge._config import config
 
-__all__ = ["backend", "compile_graph", "load_exported", "plan_metrics"]
+__all__ = ["backend", "compile_graph", "compiled_metrics", "explain", "load_exported", "plan_metrics"]
 
 _stats = collections.Counter()
 _plans: list = []
 
 
-def plan_metrics() -> dict:
-    """Counters of the compile backend: ``graphs`` captured by dynamo (distinct), ``compilations``
+def plan_metrics(fn=None) -> dict:
+    """With ``fn`` (a ``torch.compile``'d module or function): ``compiled_metrics(fn)``.
+    Without: counters of the compile backend: ``graphs`` captured by dynamo (distinct), ``compilations``
     (backend calls: a graph captured again for new shapes or failed guards counts as a
     ``recompilation``), ``plans_built`` (forward and backward plans) and ``plan_calls``."""
+    if fn is not None:
+        return compiled_metrics(fn)
     return {"graphs": _stats["graphs"], "compilations": _stats["compilations"],
             "recompilations": _stats["compilations"] - _stats["graphs"],
             "plans_built": _stats["plans_built"], "plan_calls": _stats["plan_calls"]}
@@ -35,6 +40,8 @@ def plan_metrics() -> dict:
 def reset_plan_metrics() -> None:
     _stats.clear()
     _graph_ids.clear()
+    _frames_seen.clear()
+    _compilations.clear()
 
 
 def _const(x):
@@ -50,11 +57,47 @@ def _const(x):
     return ("const", x)
 
 
+_aten = torch.ops.aten
+_ACTIVATIONS = {_aten.relu.default: "relu", _aten.gelu.default: "gelu"}
+_VIEWS = {_aten.view.default, _aten._unsafe_view.default, _aten.reshape.default}
+# Producer -> the fused op that replaces it and its activation (the producer's arguments come
+# first, in the same order).
+_FUSABLE = {_aten.addmm.default: "tensorbridge::addmm_act",
+            _aten.convolution.default: "tensorbridge::convolution_relu"}
+
+fusion = True  # the plan pass below; False builds every node as captured
+
+
+def _fusions(gm: torch.fx.GraphModule) -> dict:
+    """The plan pass: each activation (relu, gelu) whose input is an addmm or a convolution
+    read by nothing else -- directly or through one view -- is folded into that producer.
+    Returns {producer: (fused op, extra constant arguments, activation node)}."""
+    found = {}
+    for n in gm.graph.nodes:
+        act = _ACTIVATIONS.get(n.target) if n.op == "call_function" else None
+        if act is None or not isinstance(n.args[0], torch.fx.Node):
+            continue
+        src = n.args[0]
+        if src.target in _VIEWS and len(src.users) == 1 and isinstance(src.args[0], torch.fx.Node):
+            src = src.args[0]
+        if src.target not in _FUSABLE or len(src.users) != 1:
+            continue
+        fused = _FUSABLE[src.target]
+        if fused == "tensorbridge::addmm_act":
+            approximate = n.kwargs.get("approximate", n.args[1] if len(n.args) > 1 else "none")
+            found[src] = (fused, [("const", act), ("const", approximate)], n)
+        elif act == "relu":
+            found[src] = (fused, [], n)
+    return found
+
+
 class _Builder:
     def __init__(self, gm: torch.fx.GraphModule):
         self.gm = gm
         self.plan = _C.Plan()
         self.env: dict = {}
+        self.fused = _fusions(gm) if fusion else {}
+        self.folded = {act: src for src, (_, _, act) in self.fused.items()}
 
     def arg(self, x, list_kind: str = "list"):
         if isinstance(x, torch.fx.Node):
@@ -74,6 +117,11 @@ class _Builder:
             v = self.env[src]
             self.env[n] = v[index] if isinstance(v, list) else (v, index)
             return
+        if n in self.folded:
+            # The activation runs inside its producer's fused node: it reads the producer's
+            # result, or the view of it that the graph takes in between.
+            self.env[n] = self.env[n.args[0]]
+            return
         if not isinstance(target, torch._ops.OpOverload):
             raise NotImplementedError(f"tensorbridge plans run ATen ops; node {n.name} calls {target}")
         schema = target._schema
@@ -90,6 +138,12 @@ class _Builder:
                 raise ValueError(f"{name}: node {n.name} lacks argument {a.name}")
             is_opt_list = str(a.type) == "List[Optional[Tensor]]"
             args.append(self.arg(value, "optlist" if is_opt_list else "list"))
+        if n in self.fused:
+            name, extra, act = self.fused[n]
+            args += extra
+            outs = self.plan.add_node(name, args, 1, f"{n.name}_{act.name}")
+            self.env[n] = outs[0]
+            return
         returns = schema.returns
         list_return = len(returns) == 1 and str(returns[0].type).startswith("List[")
         outs = self.plan.add_node(name, args, 1 if list_return else len(returns), n.name)
@@ -122,7 +176,14 @@ class _Builder:
         self.env[n] = v[0]
 
 
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
 def _to_array(x):
+    if type(x) in _PLAIN_TENSORS:
+        # Zero-copy; no detach() needed (the plan never records autograd history), which
+        # saves a tensor object per input and call.
+        return _C.from_dlpack(x)
     if isinstance(x, torch.Tensor):
         from tensorbridge._tensor import Tensor
 
@@ -138,15 +199,20 @@ def _to_torch(x):
     return x
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs=None):
-    """Builds the plan of an ATen FX graph once and returns the function that runs it."""
+def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None, kind="forward"):
+    """Builds the plan of an ATen FX graph once and returns the function that runs it.
+    ``record`` (a ``_Compilation``) collects the plan for ``explain``."""
     plan = _Builder(gm).build()
     _stats["plans_built"] += 1
     _plans.append(plan)
+    entry = {"kind": kind, "plan": plan, "calls": 0}
+    if record is not None:
+        record.plans.append(entry)
 
     def run(args):
         # Boxed calling convention: the list is cleared so inputs can be freed early.
         _stats["plan_calls"] += 1
+        entry["calls"] += 1
         inputs = [_to_array(a) for a in args]
         args.clear()
         return [_to_torch(o) for o in plan.run(inputs)]
@@ -154,6 +220,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None):
     run.plan = plan
     run._boxed_call = True
     return run
+
+
+_KEEP_WHOLE = (_aten.native_batch_norm_backward.default,)
 
 
 def _decompositions() -> dict:
@@ -167,6 +236,12 @@ def _decompositions() -> dict:
         base = name.split(".")[0]
         if base in legal:
             del table[op]  # legal composites reach the plan whole
+    # Ops the table serves with a kernel of their own stay whole although the core table
+    # decomposes them.
+    for op in _KEEP_WHOLE:
+        name = op.name()
+        if _C.explain(name).startswith(f"{name} on cpu: kernel"):
+            table.pop(op, None)
     # Composites taken out of the legal set are decomposed in the graph itself.
     for op, fn in decomposition_table.items():
         base = op.name().split(".")[0]
@@ -176,6 +251,48 @@ def _decompositions() -> dict:
 
 
 _graph_ids = set()
+_frames_seen = set()
+_compilations: list = []
+
+
+class _Compilation:
+    """One backend call: the frame dynamo compiled, for which inputs, and the plans built."""
+
+    def __init__(self, owner, code, inputs, recompilation):
+        # the compiled module or function when dynamo saw it (held weakly), else None
+        self._owner = weakref.ref(owner) if owner is not None else None
+        self.code = code
+        self.inputs = inputs
+        self.recompilation = recompilation
+        self.plans: list = []
+
+    @property
+    def owner(self):
+        return self._owner() if self._owner is not None else None
+
+
+def _current_frame():
+    """(owner, code) of the frame dynamo is compiling: ``torch.compile(module)`` runs the module
+    through a shared wrapper frame whose local ``fn`` is the module itself."""
+    try:
+        from torch._dynamo import external_utils
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        tx = InstructionTranslator.current_tx()
+        code = tx.f_code
+    except Exception:  # not inside dynamo (a direct backend call)
+        return None, None
+    owner = None
+    if code is external_utils.wrap_inline(len).__code__:
+        owner = tx.f_locals.get("fn")
+    return owner, code
+
+
+def _describe_input(x) -> str:
+    if isinstance(x, torch.Tensor):
+        dt = str(x.dtype).replace("torch.", "")
+        return f"{dt}{list(x.shape)}"
+    return type(x).__name__
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs):
@@ -187,9 +304,118 @@ def backend(gm: torch.fx.GraphModule, example_inputs):
     if key not in _graph_ids:
         _graph_ids.add(key)
         _stats["graphs"] += 1
-    return aot_autograd(
-        fw_compiler=compile_graph, bw_compiler=compile_graph, decompositions=_decompositions()
-    )(gm, example_inputs)
+    owner, code = _current_frame()
+    frame_key = (id(owner) if owner is not None else None, code, key)
+    record = _Compilation(owner, code, [_describe_input(x) for x in example_inputs],
+                          frame_key in _frames_seen)
+    _frames_seen.add(frame_key)
+    _compilations.append(record)
+
+    def fw(g, inputs):
+        return compile_graph(g, inputs, record=record, kind="forward")
+
+    def bw(g, inputs):
+        return compile_graph(g, inputs, record=record, kind="backward")
+
+    return aot_autograd(fw_compiler=fw, bw_compiler=bw, decompositions=_decompositions())(
+        gm, example_inputs)
+
+
+def _codes_of(fn):
+    """The original callable behind ``torch.compile(fn)`` and the code objects its frames run."""
+    orig = getattr(fn, "_orig_mod", None) or getattr(fn, "_torchdynamo_orig_callable", None) or fn
+    codes = set()
+    if isinstance(orig, torch.nn.Module):
+        for m in orig.modules():
+            forward = getattr(type(m).forward, "__code__", None)
+            if forward is not None:
+                codes.add(forward)
+    else:
+        f = getattr(orig, "__func__", orig)
+        if getattr(f, "__code__", None) is not None:
+            codes.add(f.__code__)
+    return orig, codes
+
+
+def _belongs(record: _Compilation, orig, codes) -> bool:
+    if record._owner is not None:
+        owner = record.owner
+        # Dynamo reuses one compiled frame for modules of the same class (parameters are
+        # inputs), so a plan built for one instance serves the others too.
+        return owner is orig or (isinstance(owner, torch.nn.Module) and isinstance(orig, torch.nn.Module)
+                                 and type(owner) is type(orig))
+    c = record.code
+    if c is None:
+        return False
+    # Graph breaks continue in resume functions dynamo names after the function they resume.
+    return c in codes or any(
+        c.co_filename == k.co_filename and c.co_name.startswith(f"torch_dynamo_resume_in_{k.co_name}_at_")
+        for k in codes)
+
+
+def _records_of(fn) -> list:
+    orig, codes = _codes_of(fn)
+    return [r for r in _compilations if _belongs(r, orig, codes)]
+
+
+def compiled_metrics(fn) -> dict:
+    """The compile backend's counters for one ``torch.compile``'d module or function:
+    ``compilations`` (frames dynamo handed the backend), ``recompilations`` (a frame compiled
+    again: new shapes or failed guards), ``plans_built`` and ``plan_calls``."""
+    records = _records_of(fn)
+    return {"compilations": len(records),
+            "recompilations": sum(r.recompilation for r in records),
+            "plans_built": sum(len(r.plans) for r in records),
+            "plan_calls": sum(p["calls"] for r in records for p in r.plans)}
+
+
+_FALLBACK_LINE = re.compile(r" = ([\w:.]+)\(.*\)  \[fallback")
+
+
+def explain_compiled(fn) -> str:
+    """Every plan built for a ``torch.compile(..., backend="tensorbridge")`` module or function:
+    its nodes with their kernels (composites, decompositions and fallbacks marked), fused
+    nodes, slots and their reuse, and the counters of ``compiled_metrics``."""
+    orig, _ = _codes_of(fn)
+    what = type(orig).__name__ if isinstance(orig, torch.nn.Module) else getattr(
+        orig, "__qualname__", repr(orig))
+    records = _records_of(fn)
+    if not records:
+        return (f"{what}: no tensorbridge plans built yet (call the torch.compile'd {what} "
+                f"with backend='tensorbridge' first)")
+    m = compiled_metrics(fn)
+    lines = [f"{what}: {m['compilations']} compilations ({m['recompilations']} recompilations), "
+             f"{m['plans_built']} plans built, {m['plan_calls']} plan calls"]
+    for i, r in enumerate(records, 1):
+        frame = r.code.co_name if r.code is not None else "?"
+        if r.owner is not None:
+            frame = f"{type(r.owner).__name__}.forward" if isinstance(r.owner, torch.nn.Module) \
+                else getattr(r.owner, "__qualname__", frame)
+        again = " (recompilation)" if r.recompilation else ""
+        lines.append(f"compilation {i}{again}: frame {frame}, inputs {', '.join(r.inputs)}")
+        for e in r.plans:
+            p = e["plan"]
+            dump = p.dump()
+            counts = {k: p.count(k) for k in ("kernel", "composite", "decomposition", "fallback")}
+            fused = dump.count("= tensorbridge::")
+            fallbacks = _FALLBACK_LINE.findall(dump)
+            lines.append(
+                f"  {e['kind']} plan, {e['calls']} calls: {p.num_nodes} nodes ("
+                + ", ".join(f"{v} {k}" for k, v in counts.items())
+                + f"; {fused} fused); {p.num_values} values in {p.num_slots} slots "
+                f"({p.num_values - p.num_slots} reuse a freed slot)")
+            lines.append("  fallback nodes: " + (", ".join(fallbacks) if fallbacks else "none"))
+            lines.extend("    " + line for line in dump.rstrip().splitlines())
+    return "\n".join(lines)
+
+
+def explain(what) -> str:
+    """``explain("aten::op")``: which path the next CPU call of the op takes and why.
+    ``explain(compiled)`` for a ``torch.compile(..., backend="tensorbridge")`` module or
+    function: every plan built for it (see ``explain_compiled``)."""
+    if isinstance(what, str):
+        return _C.explain(what)
+    return explain_compiled(what)
 
 
 def load_exported(ep: torch.export.ExportedProgram):

@@ -1,0 +1,220 @@
+// Fused nodes the compile backend's plan pass puts in place of a producer and the activation
+// that is its only reader (tensorbridge-private ops, not ATen):
+//
+//   tensorbridge::addmm_act(self, mat1, mat2, beta, alpha, activation, approximate)
+//       = activation(addmm(self, mat1, mat2, beta, alpha)); activation "relu" or "gelu"
+//       (approximate "none" or "tanh", as aten::gelu).
+//       float32 with a bias vector, beta = alpha = 1 and row- or column-major operands: one
+//       oneDNN primitive with the bias as its bias argument and the activation as an eltwise
+//       post-op (an inner product on the weight as stored when mat2 is a row-major weight's
+//       transpose and mat1 has few rows, else a matmul). Otherwise aten::addmm then the
+//       activation in place on its fresh result.
+//   tensorbridge::convolution_relu(<aten::convolution's arguments>)
+//       = relu(convolution(...)): aten::convolution, then relu in place on its fresh result
+//       (one node and one buffer instead of two).
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dispatch/op_call.h"
+#include "dispatch/op_table.h"
+#include "kernels/onednn_internal.h"
+
+namespace tb {
+namespace {
+
+enum class Act { kRelu, kGelu, kGeluTanh };
+
+constexpr int64_t kInnerProductRows = 8;
+
+Act ParseAct(const char* op, const std::string& activation, const std::string& approximate) {
+  TB_CHECK(approximate == "none" || approximate == "tanh", ValueError)
+      << op << ": approximate must be 'none' or 'tanh', got '" << approximate << "'";
+  if (activation == "relu") return Act::kRelu;
+  if (activation == "gelu") return approximate == "tanh" ? Act::kGeluTanh : Act::kGelu;
+  TB_THROW(ValueError) << op << ": activation must be 'relu' or 'gelu', got '" << activation << "'";
+}
+
+template <typename T>
+void ReluInPlace(T* p, int64_t n) {
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) p[i] = p[i] < T(0) ? T(0) : p[i];
+}
+
+// Applies `act` in place to `t`, a fresh contiguous result no one else holds.
+void ActivateInPlace(const char* op, const Tensor& t, Act act) {
+  if (act == Act::kRelu && t.is_contiguous()) {
+    if (t.dtype() == DType::kFloat32) {
+      ReluInPlace(static_cast<float*>(t.mutable_data()), t.numel());
+      return;
+    }
+    if (t.dtype() == DType::kFloat64) {
+      ReluInPlace(static_cast<double*>(t.mutable_data()), t.numel());
+      return;
+    }
+  }
+  static const OpRef relu("aten::relu"), gelu("aten::gelu"), copy("aten::copy_");
+  Tensor y =
+      act == Act::kRelu
+          ? relu(t).tensor()
+          : gelu.WithKeywords(
+                    {Value(t)},
+                    {{"approximate", Value(std::string(act == Act::kGelu ? "none" : "tanh"))}})
+                .tensor();
+  copy(t, y);
+}
+
+// The strides oneDNN takes for a 2-D operand (row- or column-major, any leading dimension);
+// false when it needs a copy.
+bool MatrixStrides(const Tensor& t, dnnl::memory::dims* strides) {
+  const int64_t r = t.size(0), c = t.size(1), s0 = t.stride(0), s1 = t.stride(1);
+  if (s0 < 0 || s1 < 0) return false;
+  if ((c == 1 || s1 == 1) && (r == 1 || s0 >= c)) {
+    *strides = {r == 1 ? c : s0, 1};
+    return true;
+  }
+  if ((r == 1 || s0 == 1) && (c == 1 || s1 >= r)) {
+    *strides = {1, c == 1 ? r : s1};
+    return true;
+  }
+  return false;
+}
+
+// out = act(a @ b + bias) on one oneDNN matmul; false when the case is not covered.
+bool OneDnnLinearAct(const char* op, const Tensor& bias, Tensor a, Tensor b, Act act, Tensor* out) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  if (m == 0 || k == 0 || n == 0) return false;
+  dnnl::memory::dims as, bs;
+  if (!MatrixStrides(a, &as)) {
+    a = a.contiguous();
+    MatrixStrides(a, &as);
+  }
+  if (!MatrixStrides(b, &bs)) {
+    b = b.contiguous();
+    MatrixStrides(b, &bs);
+  }
+  Tensor bc = bias.contiguous();
+  using dt = dnnl::memory::data_type;
+  dnnl::memory::desc a_md({m, k}, dt::f32, as), b_md({k, n}, dt::f32, bs);
+  auto bias_md = onednn::PlainDesc({1, n}, dt::f32), c_md = onednn::PlainDesc({m, n}, dt::f32);
+  *out = Tensor::Empty({m, n}, DType::kFloat32);
+  const auto alg = act == Act::kRelu   ? dnnl::algorithm::eltwise_relu
+                   : act == Act::kGelu ? dnnl::algorithm::eltwise_gelu_erf
+                                       : dnnl::algorithm::eltwise_gelu_tanh;
+  std::string key = onednn::Key("matmul_bias_act", m, k, n, as, bs, static_cast<int>(act));
+  onednn::Guard(op, [&] {
+    auto prim = onednn::Cached(key, [&] {
+      dnnl::post_ops po;
+      po.append_eltwise(1.f, alg, 0.f, 0.f);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(po);
+      dnnl::matmul::desc desc(a_md, b_md, bias_md, c_md);
+      return dnnl::primitive(
+          dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, onednn::Engine())));
+    });
+    auto am = onednn::Wrap(a_md, a.data()), bm = onednn::Wrap(b_md, b.data());
+    auto biasm = onednn::Wrap(bias_md, bc.data()), cm = onednn::Wrap(c_md, out->data());
+    prim.execute(
+        onednn::Stream(),
+        {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
+    onednn::Stream().wait();
+  });
+  return true;
+}
+
+// The linear-layer case (mat2 = weight.t() of a row-major [N, K] weight): oneDNN's inner
+// product, which takes the weight as it is.
+bool OneDnnInnerProductAct(const char* op, const Tensor& bias, const Tensor& a, const Tensor& b,
+                           Act act, Tensor* out) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  if (m == 0 || k == 0 || n == 0 || b.stride(0) != 1 || (n > 1 && b.stride(1) != k)) return false;
+  Tensor x = a.contiguous(), bc = bias.contiguous();
+  using dt = dnnl::memory::data_type;
+  auto src_md = onednn::PlainDesc({m, k}, dt::f32), w_md = onednn::PlainDesc({n, k}, dt::f32);
+  auto bias_md = onednn::PlainDesc({n}, dt::f32), dst_md = onednn::PlainDesc({m, n}, dt::f32);
+  *out = Tensor::Empty({m, n}, DType::kFloat32);
+  const auto alg = act == Act::kRelu   ? dnnl::algorithm::eltwise_relu
+                   : act == Act::kGelu ? dnnl::algorithm::eltwise_gelu_erf
+                                       : dnnl::algorithm::eltwise_gelu_tanh;
+  std::string key = onednn::Key("ip_bias_act", m, k, n, static_cast<int>(act));
+  onednn::Guard(op, [&] {
+    auto prim = onednn::Cached(key, [&] {
+      dnnl::post_ops po;
+      po.append_eltwise(1.f, alg, 0.f, 0.f);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(po);
+      dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, w_md,
+                                             bias_md, dst_md);
+      return dnnl::primitive(dnnl::inner_product_forward(
+          dnnl::inner_product_forward::primitive_desc(desc, attr, onednn::Engine())));
+    });
+    auto sm = onednn::Wrap(src_md, x.data()), wm = onednn::Wrap(w_md, b.data());
+    auto bm = onednn::Wrap(bias_md, bc.data()), dm = onednn::Wrap(dst_md, out->data());
+    prim.execute(
+        onednn::Stream(),
+        {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dm}});
+    onednn::Stream().wait();
+  });
+  return true;
+}
+
+Tensor AddmmAct(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+                const Scalar& alpha, const std::string& activation,
+                const std::string& approximate) {
+  const char* op = "tensorbridge::addmm_act";
+  const Act act = ParseAct(op, activation, approximate);
+  const bool f32 = self.dtype() == DType::kFloat32 && mat1.dtype() == DType::kFloat32 &&
+                   mat2.dtype() == DType::kFloat32;
+  const bool bias_vector = (self.ndim() == 1 || (self.ndim() == 2 && self.size(0) == 1)) &&
+                           mat2.ndim() == 2 && self.size(self.ndim() - 1) == mat2.size(1);
+  if (f32 && bias_vector && mat1.ndim() == 2 && mat1.size(1) == mat2.size(0) &&
+      beta.to_double() == 1.0 && alpha.to_double() == 1.0) {
+    Tensor out;
+    // Few rows: the inner product (a matrix-vector product at batch 1) is several times faster
+    // than oneDNN 2.6's matmul on the transposed weight.
+    if (mat1.size(0) <= kInnerProductRows &&
+        OneDnnInnerProductAct(op, self, mat1, mat2, act, &out)) {
+      return out;
+    }
+    if (OneDnnLinearAct(op, self, mat1, mat2, act, &out)) return out;
+  }
+  static const OpRef addmm("aten::addmm");
+  Tensor out = addmm
+                   .WithKeywords({Value(self), Value(mat1), Value(mat2)},
+                                 {{"beta", Value(beta)}, {"alpha", Value(alpha)}})
+                   .tensor();
+  ActivateInPlace(op, out, act);
+  return out;
+}
+
+Tensor ConvolutionRelu(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                       const std::vector<int64_t>& dilation, bool transposed,
+                       const std::vector<int64_t>& output_padding, int64_t groups) {
+  static const OpRef conv("aten::convolution");
+  Value b = bias ? Value(*bias) : Value();
+  Tensor out = conv(input, weight, b, stride, padding, dilation, transposed, output_padding, groups)
+                   .tensor();
+  ActivateInPlace("tensorbridge::convolution_relu", out, Act::kRelu);
+  return out;
+}
+
+}  // namespace
+
+TB_REGISTER_KERNELS(fused) {
+  OpTable& t = OpTable::Global();
+  t.Define(
+      "tensorbridge::addmm_act(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
+      "Scalar alpha=1, str activation, str approximate=\"none\") -> Tensor");
+  t.Define(
+      "tensorbridge::convolution_relu(Tensor input, Tensor weight, Tensor? bias, SymInt[] "
+      "stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, "
+      "SymInt groups) -> Tensor");
+  table.RegisterKernel("tensorbridge::addmm_act", DeviceType::kCPU, Boxed<&AddmmAct>(), TB_HERE);
+  table.RegisterKernel("tensorbridge::convolution_relu", DeviceType::kCPU,
+                       Boxed<&ConvolutionRelu>(), TB_HERE);
+}
+
+}  // namespace tb

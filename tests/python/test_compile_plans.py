@@ -1,0 +1,222 @@
+"""What the compile backend's plans hold: explain(compiled), per-function metrics, the fusion
+pass, and training-mode batch norm in the table."""
+
+import copy
+
+import pytest
+import torch
+
+import tensorbridge as tb
+from tensorbridge import _compile
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    tb.reset_plan_metrics()
+    yield
+    torch._dynamo.reset()
+    _compile.fusion = True
+
+
+def _relu_mlp():
+    return torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16),
+                               torch.nn.GELU(approximate="tanh"), torch.nn.Linear(16, 5))
+
+
+def _conv_relu():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                               torch.nn.Linear(8 * 4 * 4, 6))
+
+
+def _convnet():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 6))
+
+
+def test_explain_shows_each_plan_and_counts_recompilations():
+    torch.manual_seed(0)
+    model = _relu_mlp().eval()
+    compiled = torch.compile(model, backend="tensorbridge", dynamic=False)
+    with torch.no_grad():
+        for _ in range(3):
+            compiled(torch.randn(4, 20))
+        compiled(torch.randn(7, 20))  # a new shape: a new plan, a recompilation
+    assert tb.plan_metrics(compiled) == {
+        "compilations": 2, "recompilations": 1, "plans_built": 2, "plan_calls": 4}
+    text = tb.explain(compiled)
+    assert text.startswith("Sequential: 2 compilations (1 recompilations), 2 plans built, "
+                           "4 plan calls")
+    first, second = (line for line in text.splitlines() if line.startswith("compilation"))
+    assert first.startswith("compilation 1: frame Sequential.forward, inputs float32[32, 20], ")
+    assert "float32[4, 20]" in first and "float32[7, 20]" not in first
+    assert second.startswith("compilation 2 (recompilation): frame Sequential.forward")
+    assert "float32[7, 20]" in second
+    assert "forward plan, 3 calls:" in text and "forward plan, 1 calls:" in text
+    assert text.count("fallback nodes: none") == 2
+    assert "tensorbridge::addmm_act(" in text and "[kernel: kernels/fused.cc" in text
+    assert "slots" in text and "frees s" in text
+    # The op-name form is unchanged.
+    assert tb.explain("aten::relu").startswith("aten::relu on cpu: kernel")
+
+
+def test_explain_marks_composites_and_fallbacks():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Softmax(-1)).eval()
+    compiled = torch.compile(model, backend="tensorbridge")
+    with torch.no_grad():
+        compiled(torch.randn(2, 4))
+    text = tb.explain(compiled)
+    assert "aten::_softmax(" in text
+    plan = _compile._plans[-1]
+    assert f"{plan.count('composite')} composite" in text
+    assert f"{plan.count('fallback')} fallback" in text
+
+
+def test_explain_follows_graph_breaks_and_keeps_functions_apart():
+    def f(x):
+        y = torch.relu(x) * 2
+        print("graph break", end="\r")
+        return y.sin()
+
+    def g(x):
+        return x.cos()
+
+    cf = torch.compile(f, backend="tensorbridge")
+    cg = torch.compile(g, backend="tensorbridge")
+    assert "no tensorbridge plans built yet" in tb.explain(cf)
+    cf(torch.randn(3))
+    cg(torch.randn(3))
+    mf, mg = tb.plan_metrics(cf), tb.plan_metrics(cg)
+    assert mf["compilations"] == 2 and mf["plans_built"] == 2  # f and its resume function
+    assert mg == {"compilations": 1, "recompilations": 0, "plans_built": 1, "plan_calls": 1}
+    text = tb.explain(cf)
+    assert "aten::relu(" in text and "aten::sin(" in text and "aten::cos(" not in text
+    assert "torch_dynamo_resume_in_f" in text
+
+
+def test_two_compiled_modules_are_explained_apart():
+    a, b = torch.nn.Linear(3, 3).eval(), torch.nn.Sequential(torch.nn.Linear(3, 3)).eval()
+    ca, cb = torch.compile(a, backend="tensorbridge"), torch.compile(b, backend="tensorbridge")
+    with torch.no_grad():
+        ca(torch.randn(2, 3))
+        cb(torch.randn(2, 3))
+        cb(torch.randn(2, 3))
+    assert tb.plan_metrics(ca)["plan_calls"] == 1
+    assert tb.plan_metrics(cb)["plan_calls"] == 2
+    assert tb.plan_metrics()["plan_calls"] == 3
+    # A second Linear runs on the frame dynamo compiled for the first: the same plan.
+    c2 = torch.compile(torch.nn.Linear(3, 3).eval(), backend="tensorbridge")
+    with torch.no_grad():
+        c2(torch.randn(2, 3))
+    assert tb.plan_metrics(c2) == tb.plan_metrics(ca)
+    assert tb.plan_metrics(ca)["plan_calls"] + tb.plan_metrics(cb)["plan_calls"] == 4
+
+
+# float32: 1 and 5 rows run oneDNN's inner product, 20 its matmul; float64: addmm + activation.
+@pytest.mark.parametrize(("dtype", "rows"), [(torch.float32, 1), (torch.float32, 5),
+                                             (torch.float32, 20), (torch.float64, 5)])
+def test_addmm_activation_fusion_matches_eager(dtype, rows):
+    torch.manual_seed(0)
+    model = _relu_mlp().eval().to(dtype)
+    x = torch.randn(rows, 20, dtype=dtype)
+    with torch.no_grad():
+        out = torch.compile(model, backend="tensorbridge")(x)
+        torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
+    dump = _compile._plans[-1].dump()
+    # relu and the tanh gelu are folded into their addmm; the last addmm stays.
+    assert dump.count("tensorbridge::addmm_act(") == 2
+    assert "'relu', 'none')" in dump and "'gelu', 'tanh')" in dump
+    assert "aten::relu(" not in dump and "aten::gelu(" not in dump
+    assert dump.count("aten::addmm(") == 1
+
+
+def test_fusion_through_a_view_and_off_switch():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    model.eval()
+    x = torch.randn(2, 3, 8)  # linear on 3-D input: view -> addmm -> view -> gelu
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(model, backend="tensorbridge")(x), model(x),
+                                   rtol=1e-5, atol=1e-5)
+        dump = _compile._plans[-1].dump()
+        assert "tensorbridge::addmm_act(" in dump and "aten::gelu(" not in dump
+        torch._dynamo.reset()
+        _compile.fusion = False
+        torch.compile(model, backend="tensorbridge")(x)
+    dump = _compile._plans[-1].dump()
+    assert "tensorbridge::" not in dump and "aten::gelu(" in dump
+
+
+def test_convolution_relu_fusion_matches_eager():
+    torch.manual_seed(0)
+    model = _conv_relu().eval()
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        out = torch.compile(model, backend="tensorbridge")(x)
+    torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
+    dump = _compile._plans[-1].dump()
+    assert "tensorbridge::convolution_relu(" in dump and "aten::relu(" not in dump
+
+
+def test_fused_training_matches_torch():
+    torch.manual_seed(0)
+    ref = _relu_mlp()
+    ours = copy.deepcopy(ref)
+    compiled = torch.compile(ours, backend="tensorbridge")
+    x, y = torch.randn(6, 20), torch.randint(0, 5, (6,))
+    torch.nn.functional.cross_entropy(ref(x), y).backward()
+    torch.nn.functional.cross_entropy(compiled(x), y).backward()
+    for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-6, msg=n)
+    fw = next(e["plan"] for r in _compile._compilations for e in r.plans if e["kind"] == "forward")
+    assert "tensorbridge::addmm_act(" in fw.dump()
+
+
+def test_convnet_training_runs_batch_norm_in_the_table():
+    torch.manual_seed(0)
+    ref = _convnet()
+    ours = copy.deepcopy(ref)
+    compiled = torch.compile(ours, backend="tensorbridge")
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.05)
+    opt_ours = torch.optim.SGD(ours.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(3)
+    for _ in range(5):
+        x, y = torch.randn(4, 3, 8, 8, generator=g), torch.randint(0, 6, (4,), generator=g)
+        for m, opt in ((ref, opt_ref), (compiled, opt_ours)):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            opt.step()
+    for (n, p), (_, q) in zip(ours.state_dict().items(), ref.state_dict().items(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5, msg=n)  # running stats too
+    plans = [e for r in _compile._compilations for e in r.plans]
+    assert {e["kind"] for e in plans} == {"forward", "backward"}
+    assert [e["plan"].count("fallback") for e in plans] == [0] * len(plans)
+    dumps = "\n".join(e["plan"].dump() for e in plans)
+    assert "aten::_native_batch_norm_legit_functional(" in dumps
+    assert "aten::native_batch_norm_backward(" in dumps
+    assert "fallback nodes: none" in tb.explain(compiled)
+
+
+def test_steady_state_run_allocates_one_buffer_per_computing_node():
+    # Plans do not preallocate: every run gives each computing node a fresh result buffer (so
+    # the outputs returned to the caller are never overwritten by a later call); views and
+    # the zero-copy input bindings allocate nothing.
+    torch.manual_seed(0)
+    model = _relu_mlp().eval()
+    compiled = torch.compile(model, backend="tensorbridge")
+    x = torch.randn(1, 20)
+    with torch.no_grad():
+        first = compiled(x)
+        before = tb._C.storage_allocations()
+        outs = [compiled(x) for _ in range(10)]
+        after = tb._C.storage_allocations()
+    dump = _compile._plans[-1].dump()
+    computing = dump.count("tensorbridge::addmm_act(") + dump.count("aten::addmm(")
+    assert computing == 3 and dump.count("aten::permute(") == 3
+    assert after["count"] - before["count"] == 10 * computing
+    # The three results: 32 + 16 + 5 float32 values per run.
+    assert after["bytes"] - before["bytes"] == 10 * 4 * (32 + 16 + 5)
+    assert len({o.data_ptr() for o in outs}) == 10
+    torch.testing.assert_close(outs[-1], first)
