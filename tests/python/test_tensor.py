@@ -68,6 +68,27 @@ def test_zero_dim_and_empty():
     assert float(e.sum()) == 0.0
 
 
+def test_torch_dispatch_entry_called_directly():
+    # __torch_dispatch__ is a C++ fast-call function; torch passes its arguments positionally,
+    # Python callers may name them.
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = tb.wrap(x)
+    add = torch.ops.aten.add.Tensor
+    r = tb.Tensor.__torch_dispatch__(add, (tb.Tensor,), (a, a), {"alpha": 2})
+    assert isinstance(r, tb.Tensor) and r.stride() == (3, 1) and r.dtype == torch.float32
+    np.testing.assert_array_equal(tb.to_numpy(r), 3 * x)
+    r = tb.Tensor.__torch_dispatch__(func=add, types=(), args=(a, a))
+    np.testing.assert_array_equal(tb.to_numpy(r), 2 * x)
+    with pytest.raises(TypeError, match="unexpected or repeated argument 'bogus'"):
+        tb.Tensor.__torch_dispatch__(add, (), (a, a), bogus=1)
+    with pytest.raises(TypeError, match="args must be a tuple"):
+        tb.Tensor.__torch_dispatch__(add, (), [a, a])
+    with pytest.raises(ValueError, match=r"aten::add.Tensor: shapes \[2, 3\] \[4\]"):
+        torch.add(a, tb.wrap(np.ones(4, np.float32)))
+    out = tb.Tensor.__torch_dispatch__(torch.ops.aten.add_.Tensor, (), (a, 1))
+    assert out is a and x[0, 0] == 1.0  # in place on the numpy array's memory
+
+
 @requires_jax
 def test_read_only_jax_memory_refuses_in_place_ops():
     import jax.numpy as jnp
