@@ -19,20 +19,20 @@ namespace {
 
 struct FuncInfo {
   OpId op = 0;
-  int mutated_index = -1;        // argument an in-place / out= op writes and returns
+  int mutated_index = -1;  // argument an in-place / out= op writes and returns
   std::string mutated_name;
   bool mutated_kwarg_only = false;
 };
 
 struct EagerState {
-  py::object tensor_cls;     // tensorbridge.Tensor
-  py::object make_wrapper;   // torch.Tensor._make_wrapper_subclass
-  py::object torch_tensor;   // torch.Tensor
-  py::object traced;         // the Python path for traced stand-ins: f(func, args, kwargs)
+  py::object tensor_cls;    // tensorbridge.Tensor
+  py::object make_wrapper;  // torch.Tensor._make_wrapper_subclass
+  py::object torch_tensor;  // torch.Tensor
+  py::object traced;        // the Python path for traced stand-ins: f(func, args, kwargs)
   std::array<py::object, kNumDTypes> torch_dtypes;  // DType -> torch.dtype (unset: none)
   py::str array_attr{"_array"};
   py::str cpu{"cpu"};
-  py::tuple wrapper_kwnames;  // ("strides", "dtype", "device") for a vectorcall
+  py::tuple wrapper_kwnames;                      // ("strides", "dtype", "device") for a vectorcall
   std::unordered_map<PyObject*, FuncInfo> funcs;  // holds a reference to each func key
 };
 
@@ -74,7 +74,8 @@ bool Unwrap(py::handle obj, Value* out) {
   EagerState& st = State();
   PyTypeObject* type = Py_TYPE(obj.ptr());
   if (PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(st.tensor_cls.ptr()))) {
-    py::object arr = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), st.array_attr.ptr()));
+    py::object arr =
+        py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), st.array_attr.ptr()));
     if (!arr) throw py::error_already_set();
     if (arr.is_none()) return false;
     *out = Value(arr.cast<PyArray&>().tensor);
@@ -104,7 +105,8 @@ bool Unwrap(py::handle obj, Value* out) {
     auto seq = py::reinterpret_borrow<py::sequence>(obj);
     bool has_tensor = false;
     for (auto item : seq) {
-      has_tensor |= PyObject_TypeCheck(item.ptr(), reinterpret_cast<PyTypeObject*>(st.torch_tensor.ptr()));
+      has_tensor |=
+          PyObject_TypeCheck(item.ptr(), reinterpret_cast<PyTypeObject*>(st.torch_tensor.ptr()));
     }
     if (has_tensor) {
       bool any_none = false;
@@ -147,7 +149,8 @@ py::object Wrap(const Value& v) {
   if (v.is_tensor()) {
     const Tensor& t = v.to_tensor();
     if (!t.defined()) return py::none();
-    TB_CHECK(t.device().is_cpu(), NotImplementedError) << "a result on " << DeviceString(t.device());
+    TB_CHECK(t.device().is_cpu(), NotImplementedError)
+        << "a result on " << DeviceString(t.device());
     const py::object& dtype = st.torch_dtypes[static_cast<int>(t.dtype())];
     TB_CHECK(dtype, TypeError) << "dtype " << DTypeName(t.dtype()) << " has no torch equivalent";
     const auto nd = static_cast<Py_ssize_t>(t.ndim());
@@ -156,7 +159,8 @@ py::object Wrap(const Value& v) {
       PyTuple_SET_ITEM(shape.ptr(), i, NewInt(t.shape()[i]).release().ptr());
       PyTuple_SET_ITEM(strides.ptr(), i, NewInt(t.strides()[i]).release().ptr());
     }
-    PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), strides.ptr(), dtype.ptr(), st.cpu.ptr()};
+    PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), strides.ptr(), dtype.ptr(),
+                             st.cpu.ptr()};
     auto obj = py::reinterpret_steal<py::object>(
         PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.wrapper_kwnames.ptr()));
     if (!obj) throw py::error_already_set();
@@ -248,8 +252,9 @@ PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t na
         << "__torch_dispatch__: kwargs must be a dict or None";
     py::object out = EagerDispatch(bound[1], args, kwargs);
     if (out.ptr() == Py_NotImplemented) {
-      out = State().traced(py::handle(bound[1]), args,
-                           kwargs.is_none() ? py::dict() : py::reinterpret_borrow<py::dict>(kwargs));
+      out =
+          State().traced(py::handle(bound[1]), args,
+                         kwargs.is_none() ? py::dict() : py::reinterpret_borrow<py::dict>(kwargs));
     }
     return out.release().ptr();
   } catch (...) {
@@ -267,21 +272,21 @@ PyMethodDef kTorchDispatchDef = {
 }  // namespace
 
 void BindEager(py::module_& m) {
-  m.def("_eager_init", [](py::object tensor_cls, py::object torch_tensor, py::dict dtypes,
-                          py::object traced) {
-    EagerState& st = State();
-    st.tensor_cls = tensor_cls;
-    st.torch_tensor = torch_tensor;
-    st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
-    st.traced = traced;
-    for (auto [name, dtype] : dtypes) {
-      DType d;
-      if (DTypeFromName(name.cast<std::string>(), &d)) {
-        st.torch_dtypes[static_cast<int>(d)] = py::reinterpret_borrow<py::object>(dtype);
-      }
-    }
-    st.wrapper_kwnames = py::make_tuple("strides", "dtype", "device");
-  });
+  m.def("_eager_init",
+        [](py::object tensor_cls, py::object torch_tensor, py::dict dtypes, py::object traced) {
+          EagerState& st = State();
+          st.tensor_cls = tensor_cls;
+          st.torch_tensor = torch_tensor;
+          st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
+          st.traced = traced;
+          for (auto [name, dtype] : dtypes) {
+            DType d;
+            if (DTypeFromName(name.cast<std::string>(), &d)) {
+              st.torch_dtypes[static_cast<int>(d)] = py::reinterpret_borrow<py::object>(dtype);
+            }
+          }
+          st.wrapper_kwnames = py::make_tuple("strides", "dtype", "device");
+        });
   m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
     return EagerDispatch(func, args, kwargs);
   });
