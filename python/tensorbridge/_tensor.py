@@ -184,14 +184,6 @@ def _traced_dispatch(func, args, kwargs):
         lambda x: Tensor._from_inner(x) if isinstance(x, torch.Tensor) else x, out)
 
 
-def _dispatch(func, args, kwargs):
-    out = _C._eager_dispatch(func, args, kwargs)
-    if out is not NotImplemented:
-        return out
-    _op_name(func)
-    return _traced_dispatch(func, args, kwargs)
-
-
 def _dispatch_python(func, args, kwargs):
     """The same as _C._eager_dispatch, in Python (kept as the readable reference)."""
     name = _op_name(func)
