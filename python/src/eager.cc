@@ -3,6 +3,7 @@
 // Arrays), bind them against the op's schema, run the kernel with the GIL released, and
 // wrap the results as new tensorbridge.Tensors (in-place and out= ops return the very
 // argument they wrote to).
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <unordered_map>
@@ -31,7 +32,8 @@ struct EagerState {
   py::object traced;        // the Python path for traced stand-ins: f(func, args, kwargs)
   std::array<py::object, kNumDTypes> torch_dtypes;  // DType -> torch.dtype (unset: none)
   py::str array_attr{"_array"};
-  py::str cpu{"cpu"};
+  py::object cpu;                                 // torch.device("cpu")
+  py::tuple contiguous_kwnames;                   // ("dtype", "device")
   py::tuple wrapper_kwnames;                      // ("strides", "dtype", "device") for a vectorcall
   std::unordered_map<PyObject*, FuncInfo> funcs;  // holds a reference to each func key
 };
@@ -154,15 +156,33 @@ py::object Wrap(const Value& v) {
     const py::object& dtype = st.torch_dtypes[static_cast<int>(t.dtype())];
     TB_CHECK(dtype, TypeError) << "dtype " << DTypeName(t.dtype()) << " has no torch equivalent";
     const auto nd = static_cast<Py_ssize_t>(t.ndim());
-    py::tuple shape(nd), strides(nd);
+    // Strides are passed only where they differ from torch's contiguous ones (fewer
+    // arguments for torch to parse).
+    bool contiguous = true;
+    int64_t expected = 1;
+    for (Py_ssize_t i = nd - 1; i >= 0; --i) {
+      contiguous &= t.strides()[i] == expected;
+      expected *= std::max<int64_t>(t.shape()[i], 1);
+    }
+    py::tuple shape(nd);
     for (Py_ssize_t i = 0; i < nd; ++i) {
       PyTuple_SET_ITEM(shape.ptr(), i, NewInt(t.shape()[i]).release().ptr());
-      PyTuple_SET_ITEM(strides.ptr(), i, NewInt(t.strides()[i]).release().ptr());
     }
-    PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), strides.ptr(), dtype.ptr(),
-                             st.cpu.ptr()};
-    auto obj = py::reinterpret_steal<py::object>(
-        PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.wrapper_kwnames.ptr()));
+    py::object obj;
+    if (contiguous) {
+      PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), dtype.ptr(), st.cpu.ptr()};
+      obj = py::reinterpret_steal<py::object>(
+          PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.contiguous_kwnames.ptr()));
+    } else {
+      py::tuple strides(nd);
+      for (Py_ssize_t i = 0; i < nd; ++i) {
+        PyTuple_SET_ITEM(strides.ptr(), i, NewInt(t.strides()[i]).release().ptr());
+      }
+      PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), strides.ptr(), dtype.ptr(),
+                               st.cpu.ptr()};
+      obj = py::reinterpret_steal<py::object>(
+          PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.wrapper_kwnames.ptr()));
+    }
     if (!obj) throw py::error_already_set();
     py::object array = py::cast(PyArray{t});
     if (PyObject_SetAttr(obj.ptr(), st.array_attr.ptr(), array.ptr()) != 0) {
@@ -286,6 +306,8 @@ void BindEager(py::module_& m) {
             }
           }
           st.wrapper_kwnames = py::make_tuple("strides", "dtype", "device");
+          st.contiguous_kwnames = py::make_tuple("dtype", "device");
+          st.cpu = py::module_::import("torch").attr("device")("cpu");
         });
   m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
     return EagerDispatch(func, args, kwargs);

@@ -87,6 +87,10 @@ def test_torch_dispatch_entry_called_directly():
         torch.add(a, tb.wrap(np.ones(4, np.float32)))
     out = tb.Tensor.__torch_dispatch__(torch.ops.aten.add_.Tensor, (), (a, 1))
     assert out is a and x[0, 0] == 1.0  # in place on the numpy array's memory
+    # Results carry their Array's strides, contiguous or not.
+    for r, want in ((a.t(), (1, 3)), (a[:, 1:], (3, 1)), (a[1:], (3, 1)), (a.sum(), ()),
+                    (a[:, None].expand(2, 4, 3), (3, 0, 1))):
+        assert r.stride() == want == tb.to_torch(r).stride()
 
 
 @requires_jax
