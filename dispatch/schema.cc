@@ -374,11 +374,11 @@ Value FunctionSchema::CheckArgument(size_t index, Value v) const {
 
 Stack FunctionSchema::Bind(Stack positional,
                            std::vector<std::pair<std::string, Value>> keywords) const {
-  const std::string op = name_.ToString();
+  auto op = [this] { return name_.ToString(); };  // for messages only
   size_t max_positional = 0;
   for (const auto& a : arguments_) max_positional += a.kwarg_only ? 0 : 1;
   if (positional.size() > max_positional) {
-    TB_THROW(TypeError) << op << ": takes " << max_positional << " positional arguments but "
+    TB_THROW(TypeError) << op() << ": takes " << max_positional << " positional arguments but "
                         << positional.size() << " were given (schema: " << ToString() << ")";
   }
   Stack out;
@@ -389,13 +389,13 @@ Stack FunctionSchema::Bind(Stack positional,
     if (i < positional.size()) v = std::move(positional[i]);
     for (auto& [k, kv] : keywords) {
       if (k != a.name) continue;
-      if (v) TB_THROW(TypeError) << op << ": got multiple values for argument '" << a.name << "'";
+      if (v) TB_THROW(TypeError) << op() << ": got multiple values for argument '" << a.name << "'";
       v = std::move(kv);
       k.clear();  // consumed
     }
     if (!v) {
       if (!a.default_value) {
-        TB_THROW(TypeError) << op << ": missing required argument '" << a.name << "' ("
+        TB_THROW(TypeError) << op() << ": missing required argument '" << a.name << "' ("
                             << a.type.text << ")";
       }
       out.push_back(*a.default_value);
@@ -405,7 +405,7 @@ Stack FunctionSchema::Bind(Stack positional,
   }
   for (const auto& [k, kv] : keywords) {
     if (!k.empty()) {
-      TB_THROW(TypeError) << op << ": got an unexpected keyword argument '" << k << "'";
+      TB_THROW(TypeError) << op() << ": got an unexpected keyword argument '" << k << "'";
     }
   }
   return out;

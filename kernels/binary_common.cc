@@ -121,7 +121,10 @@ Tensor Elementwise(const char* op, const std::vector<Input>& inputs, DType resul
   }
   std::vector<Tensor> cast;
   cast.reserve(inputs.size());
-  for (const Input& in : inputs) cast.push_back(Cast(*in.tensor, in.dtype).expand(shape));
+  for (const Input& in : inputs) {
+    Tensor c = Cast(*in.tensor, in.dtype);
+    cast.push_back(IntArrayRef(c.shape()) == IntArrayRef(shape) ? std::move(c) : c.expand(shape));
+  }
   const int64_t numel = ShapeNumel(shape);
   if (dest == nullptr) {
     Tensor out = Tensor::Empty(shape, result);

@@ -267,7 +267,13 @@ Tensor Mm(const Tensor& self, const Tensor& mat2) {
   const char* op = "aten::mm";
   CheckMm(op, self, mat2);
   Tensor out = Tensor::Empty({self.size(0), mat2.size(1)}, self.dtype());
-  BatchedGemm(op, out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), 1.0, 0.0);
+  // Tiny products (k * m * n < 400) take the plain loop: a oneDNN call costs more than the
+  // product itself there.
+  if (self.size(1) > 0 && self.size(1) * self.size(0) * mat2.size(1) < kSmallBmm) {
+    SmallBatchedGemm(op, out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), 1.0, 0.0);
+  } else {
+    BatchedGemm(op, out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), 1.0, 0.0);
+  }
   return out;
 }
 

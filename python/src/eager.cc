@@ -3,6 +3,8 @@
 // Arrays), bind them against the op's schema, run the kernel with the GIL released, and
 // wrap the results as new tensorbridge.Tensors (in-place and out= ops return the very
 // argument they wrote to).
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <unordered_map>
 
@@ -18,18 +20,21 @@ namespace {
 
 struct FuncInfo {
   OpId op = 0;
-  int mutated_index = -1;        // argument an in-place / out= op writes and returns
+  int mutated_index = -1;  // argument an in-place / out= op writes and returns
   std::string mutated_name;
   bool mutated_kwarg_only = false;
 };
 
 struct EagerState {
-  py::object tensor_cls;     // tensorbridge.Tensor
-  py::object make_wrapper;   // torch.Tensor._make_wrapper_subclass
-  py::object torch_tensor;   // torch.Tensor
-  py::dict torch_dtypes;     // "float32" -> torch.float32
+  py::object tensor_cls;    // tensorbridge.Tensor
+  py::object make_wrapper;  // torch.Tensor._make_wrapper_subclass
+  py::object torch_tensor;  // torch.Tensor
+  py::object traced;        // the Python path for traced stand-ins: f(func, args, kwargs)
+  std::array<py::object, kNumDTypes> torch_dtypes;  // DType -> torch.dtype (unset: none)
   py::str array_attr{"_array"};
-  py::str inner_attr{"_inner_cache"};
+  py::object cpu;                                 // torch.device("cpu")
+  py::tuple contiguous_kwnames;                   // ("dtype", "device")
+  py::tuple wrapper_kwnames;                      // ("strides", "dtype", "device") for a vectorcall
   std::unordered_map<PyObject*, FuncInfo> funcs;  // holds a reference to each func key
 };
 
@@ -71,7 +76,8 @@ bool Unwrap(py::handle obj, Value* out) {
   EagerState& st = State();
   PyTypeObject* type = Py_TYPE(obj.ptr());
   if (PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(st.tensor_cls.ptr()))) {
-    py::object arr = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), st.array_attr.ptr()));
+    py::object arr =
+        py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), st.array_attr.ptr()));
     if (!arr) throw py::error_already_set();
     if (arr.is_none()) return false;
     *out = Value(arr.cast<PyArray&>().tensor);
@@ -101,7 +107,8 @@ bool Unwrap(py::handle obj, Value* out) {
     auto seq = py::reinterpret_borrow<py::sequence>(obj);
     bool has_tensor = false;
     for (auto item : seq) {
-      has_tensor |= PyObject_TypeCheck(item.ptr(), reinterpret_cast<PyTypeObject*>(st.torch_tensor.ptr()));
+      has_tensor |=
+          PyObject_TypeCheck(item.ptr(), reinterpret_cast<PyTypeObject*>(st.torch_tensor.ptr()));
     }
     if (has_tensor) {
       bool any_none = false;
@@ -131,26 +138,54 @@ bool Unwrap(py::handle obj, Value* out) {
   return true;
 }
 
+py::object NewInt(int64_t v) {
+  PyObject* o = PyLong_FromLongLong(v);
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(o);
+}
+
+// A new tensorbridge.Tensor over `t`: torch.Tensor._make_wrapper_subclass called with one
+// vectorcall (no kwargs dict), and the Array set as its `_array`.
 py::object Wrap(const Value& v) {
   EagerState& st = State();
   if (v.is_tensor()) {
     const Tensor& t = v.to_tensor();
     if (!t.defined()) return py::none();
-    TB_CHECK(t.device().is_cpu(), NotImplementedError) << "a result on " << DeviceString(t.device());
-    py::tuple shape(t.ndim()), strides(t.ndim());
-    for (int64_t i = 0; i < t.ndim(); ++i) {
-      shape[i] = t.shape()[i];
-      strides[i] = t.strides()[i];
+    TB_CHECK(t.device().is_cpu(), NotImplementedError)
+        << "a result on " << DeviceString(t.device());
+    const py::object& dtype = st.torch_dtypes[static_cast<int>(t.dtype())];
+    TB_CHECK(dtype, TypeError) << "dtype " << DTypeName(t.dtype()) << " has no torch equivalent";
+    const auto nd = static_cast<Py_ssize_t>(t.ndim());
+    // Strides are passed only where they differ from torch's contiguous ones (fewer
+    // arguments for torch to parse).
+    bool contiguous = true;
+    int64_t expected = 1;
+    for (Py_ssize_t i = nd - 1; i >= 0; --i) {
+      contiguous &= t.strides()[i] == expected;
+      expected *= std::max<int64_t>(t.shape()[i], 1);
     }
-    py::object dtype = st.torch_dtypes.attr("get")(std::string(DTypeName(t.dtype())));
-    TB_CHECK(!dtype.is_none(), TypeError) << "dtype " << DTypeName(t.dtype()) << " has no torch equivalent";
-    py::dict kw;
-    kw["strides"] = strides;
-    kw["dtype"] = dtype;
-    kw["device"] = "cpu";
-    py::object obj = st.make_wrapper(st.tensor_cls, shape, **kw);
-    if (PyObject_SetAttr(obj.ptr(), st.array_attr.ptr(), py::cast(PyArray{t}).ptr()) != 0 ||
-        PyObject_SetAttr(obj.ptr(), st.inner_attr.ptr(), Py_None) != 0) {
+    py::tuple shape(nd);
+    for (Py_ssize_t i = 0; i < nd; ++i) {
+      PyTuple_SET_ITEM(shape.ptr(), i, NewInt(t.shape()[i]).release().ptr());
+    }
+    py::object obj;
+    if (contiguous) {
+      PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), dtype.ptr(), st.cpu.ptr()};
+      obj = py::reinterpret_steal<py::object>(
+          PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.contiguous_kwnames.ptr()));
+    } else {
+      py::tuple strides(nd);
+      for (Py_ssize_t i = 0; i < nd; ++i) {
+        PyTuple_SET_ITEM(strides.ptr(), i, NewInt(t.strides()[i]).release().ptr());
+      }
+      PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), strides.ptr(), dtype.ptr(),
+                               st.cpu.ptr()};
+      obj = py::reinterpret_steal<py::object>(
+          PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.wrapper_kwnames.ptr()));
+    }
+    if (!obj) throw py::error_already_set();
+    py::object array = py::cast(PyArray{t});
+    if (PyObject_SetAttr(obj.ptr(), st.array_attr.ptr(), array.ptr()) != 0) {
       throw py::error_already_set();
     }
     return obj;
@@ -163,48 +198,124 @@ py::object Wrap(const Value& v) {
   return FromValue(v);
 }
 
-}  // namespace
-
-void BindEager(py::module_& m) {
-  m.def("_eager_init", [](py::object tensor_cls, py::object torch_tensor, py::dict dtypes) {
-    EagerState& st = State();
-    st.tensor_cls = tensor_cls;
-    st.torch_tensor = torch_tensor;
-    st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
-    st.torch_dtypes = dtypes;
-  });
-  // Returns NotImplemented when a traced stand-in is among the arguments.
-  m.def("_eager_dispatch", [](py::handle func, py::tuple args, py::dict kwargs) -> py::object {
-    const FuncInfo& info = Info(func);
-    Stack positional;
-    positional.reserve(args.size());
-    for (auto a : args) {
-      Value v;
-      if (!Unwrap(a, &v)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-      positional.push_back(std::move(v));
-    }
-    std::vector<std::pair<std::string, Value>> keywords;
-    for (auto [k, val] : kwargs) {
+// The eager path of one op. Returns NotImplemented when a traced stand-in is among the
+// arguments.
+py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs_obj) {
+  const FuncInfo& info = Info(func);
+  auto args = py::reinterpret_borrow<py::tuple>(args_obj);
+  Stack positional;
+  positional.reserve(args.size());
+  for (auto a : args) {
+    Value v;
+    if (!Unwrap(a, &v)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+    positional.push_back(std::move(v));
+  }
+  std::vector<std::pair<std::string, Value>> keywords;
+  const bool has_kwargs = !kwargs_obj.is_none() && PyDict_Size(kwargs_obj.ptr()) > 0;
+  if (has_kwargs) {
+    for (auto [k, val] : py::reinterpret_borrow<py::dict>(kwargs_obj)) {
       Value v;
       if (!Unwrap(val, &v)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
       keywords.emplace_back(k.cast<std::string>(), std::move(v));
     }
-    Stack out;
-    {
-      py::gil_scoped_release release;
-      out = OpTable::Global().CallWithArgs(info.op, std::move(positional), std::move(keywords));
-    }
-    if (info.mutated_index >= 0) {
+  }
+  Stack out;
+  {
+    py::gil_scoped_release release;
+    out = OpTable::Global().CallWithArgs(info.op, std::move(positional), std::move(keywords));
+  }
+  if (info.mutated_index >= 0) {
+    if (has_kwargs) {
+      auto kwargs = py::reinterpret_borrow<py::dict>(kwargs_obj);
       if (info.mutated_kwarg_only || kwargs.contains(info.mutated_name)) {
         return kwargs[py::str(info.mutated_name)];
       }
-      return args[info.mutated_index];
     }
-    if (out.size() == 1) return Wrap(out[0]);
-    py::tuple result(out.size());
-    for (size_t i = 0; i < out.size(); ++i) result[i] = Wrap(out[i]);
-    return result;
+    return args[info.mutated_index];
+  }
+  if (out.size() == 1) return Wrap(out[0]);
+  py::tuple result(out.size());
+  for (size_t i = 0; i < out.size(); ++i) result[i] = Wrap(out[i]);
+  return result;
+}
+
+// tensorbridge.Tensor.__torch_dispatch__ itself, a classmethod over this function:
+// (cls, func, types, args=(), kwargs=None). A plain CPython fast-call function, as it runs
+// once per op. Ops on traced stand-ins go to the Python path (_traced_dispatch).
+PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t nargs,
+                        PyObject* kwnames) {
+  try {
+    static const char* const kNames[] = {"cls", "func", "types", "args", "kwargs"};
+    PyObject* bound[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+    if (nargs > 5) throw py::type_error("__torch_dispatch__ takes at most 5 arguments");
+    for (Py_ssize_t i = 0; i < nargs; ++i) bound[i] = argv[i];
+    const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; ++k) {
+      const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+      if (name == nullptr) throw py::error_already_set();
+      int slot = -1;
+      for (int j = 0; j < 5; ++j) slot = std::strcmp(name, kNames[j]) == 0 ? j : slot;
+      if (slot < 0 || bound[slot] != nullptr) {
+        throw py::type_error(std::string("__torch_dispatch__: unexpected or repeated argument '") +
+                             name + "'");
+      }
+      bound[slot] = argv[nargs + k];
+    }
+    if (bound[1] == nullptr || bound[2] == nullptr) {
+      throw py::type_error("__torch_dispatch__ needs func and types");
+    }
+    py::tuple empty;
+    py::handle args = bound[3] != nullptr ? py::handle(bound[3]) : py::handle(empty);
+    py::handle kwargs = bound[4] != nullptr ? py::handle(bound[4]) : py::handle(Py_None);
+    TB_CHECK(PyTuple_Check(args.ptr()), TypeError) << "__torch_dispatch__: args must be a tuple";
+    TB_CHECK(kwargs.is_none() || PyDict_Check(kwargs.ptr()), TypeError)
+        << "__torch_dispatch__: kwargs must be a dict or None";
+    py::object out = EagerDispatch(bound[1], args, kwargs);
+    if (out.ptr() == Py_NotImplemented) {
+      out =
+          State().traced(py::handle(bound[1]), args,
+                         kwargs.is_none() ? py::dict() : py::reinterpret_borrow<py::dict>(kwargs));
+    }
+    return out.release().ptr();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+PyMethodDef kTorchDispatchDef = {
+    "_torch_dispatch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(TorchDispatch)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "_torch_dispatch(cls, func, types, args=(), kwargs=None): tensorbridge.Tensor's "
+    "__torch_dispatch__."};
+
+}  // namespace
+
+void BindEager(py::module_& m) {
+  m.def("_eager_init",
+        [](py::object tensor_cls, py::object torch_tensor, py::dict dtypes, py::object traced) {
+          EagerState& st = State();
+          st.tensor_cls = tensor_cls;
+          st.torch_tensor = torch_tensor;
+          st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
+          st.traced = traced;
+          for (auto [name, dtype] : dtypes) {
+            DType d;
+            if (DTypeFromName(name.cast<std::string>(), &d)) {
+              st.torch_dtypes[static_cast<int>(d)] = py::reinterpret_borrow<py::object>(dtype);
+            }
+          }
+          st.wrapper_kwnames = py::make_tuple("strides", "dtype", "device");
+          st.contiguous_kwnames = py::make_tuple("dtype", "device");
+          st.cpu = py::module_::import("torch").attr("device")("cpu");
+        });
+  m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
+    return EagerDispatch(func, args, kwargs);
   });
+  py::object dispatch = py::reinterpret_steal<py::object>(
+      PyCFunction_NewEx(&kTorchDispatchDef, nullptr, m.attr("__name__").ptr()));
+  if (!dispatch) throw py::error_already_set();
+  m.attr("_torch_dispatch") = dispatch;
 }
 
 }  // namespace tb::py

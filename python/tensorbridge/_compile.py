@@ -224,11 +224,22 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None,
 
 _KEEP_WHOLE = (_aten.native_batch_norm_backward.default,)
 
+# Core decompositions that are wrong under autograd. The one of the CPU flash attention op
+# (meant for export) returns the attention weights where the op returns its logsumexp, which
+# the op's own backward (still taken from its derivative formula) then reads: the gradients
+# of q, k and v come out wrong. Inductor excludes it for the same reason; a plan runs the op
+# whole instead.
+_NOT_UNDER_AUTOGRAD = ("aten::_scaled_dot_product_flash_attention_for_cpu",)
 
-def _decompositions() -> dict:
+
+def _decompositions(autograd: bool = True) -> dict:
     from torch._decomp import core_aten_decompositions, decomposition_table
 
     table = dict(core_aten_decompositions())
+    if autograd:
+        for op in list(table):
+            if hasattr(op, "name") and op.name() in _NOT_UNDER_AUTOGRAD:
+                del table[op]
     composites = config.composites()
     legal = config.legal_ops
     for op in list(table):
@@ -425,7 +436,7 @@ def load_exported(ep: torch.export.ExportedProgram):
     mutates (batch-norm statistics) are written back after each call."""
     from torch.export.graph_signature import InputKind, OutputKind
 
-    ep = ep.run_decompositions(_decompositions())
+    ep = ep.run_decompositions(_decompositions(autograd=False))
     run = compile_graph(ep.graph_module)
     sig = ep.graph_signature
     state = {**ep.state_dict, **ep.constants}

@@ -42,7 +42,7 @@ class Tensor(torch.Tensor):
     # The data: an Array over the foreign memory. While torch.compile traces (AOT autograd
     # with fake tensors) a Tensor holds only `_inner`, the traced stand-in of that memory.
     _array: _C.Array | None
-    _inner_cache: torch.Tensor | None
+    _inner_cache: torch.Tensor | None = None  # set only on tensors that tracing has met
 
     @staticmethod
     def __new__(cls, array: _C.Array, requires_grad: bool = False):
@@ -56,7 +56,6 @@ class Tensor(torch.Tensor):
             requires_grad=requires_grad,
         )
         t._array = array
-        t._inner_cache = None
         return t
 
     def __init__(self, array: _C.Array, requires_grad: bool = False) -> None:
@@ -93,9 +92,9 @@ class Tensor(torch.Tensor):
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 
-    @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        return _dispatch(func, args, kwargs or {})
+    # One C++ call per op (python/src/eager.cc): unwraps the arguments, runs the table with the
+    # GIL released and wraps the results; traced stand-ins go to _traced_dispatch.
+    __torch_dispatch__ = classmethod(_C._torch_dispatch)
 
     def __repr__(self, *, tensor_contents=None) -> str:
         if self._array is None:  # a tracer's stand-in: no data to show
@@ -171,6 +170,7 @@ def _is_real(t: torch.Tensor) -> bool:
 def _traced_dispatch(func, args, kwargs):
     # Tracing for torch.compile: run the op on the inner stand-ins so that the tracer records
     # plain ATen ops, and wrap the results again.
+    _op_name(func)
     def inner(x):
         return x._inner if isinstance(x, Tensor) else x
 
@@ -182,14 +182,6 @@ def _traced_dispatch(func, args, kwargs):
         return kwargs[arg_name] if kwarg_only or arg_name in kwargs else args[i]
     return torch.utils._pytree.tree_map(
         lambda x: Tensor._from_inner(x) if isinstance(x, torch.Tensor) else x, out)
-
-
-def _dispatch(func, args, kwargs):
-    out = _C._eager_dispatch(func, args, kwargs)
-    if out is not NotImplemented:
-        return out
-    _op_name(func)
-    return _traced_dispatch(func, args, kwargs)
 
 
 def _dispatch_python(func, args, kwargs):
@@ -254,4 +246,4 @@ def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Modu
     return module
 
 
-_C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES)
+_C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch)

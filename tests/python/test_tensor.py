@@ -68,6 +68,31 @@ def test_zero_dim_and_empty():
     assert float(e.sum()) == 0.0
 
 
+def test_torch_dispatch_entry_called_directly():
+    # __torch_dispatch__ is a C++ fast-call function; torch passes its arguments positionally,
+    # Python callers may name them.
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = tb.wrap(x)
+    add = torch.ops.aten.add.Tensor
+    r = tb.Tensor.__torch_dispatch__(add, (tb.Tensor,), (a, a), {"alpha": 2})
+    assert isinstance(r, tb.Tensor) and r.stride() == (3, 1) and r.dtype == torch.float32
+    np.testing.assert_array_equal(tb.to_numpy(r), 3 * x)
+    r = tb.Tensor.__torch_dispatch__(func=add, types=(), args=(a, a))
+    np.testing.assert_array_equal(tb.to_numpy(r), 2 * x)
+    with pytest.raises(TypeError, match="unexpected or repeated argument 'bogus'"):
+        tb.Tensor.__torch_dispatch__(add, (), (a, a), bogus=1)
+    with pytest.raises(TypeError, match="args must be a tuple"):
+        tb.Tensor.__torch_dispatch__(add, (), [a, a])
+    with pytest.raises(ValueError, match=r"aten::add.Tensor: shapes \[2, 3\] \[4\]"):
+        torch.add(a, tb.wrap(np.ones(4, np.float32)))
+    out = tb.Tensor.__torch_dispatch__(torch.ops.aten.add_.Tensor, (), (a, 1))
+    assert out is a and x[0, 0] == 1.0  # in place on the numpy array's memory
+    # Results carry their Array's strides, contiguous or not.
+    for r, want in ((a.t(), (1, 3)), (a[:, 1:], (3, 1)), (a[1:], (3, 1)), (a.sum(), ()),
+                    (a[:, None].expand(2, 4, 3), (3, 0, 1))):
+        assert r.stride() == want == tb.to_torch(r).stride()
+
+
 @requires_jax
 def test_read_only_jax_memory_refuses_in_place_ops():
     import jax.numpy as jnp
@@ -110,7 +135,13 @@ def _train(model, opt, batches, loss_fn, wrap_inputs):
     return losses
 
 
-def _compare_training(make_model, make_opt, batches, loss_fn, tol=1e-5):
+def _compare_training(make_model, make_opt, batches, loss_fn, tol=1e-5, zero_grad_slices=None):
+    """Trains a copy of the model on wrapped parameters and the model itself on torch, and
+    compares losses and final weights. `zero_grad_slices` names parameter slices whose
+    gradient is zero in exact arithmetic: their computed gradient is rounding noise, which
+    Adam scales up to steps of the learning rate's size, so their trajectory is noise (torch
+    against itself with another kernel differs there as much). For those slices the test checks
+    instead that the last gradient is at rounding level in both runs."""
     torch.manual_seed(0)
     ref = make_model()
     ours = tb.wrap_module(copy.deepcopy(ref), copy=True)
@@ -119,8 +150,15 @@ def _compare_training(make_model, make_opt, batches, loss_fn, tol=1e-5):
     l_ours = _train(ours, make_opt(ours.parameters()), batches, loss_fn, True)
     l_ref = _train(ref, make_opt(ref.parameters()), batches, loss_fn, False)
     np.testing.assert_allclose(l_ours, l_ref, rtol=tol, atol=tol)
+    zero_grad_slices = zero_grad_slices or {}
     for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters()):
-        torch.testing.assert_close(tb.to_torch(p.detach()), q.detach(), rtol=tol, atol=tol, msg=n)
+        p, q = tb.to_torch(p.detach()).clone(), q.detach().clone()
+        if n in zero_grad_slices:
+            sl = zero_grad_slices[n]
+            for grad in (tb.to_torch(ours.get_parameter(n).grad), ref.get_parameter(n).grad):
+                assert grad[sl].abs().max() <= 1e-6 * grad.abs().max(), n
+            p[sl] = q[sl] = 0
+        torch.testing.assert_close(p, q, rtol=tol, atol=tol, msg=n)
     m = tb.metrics()
     fallbacks = {op: c["fallback"] for op, c in m.items() if c["fallback"]}
     kernels = sum(c["kernel"] + c["composite"] for c in m.values())
@@ -161,9 +199,6 @@ class Block(torch.nn.Module):
         return self.head(h.mean(dim=1))
 
 
-@pytest.mark.xfail(reason="known divergence: after Adam steps attn.in_proj_bias differs from "
-                   "torch's beyond 1e-5; the attention backward path is being bisected (see the "
-                   "eager issue's closing note)", strict=False)
 @pytest.mark.parametrize("opt", ["adam", "adamw"])
 def test_transformer_block_training_matches_torch(opt):
     g = torch.Generator().manual_seed(2)
@@ -171,7 +206,35 @@ def test_transformer_block_training_matches_torch(opt):
                for _ in range(20)]
     make = {"adam": lambda ps: torch.optim.Adam(ps, lr=1e-3),
             "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01)}[opt]
-    _compare_training(Block, make, batches, torch.nn.functional.cross_entropy)
+    # The key projection's bias adds q.b_k to every score of a query's row, which softmax
+    # ignores: its gradient is zero in exact arithmetic (rows 32:64 of in_proj_bias).
+    _compare_training(Block, make, batches, torch.nn.functional.cross_entropy,
+                      zero_grad_slices={"attn.in_proj_bias": slice(32, 64)})
+
+
+def test_key_bias_trajectory_is_rounding_noise_in_torch_itself():
+    # The reason for zero_grad_slices above, shown on torch alone: the same Adam training with
+    # the fused and the math attention kernels ends with key biases that differ far beyond
+    # 1e-5, while every other weight agrees.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    g = torch.Generator().manual_seed(2)
+    batches = [(torch.randint(0, 50, (4, 12), generator=g), torch.randint(0, 7, (4,), generator=g))
+               for _ in range(20)]
+    torch.manual_seed(0)
+    a = Block()
+    b = copy.deepcopy(a)
+    for model, backend in ((a, SDPBackend.FLASH_ATTENTION), (b, SDPBackend.MATH)):
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        with sdpa_kernel(backend):
+            _train(model, opt, batches, torch.nn.functional.cross_entropy, False)
+    key_bias = (a.attn.in_proj_bias - b.attn.in_proj_bias)[32:64].abs().max()
+    assert key_bias > 1e-5
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        p, q = p.detach().clone(), q.detach().clone()
+        if n == "attn.in_proj_bias":
+            p[32:64] = q[32:64] = 0
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-5, msg=n)
 
 
 def test_grad_accumulation_no_grad_and_state_dict():
