@@ -28,10 +28,9 @@ struct SumReducer {
   using Acc = kernels::sum_acc_t<T>;
   using Out = sum_out_t<T>;
   static constexpr bool kPairwise = true;
-  // float and double rows run on the ISA-dispatched loop (same lane order as RowLeaf).
+  // float and double rows run on the ISA-dispatched pairwise loop (kernels/simd.cc).
   static constexpr bool kRowKernel =
       (std::is_same_v<T, float> || std::is_same_v<T, double>) && kKind != SumKind::kNanSum;
-  static_assert(kernels::simd::kLanes == kernels::kLanes);
   Out* out;
   int64_t count;
   Acc Init(int64_t) const { return Acc(0); }

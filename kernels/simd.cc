@@ -7,7 +7,9 @@
 // picked once, on first use, from the CPU's features.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "kernels/simd_internal.h"
 
@@ -52,80 +54,65 @@ TB_INLINE V Load(const T* p) {
   return v;
 }
 
-// Sum of x[0, n) in kLanes lanes (see SumRow in the header).
-template <int kBytes, typename T>
-TB_INLINE T SumLeaf(const T* x, int64_t n) {
+inline constexpr int64_t kLeaf = 1024;  // elements summed in a row before pairing
+
+// Sum of f(x[r]) over x[0, n) (f: lane-wise, on vectors and scalars), in kLanes lanes: lane k
+// sums the elements r = k (mod kLanes) of the whole blocks of kLanes. Within a leaf of kLeaf
+// elements each lane adds in order; leaves are paired like a binary counter (pairwise
+// summation), lane by lane. The tail (n mod kLanes elements) then goes to lanes 0.., and the
+// lanes are merged as lane k += lane k + w for w = 8, 4, 2, 1.
+template <int kBytes, typename T, typename F>
+TB_INLINE T LaneSum(const T* x, int64_t n, const F& f) {
   using V = typename VecOf<T, kBytes>::type;
   constexpr int W = kBytes / static_cast<int>(sizeof(T)), NA = kLanes / W;
-  V acc[NA];
-  for (int a = 0; a < NA; ++a) acc[a] = V{};
-  int64_t r = 0;
-  for (; r + kLanes <= n; r += kLanes) {
-#pragma GCC unroll 16
-    for (int a = 0; a < NA; ++a) acc[a] += Load<V>(x + r + a * W);
-  }
-  T l[kLanes];
-  for (int k = 0; k < kLanes; ++k) l[k] = acc[k / W][k % W];
-  for (int64_t k = 0; r + k < n; ++k) l[k] += x[r + k];
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int k = 0; k < w; ++k) l[k] += l[k + w];
-  }
-  return l[0];
-}
-
-// Sum of (x - mu)^2 over x[0, n), in the lane order of SumLeaf.
-template <int kBytes>
-TB_INLINE float SqDevLeaf(const float* x, int64_t n, float mu) {
-  using V = typename VecOf<float, kBytes>::type;
-  constexpr int W = kBytes / 4, NA = kLanes / W;
-  V acc[NA];
-  for (int a = 0; a < NA; ++a) acc[a] = V{};
-  int64_t r = 0;
-  for (; r + kLanes <= n; r += kLanes) {
-#pragma GCC unroll 16
-    for (int a = 0; a < NA; ++a) {
-      const V d = Load<V>(x + r + a * W) - mu;
-      acc[a] += d * d;
-    }
-  }
-  float l[kLanes];
-  for (int k = 0; k < kLanes; ++k) l[k] = acc[k / W][k % W];
-  for (int64_t k = 0; r + k < n; ++k) l[k] += (x[r + k] - mu) * (x[r + k] - mu);
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int k = 0; k < w; ++k) l[k] += l[k + w];
-  }
-  return l[0];
-}
-
-inline constexpr int64_t kLeaf = 1024;  // as kernels::kRowLeaf
-
-// Pairwise (cascade) sum over leaves of kLeaf elements: leaf sums are merged like a binary
-// counter, so each partial sum combines two of equal size. Iterative, so that it is inlined
-// into each ISA version.
-template <int kBytes, bool kSqDev>
-TB_INLINE float Pairwise(const float* x, int64_t n, float mu) {
-  auto leaf = [&](const float* p, int64_t k) {
-    return kSqDev ? SqDevLeaf<kBytes>(p, k, mu) : SumLeaf<kBytes>(p, k);
+  struct Acc {
+    V v[NA];
   };
-  if (n <= kLeaf) return leaf(x, n);
-  float stack[64];
+  Acc stack[64];
   int top = 0;
+  const int64_t whole = n / kLanes * kLanes;
   int64_t count = 0;
-  for (int64_t i = 0; i < n; i += kLeaf, ++count) {
-    float s = leaf(x + i, std::min(kLeaf, n - i));
-    for (int64_t c = count; c & 1; c >>= 1) s = stack[--top] + s;
+  for (int64_t i = 0; i < whole; i += kLeaf, ++count) {
+    const int64_t end = std::min(i + kLeaf, whole);
+    Acc s;
+    for (int a = 0; a < NA; ++a) s.v[a] = V{};
+    for (int64_t r = i; r < end; r += kLanes) {
+#pragma GCC unroll 16
+      for (int a = 0; a < NA; ++a) s.v[a] += f(Load<V>(x + r + a * W));
+    }
+    for (int64_t c = count; c & 1; c >>= 1) {
+      --top;
+      for (int a = 0; a < NA; ++a) s.v[a] = stack[top].v[a] + s.v[a];
+    }
     stack[top++] = s;
   }
-  float s = stack[--top];
-  while (top > 0) s = stack[--top] + s;
-  return s;
+  T l[kLanes] = {};
+  if (top > 0) {
+    Acc s = stack[--top];
+    while (top > 0) {
+      --top;
+      for (int a = 0; a < NA; ++a) s.v[a] = stack[top].v[a] + s.v[a];
+    }
+    for (int k = 0; k < kLanes; ++k) l[k] = s.v[k / W][k % W];
+  }
+  for (int64_t k = 0; whole + k < n; ++k) l[k] += f(x[whole + k]);
+  for (int w = kLanes / 2; w > 0; w /= 2) {
+    for (int k = 0; k < w; ++k) l[k] += l[k + w];
+  }
+  return l[0];
+}
+
+template <int kBytes, typename T>
+TB_INLINE T SumRowT(const T* x, int64_t n) {
+  return LaneSum<kBytes>(x, n, [](auto v) { return v; });
 }
 
 template <int kBytes>
 TB_INLINE void LayerNormRowT(const float* x, float* y, const float* w, const float* b, int64_t n,
                              float eps, float* mean, float* rstd) {
-  const float mu = Pairwise<kBytes, false>(x, n, 0.0f) / static_cast<float>(n);
-  const float var = Pairwise<kBytes, true>(x, n, mu) / static_cast<float>(n);
+  const float mu = SumRowT<kBytes>(x, n) / static_cast<float>(n);
+  const float var = LaneSum<kBytes>(x, n, [mu](auto v) { return (v - mu) * (v - mu); }) /
+                    static_cast<float>(n);
   const float rs = 1.0f / std::sqrt(var + eps);
   *mean = mu;
   *rstd = rs;
@@ -149,19 +136,32 @@ TB_INLINE void LayerNormRowT(const float* x, float* y, const float* w, const flo
   using NAME##_fn = RET(*) PARAMS;                                                         \
   NAME##_fn NAME##_pick() { return PickIsa<NAME##_fn>(NAME##_512, NAME##_256, NAME##_128); }
 
+// The widest vector the CPU has (64, 32 or 16 bytes), capped by the environment variable
+// TB_MAX_CPU_ISA ("sse2", "avx2" or "avx512").
+int IsaBytes() {
+  int bytes = 16;
+#if TB_X86_DISPATCH
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) bytes = 32;
+  if (bytes == 32 && __builtin_cpu_supports("avx512f")) bytes = 64;
+#endif
+  if (const char* cap = std::getenv("TB_MAX_CPU_ISA")) {
+    const std::string c = cap;
+    if (c == "sse2") bytes = 16;
+    if (c == "avx2") bytes = std::min(bytes, 32);
+  }
+  return bytes;
+}
+
 // The version for this CPU.
 template <typename F>
 F PickIsa(F v512, F v256, F v128) {
-#if TB_X86_DISPATCH
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return v512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return v256;
-#endif
-  return v128;
+  static const int bytes = IsaBytes();
+  return bytes == 64 ? v512 : bytes == 32 ? v256 : v128;
 }
 
-TB_ISA_VERSIONS(float, SumRowF32, SumLeaf, (const float* x, int64_t n), (x, n))
-TB_ISA_VERSIONS(double, SumRowF64, SumLeaf, (const double* x, int64_t n), (x, n))
+TB_ISA_VERSIONS(float, SumRowF32, SumRowT, (const float* x, int64_t n), (x, n))
+TB_ISA_VERSIONS(double, SumRowF64, SumRowT, (const double* x, int64_t n), (x, n))
 TB_ISA_VERSIONS(void, LayerNorm, LayerNormRowT,
                 (const float* x, float* y, const float* w, const float* b, int64_t n, float eps,
                  float* mean, float* rstd),

@@ -10,11 +10,11 @@
 
 namespace tb::kernels::simd {
 
-inline constexpr int kLanes = 16;  // accumulators of a row sum (as kernels::kLanes)
+inline constexpr int kLanes = 16;  // accumulators of a row sum
 
-// Sum of x[0, n) in 16 lanes: x[r] goes to lane r % 16 (the tail's elements to lanes 0..),
-// then the lanes are merged as lane k += lane k + w for w = 8, 4, 2, 1. This is the order of
-// the generic row reduction (kernels/reduce_internal.h RowLeaf); callers split long rows.
+// Sum of x[0, n): 16 lanes (lane k: the elements r = k mod 16 of the whole blocks of 16),
+// each summed pairwise over leaves of 1024 elements, then the tail (n mod 16 elements) added
+// to lanes 0.. and the lanes merged pairwise. Callers need not split long rows.
 float SumRow(const float* x, int64_t n);
 double SumRow(const double* x, int64_t n);
 
