@@ -128,6 +128,11 @@ TB_INLINE void LayerNormRowT(const float* x, float* y, const float* w, const flo
   }
 }
 
+template <int kBytes>
+TB_INLINE void ScaleShiftT(const float* x, float* y, int64_t n, float scale, float shift) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
+}
+
 // NAME##_512 / _256 / _128: the body `BODY<bytes>(args...)` compiled per ISA.
 #define TB_ISA_VERSIONS(RET, NAME, BODY, PARAMS, ARGS)                                     \
   TB_TARGET("avx512f,avx2,fma") RET NAME##_512 PARAMS { return BODY<64> ARGS; }            \
@@ -166,6 +171,9 @@ TB_ISA_VERSIONS(void, LayerNorm, LayerNormRowT,
                 (const float* x, float* y, const float* w, const float* b, int64_t n, float eps,
                  float* mean, float* rstd),
                 (x, y, w, b, n, eps, mean, rstd))
+TB_ISA_VERSIONS(void, ScaleShift, ScaleShiftT,
+                (const float* x, float* y, int64_t n, float scale, float shift),
+                (x, y, n, scale, shift))
 #undef TB_ISA_VERSIONS
 
 }  // namespace
@@ -184,6 +192,11 @@ void LayerNormRow(const float* x, float* y, const float* w, const float* b, int6
                   float* mean, float* rstd) {
   static const LayerNorm_fn f = LayerNorm_pick();
   f(x, y, w, b, n, eps, mean, rstd);
+}
+
+void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift) {
+  static const ScaleShift_fn f = ScaleShift_pick();
+  f(x, y, n, scale, shift);
 }
 
 }  // namespace tb::kernels::simd

@@ -24,4 +24,7 @@ double SumRow(const double* x, int64_t n);
 void LayerNormRow(const float* x, float* y, const float* w, const float* b, int64_t n, float eps,
                   float* mean, float* rstd);
 
+// y[i] = x[i] * scale + shift over [0, n) (not fused: the same bits as the scalar float code).
+void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift);
+
 }  // namespace tb::kernels::simd
