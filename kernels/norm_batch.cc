@@ -107,7 +107,9 @@ void UpdateRunningStats(const std::optional<Tensor>& running_mean,
 // y = x * scale + shift over one plane, in the opmath type A (float runs on kernels/simd.cc).
 template <typename T, typename A>
 void ScaleShift(const T* x, T* y, int64_t n, A scale, A shift) {
-  for (int64_t j = 0; j < n; ++j) y[j] = Convert<T>(static_cast<A>(Convert<A>(x[j]) * scale + shift));
+  for (int64_t j = 0; j < n; ++j) {
+    y[j] = Convert<T>(static_cast<A>(Convert<A>(x[j]) * scale + shift));
+  }
 }
 void ScaleShift(const float* x, float* y, int64_t n, float scale, float shift) {
   kernels::simd::ScaleShiftRow(x, y, n, scale, shift);

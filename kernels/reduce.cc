@@ -30,7 +30,7 @@ struct SumReducer {
   static constexpr bool kPairwise = true;
   // float and double rows run on the ISA-dispatched pairwise loop (kernels/simd.cc).
   static constexpr bool kRowKernel =
-      (std::is_same_v<T, float> || std::is_same_v<T, double>) && kKind != SumKind::kNanSum;
+      kKind != SumKind::kNanSum && (std::is_same_v<T, float> || std::is_same_v<T, double>);
   Out* out;
   int64_t count;
   Acc Init(int64_t) const { return Acc(0); }

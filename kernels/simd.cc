@@ -34,10 +34,10 @@ namespace {
 // A vector of kBytes / sizeof(T) lanes of T (GCC/Clang vector extensions).
 template <typename T, int kBytes>
 struct VecOf;
-#define TB_VEC(T, B)                                                \
-  template <>                                                       \
-  struct VecOf<T, B> {                                              \
-    typedef T type __attribute__((vector_size(B), aligned(B)));     \
+#define TB_VEC(T, B)                                            \
+  template <>                                                   \
+  struct VecOf<T, B> {                                          \
+    typedef T type __attribute__((vector_size(B), aligned(B))); \
   }
 TB_VEC(float, 16);
 TB_VEC(float, 32);
@@ -111,8 +111,8 @@ template <int kBytes>
 TB_INLINE void LayerNormRowT(const float* x, float* y, const float* w, const float* b, int64_t n,
                              float eps, float* mean, float* rstd) {
   const float mu = SumRowT<kBytes>(x, n) / static_cast<float>(n);
-  const float var = LaneSum<kBytes>(x, n, [mu](auto v) { return (v - mu) * (v - mu); }) /
-                    static_cast<float>(n);
+  const float var =
+      LaneSum<kBytes>(x, n, [mu](auto v) { return (v - mu) * (v - mu); }) / static_cast<float>(n);
   const float rs = 1.0f / std::sqrt(var + eps);
   *mean = mu;
   *rstd = rs;
@@ -134,11 +134,11 @@ TB_INLINE void ScaleShiftT(const float* x, float* y, int64_t n, float scale, flo
 }
 
 // NAME##_512 / _256 / _128: the body `BODY<bytes>(args...)` compiled per ISA.
-#define TB_ISA_VERSIONS(RET, NAME, BODY, PARAMS, ARGS)                                     \
-  TB_TARGET("avx512f,avx2,fma") RET NAME##_512 PARAMS { return BODY<64> ARGS; }            \
-  TB_TARGET("avx2,fma") RET NAME##_256 PARAMS { return BODY<32> ARGS; }                    \
-  RET NAME##_128 PARAMS { return BODY<16> ARGS; }                                          \
-  using NAME##_fn = RET(*) PARAMS;                                                         \
+#define TB_ISA_VERSIONS(RET, NAME, BODY, PARAMS, ARGS)                          \
+  TB_TARGET("avx512f,avx2,fma") RET NAME##_512 PARAMS { return BODY<64> ARGS; } \
+  TB_TARGET("avx2,fma") RET NAME##_256 PARAMS { return BODY<32> ARGS; }         \
+  RET NAME##_128 PARAMS { return BODY<16> ARGS; }                               \
+  using NAME##_fn = RET(*) PARAMS;                                              \
   NAME##_fn NAME##_pick() { return PickIsa<NAME##_fn>(NAME##_512, NAME##_256, NAME##_128); }
 
 // The widest vector the CPU has (64, 32 or 16 bytes), capped by the environment variable
