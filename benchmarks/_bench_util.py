@@ -436,6 +436,7 @@ def env_header(title: str, args: Args | None = None, torchax_note: str | None = 
             "OMP_NUM_THREADS",
             "MKL_NUM_THREADS",
             "ONEDNN_MAX_CPU_ISA",
+            "TB_MAX_CPU_ISA",
             "TENSORBRIDGE_DECOMPOSE",
             "XLA_FLAGS",
         )

@@ -1,7 +1,8 @@
 // Normalisation: aten::native_layer_norm (+ backward) and aten::native_group_norm
 // (+ backward). Batch norm lives in norm_batch.cc.
 //
-// float32 layer norm (forward and backward) runs on oneDNN's layer_normalization primitive;
+// float32 layer norm forward runs on a fused row kernel (kernels/simd.cc), its backward on
+// oneDNN's layer_normalization primitive;
 // other dtypes, group norm and the cases oneDNN refuses run on loops that accumulate in double
 // and parallelise over rows / groups. Statistics (mean, rstd) come back in the "parameter
 // dtype": float32 when a 16-bit input comes with float32 parameters (torch's mixed-type CPU
@@ -15,6 +16,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/norm_internal.h"
+#include "kernels/simd_internal.h"
 
 namespace tb {
 namespace {
@@ -93,6 +95,29 @@ std::tuple<Tensor, Tensor, Tensor> NativeLayerNorm(const Tensor& input,
   const Dims sshape = StatShape(input, axis);
   Tensor x = input.contiguous();
   Tensor out = Tensor::Empty(input.shape(), input.dtype());
+  if (m > 0 && n > 0 && input.dtype() == DType::kFloat32 && AllF32({&weight, &bias})) {
+    // float32: one fused pass per row (kernels/simd.cc), rows in parallel.
+    Tensor wc = weight ? weight->contiguous() : Tensor(), bc = bias ? bias->contiguous() : Tensor();
+    const float* pw = weight ? wc.data_as<const float>() : nullptr;
+    const float* pb = bias ? bc.data_as<const float>() : nullptr;
+    TB_CHECK(!weight || wc.numel() == n, ValueError)
+        << op << ": expected weight with " << n << " elements, got shape "
+        << ShapeString(weight->shape());
+    TB_CHECK(!bias || bc.numel() == n, ValueError)
+        << op << ": expected bias with " << n << " elements, got shape "
+        << ShapeString(bias->shape());
+    Tensor mean = Tensor::Empty(sshape, DType::kFloat32);
+    Tensor rstd = Tensor::Empty(sshape, DType::kFloat32);
+    const float* px = x.data_as<const float>();
+    float* po = static_cast<float*>(out.mutable_data());
+    float* pm = static_cast<float*>(mean.mutable_data());
+    float* pr = static_cast<float*>(rstd.mutable_data());
+    const float feps = static_cast<float>(eps);
+    ParallelFor(m, m * n > kernels::kGrain, [&](int64_t r) {
+      kernels::simd::LayerNormRow(px + r * n, po + r * n, pw, pb, n, feps, pm + r, pr + r);
+    });
+    return {out, mean, rstd};
+  }
   if (m > 0 && n > 0) {
     Tensor mean, var;
     if (OneDnnLayerNorm(x, weight, bias, eps, m, n, out, &mean, &var)) {

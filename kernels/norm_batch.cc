@@ -16,6 +16,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/norm_internal.h"
+#include "kernels/simd_internal.h"
 
 namespace tb {
 namespace {
@@ -103,6 +104,17 @@ void UpdateRunningStats(const std::optional<Tensor>& running_mean,
   }
 }
 
+// y = x * scale + shift over one plane, in the opmath type A (float runs on kernels/simd.cc).
+template <typename T, typename A>
+void ScaleShift(const T* x, T* y, int64_t n, A scale, A shift) {
+  for (int64_t j = 0; j < n; ++j) {
+    y[j] = Convert<T>(static_cast<A>(Convert<A>(x[j]) * scale + shift));
+  }
+}
+void ScaleShift(const float* x, float* y, int64_t n, float scale, float shift) {
+  kernels::simd::ScaleShiftRow(x, y, n, scale, shift);
+}
+
 Vec ToVec(const Tensor& t) {
   Tensor d = Cast(t, DType::kFloat64).contiguous();
   const double* p = d.data_as<const double>();
@@ -138,7 +150,8 @@ std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input
     using A = kernels::opmath_t<T>;
     const T* px = x.data_as<const T>();
     T* po = static_cast<T*>(out.mutable_data());
-    ParallelFor(sh.c, sh.c > 1 && input.numel() > kernels::kGrain, [&](int64_t c) {
+    // Per channel: the statistics (training) or the running ones.
+    ParallelFor(sh.c, training && sh.c > 1 && input.numel() > kernels::kGrain, [&](int64_t c) {
       double mu, is;
       if (training) {
         double s = 0;
@@ -163,14 +176,16 @@ std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input
       }
       mean[c] = mu;
       invstd[c] = is;
-      // in the opmath type: float loops vectorise
-      const A scale = static_cast<A>(is * w[c]), shift = static_cast<A>(b[c] - mu * is * w[c]);
-      for (int64_t ni = 0; ni < sh.n; ++ni) {
-        const int64_t base = (ni * sh.c + c) * sh.s;
-        for (int64_t j = 0; j < sh.s; ++j) {
-          po[base + j] = Convert<T>(static_cast<A>(Convert<A>(px[base + j]) * scale + shift));
-        }
-      }
+    });
+    // y = x * scale + shift in the opmath type, plane by plane in memory order.
+    std::vector<A> scale(sh.c), shift(sh.c);
+    for (int64_t c = 0; c < sh.c; ++c) {
+      scale[c] = static_cast<A>(invstd[c] * w[c]);
+      shift[c] = static_cast<A>(b[c] - mean[c] * invstd[c] * w[c]);
+    }
+    ParallelFor(sh.n * sh.c, sh.n * sh.c > 1 && input.numel() > kernels::kGrain, [&](int64_t p) {
+      const int64_t c = p % sh.c;
+      ScaleShift(px + p * sh.s, po + p * sh.s, sh.s, scale[c], shift[c]);
     });
   });
   if (!training) {

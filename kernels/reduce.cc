@@ -9,6 +9,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/reduce_internal.h"
+#include "kernels/simd_internal.h"
 
 namespace tb {
 namespace {
@@ -27,9 +28,16 @@ struct SumReducer {
   using Acc = kernels::sum_acc_t<T>;
   using Out = sum_out_t<T>;
   static constexpr bool kPairwise = true;
+  // float and double rows run on the ISA-dispatched pairwise loop (kernels/simd.cc).
+  static constexpr bool kRowKernel =
+      kKind != SumKind::kNanSum && (std::is_same_v<T, float> || std::is_same_v<T, double>);
   Out* out;
   int64_t count;
   Acc Init(int64_t) const { return Acc(0); }
+  Acc Row(const In* x, int64_t n, int64_t) const {
+    if constexpr (kRowKernel) return kernels::simd::SumRow(x, n);
+    return Acc(0);
+  }
   Acc Step(Acc a, In x, int64_t) const {
     if constexpr (kKind == SumKind::kNanSum && kernels::kIsFloating<T>) {
       Acc v = kernels::Widen<Acc>(x);

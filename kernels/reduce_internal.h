@@ -200,7 +200,8 @@ inline Geometry PlanReduce(const Tensor& self, const std::vector<bool>& reduced)
 // ---- the driver -------------------------------------------------------------------------------
 
 // A reducer may bring its own kernel for a contiguous row: `static constexpr bool kRowKernel
-// = true;` and `Acc Row(const In* x, int64_t n, int64_t out) const`.
+// = true;` and `Acc Row(const In* x, int64_t n, int64_t out) const`, called on whole rows
+// (or the chunks of a row split across threads).
 template <typename Red, typename = void>
 struct HasRowKernel : std::false_type {};
 template <typename Red>
@@ -228,6 +229,8 @@ typename Red::Acc RowLeaf(const Red& red, const typename Red::In* x, int64_t r0,
 template <typename Red>
 typename Red::Acc RowReduce(const Red& red, const typename Red::In* x, int64_t r0, int64_t r1,
                             int64_t out) {
+  // A reducer's own row kernel takes the whole range (and does its own pairing).
+  if constexpr (HasRowKernel<Red>::value) return red.Row(x + r0, r1 - r0, out);
   if (!Red::kPairwise || r1 - r0 <= kRowLeaf) return RowLeaf(red, x, r0, r1, out);
   const int64_t mid = r0 + ((r1 - r0) / 2 + kLanes - 1) / kLanes * kLanes;
   return red.Merge(RowReduce(red, x, r0, mid, out), RowReduce(red, x, mid, r1, out));

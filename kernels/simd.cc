@@ -1,0 +1,202 @@
+// Hot float row loops in several ISA versions (see kernels/simd_internal.h).
+//
+// Each loop is written once, as a template over the vector register width in bytes (16: SSE2,
+// 32: AVX2, 64: AVX-512), and instantiated inside functions compiled for that ISA
+// (__attribute__((target))). A row sum keeps 16 lanes in 16 / W registers of W lanes, lane k
+// in register k / W, so every width adds the same numbers in the same order. The version is
+// picked once, on first use, from the CPU's features.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kernels/simd_internal.h"
+
+// The vector helpers below pass vectors by value between inline functions of this file only;
+// no vector crosses the library's ABI.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TB_X86_DISPATCH 1
+#define TB_TARGET(isa) __attribute__((target(isa)))
+#else
+#define TB_X86_DISPATCH 0
+#define TB_TARGET(isa)
+#endif
+#define TB_INLINE inline __attribute__((always_inline))
+
+namespace tb::kernels::simd {
+namespace {
+
+// A vector of kBytes / sizeof(T) lanes of T (GCC/Clang vector extensions).
+template <typename T, int kBytes>
+struct VecOf;
+#define TB_VEC(T, B)                                            \
+  template <>                                                   \
+  struct VecOf<T, B> {                                          \
+    typedef T type __attribute__((vector_size(B), aligned(B))); \
+  }
+TB_VEC(float, 16);
+TB_VEC(float, 32);
+TB_VEC(float, 64);
+TB_VEC(double, 16);
+TB_VEC(double, 32);
+TB_VEC(double, 64);
+#undef TB_VEC
+
+template <typename V, typename T>
+TB_INLINE V Load(const T* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline constexpr int64_t kLeaf = 1024;  // elements summed in a row before pairing
+
+// Sum of f(x[r]) over x[0, n) (f: lane-wise, on vectors and scalars), in kLanes lanes: lane k
+// sums the elements r = k (mod kLanes) of the whole blocks of kLanes. Within a leaf of kLeaf
+// elements each lane adds in order; leaves are paired like a binary counter (pairwise
+// summation), lane by lane. The tail (n mod kLanes elements) then goes to lanes 0.., and the
+// lanes are merged as lane k += lane k + w for w = 8, 4, 2, 1.
+template <int kBytes, typename T, typename F>
+TB_INLINE T LaneSum(const T* x, int64_t n, const F& f) {
+  using V = typename VecOf<T, kBytes>::type;
+  constexpr int W = kBytes / static_cast<int>(sizeof(T)), NA = kLanes / W;
+  struct Acc {
+    V v[NA];
+  };
+  Acc stack[64];
+  int top = 0;
+  const int64_t whole = n / kLanes * kLanes;
+  int64_t count = 0;
+  for (int64_t i = 0; i < whole; i += kLeaf, ++count) {
+    const int64_t end = std::min(i + kLeaf, whole);
+    Acc s;
+    for (int a = 0; a < NA; ++a) s.v[a] = V{};
+    for (int64_t r = i; r < end; r += kLanes) {
+#pragma GCC unroll 16
+      for (int a = 0; a < NA; ++a) s.v[a] += f(Load<V>(x + r + a * W));
+    }
+    for (int64_t c = count; c & 1; c >>= 1) {
+      --top;
+      for (int a = 0; a < NA; ++a) s.v[a] = stack[top].v[a] + s.v[a];
+    }
+    stack[top++] = s;
+  }
+  T l[kLanes] = {};
+  if (top > 0) {
+    Acc s = stack[--top];
+    while (top > 0) {
+      --top;
+      for (int a = 0; a < NA; ++a) s.v[a] = stack[top].v[a] + s.v[a];
+    }
+    for (int k = 0; k < kLanes; ++k) l[k] = s.v[k / W][k % W];
+  }
+  for (int64_t k = 0; whole + k < n; ++k) l[k] += f(x[whole + k]);
+  for (int w = kLanes / 2; w > 0; w /= 2) {
+    for (int k = 0; k < w; ++k) l[k] += l[k + w];
+  }
+  return l[0];
+}
+
+template <int kBytes, typename T>
+TB_INLINE T SumRowT(const T* x, int64_t n) {
+  return LaneSum<kBytes>(x, n, [](auto v) { return v; });
+}
+
+template <int kBytes>
+TB_INLINE void LayerNormRowT(const float* x, float* y, const float* w, const float* b, int64_t n,
+                             float eps, float* mean, float* rstd) {
+  const float mu = SumRowT<kBytes>(x, n) / static_cast<float>(n);
+  const float var =
+      LaneSum<kBytes>(x, n, [mu](auto v) { return (v - mu) * (v - mu); }) / static_cast<float>(n);
+  const float rs = 1.0f / std::sqrt(var + eps);
+  *mean = mu;
+  *rstd = rs;
+  // Element-wise: every lane width gives the same bits.
+  if (w && b) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mu) * rs * w[i] + b[i];
+  } else if (w) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mu) * rs * w[i];
+  } else if (b) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mu) * rs + b[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mu) * rs;
+  }
+}
+
+template <int kBytes>
+TB_INLINE void ScaleShiftT(const float* x, float* y, int64_t n, float scale, float shift) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
+}
+
+// NAME##_512 / _256 / _128: the body `BODY<bytes>(args...)` compiled per ISA.
+#define TB_ISA_VERSIONS(RET, NAME, BODY, PARAMS, ARGS)                          \
+  TB_TARGET("avx512f,avx2,fma") RET NAME##_512 PARAMS { return BODY<64> ARGS; } \
+  TB_TARGET("avx2,fma") RET NAME##_256 PARAMS { return BODY<32> ARGS; }         \
+  RET NAME##_128 PARAMS { return BODY<16> ARGS; }                               \
+  using NAME##_fn = RET(*) PARAMS;                                              \
+  NAME##_fn NAME##_pick() { return PickIsa<NAME##_fn>(NAME##_512, NAME##_256, NAME##_128); }
+
+// The widest vector the CPU has (64, 32 or 16 bytes), capped by the environment variable
+// TB_MAX_CPU_ISA ("sse2", "avx2" or "avx512").
+int IsaBytes() {
+  int bytes = 16;
+#if TB_X86_DISPATCH
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) bytes = 32;
+  if (bytes == 32 && __builtin_cpu_supports("avx512f")) bytes = 64;
+#endif
+  if (const char* cap = std::getenv("TB_MAX_CPU_ISA")) {
+    const std::string c = cap;
+    if (c == "sse2") bytes = 16;
+    if (c == "avx2") bytes = std::min(bytes, 32);
+  }
+  return bytes;
+}
+
+// The version for this CPU.
+template <typename F>
+F PickIsa(F v512, F v256, F v128) {
+  static const int bytes = IsaBytes();
+  return bytes == 64 ? v512 : bytes == 32 ? v256 : v128;
+}
+
+TB_ISA_VERSIONS(float, SumRowF32, SumRowT, (const float* x, int64_t n), (x, n))
+TB_ISA_VERSIONS(double, SumRowF64, SumRowT, (const double* x, int64_t n), (x, n))
+TB_ISA_VERSIONS(void, LayerNorm, LayerNormRowT,
+                (const float* x, float* y, const float* w, const float* b, int64_t n, float eps,
+                 float* mean, float* rstd),
+                (x, y, w, b, n, eps, mean, rstd))
+TB_ISA_VERSIONS(void, ScaleShift, ScaleShiftT,
+                (const float* x, float* y, int64_t n, float scale, float shift),
+                (x, y, n, scale, shift))
+#undef TB_ISA_VERSIONS
+
+}  // namespace
+
+float SumRow(const float* x, int64_t n) {
+  static const SumRowF32_fn f = SumRowF32_pick();
+  return f(x, n);
+}
+
+double SumRow(const double* x, int64_t n) {
+  static const SumRowF64_fn f = SumRowF64_pick();
+  return f(x, n);
+}
+
+void LayerNormRow(const float* x, float* y, const float* w, const float* b, int64_t n, float eps,
+                  float* mean, float* rstd) {
+  static const LayerNorm_fn f = LayerNorm_pick();
+  f(x, y, w, b, n, eps, mean, rstd);
+}
+
+void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift) {
+  static const ScaleShift_fn f = ScaleShift_pick();
+  f(x, y, n, scale, shift);
+}
+
+}  // namespace tb::kernels::simd

@@ -1,0 +1,30 @@
+// Private to kernels/: hot float row loops compiled for several x86-64 ISAs (kernels/simd.cc).
+//
+// The library is built for the x86-64 baseline (SSE2). The functions here are built in
+// AVX-512, AVX2 and baseline versions and the loader picks the best the CPU has (GCC/Clang
+// target_clones). They are written on 16-wide vector types whose operations are lane-wise,
+// so every version gives the same bits: only the instructions differ.
+#pragma once
+
+#include <cstdint>
+
+namespace tb::kernels::simd {
+
+inline constexpr int kLanes = 16;  // accumulators of a row sum
+
+// Sum of x[0, n): 16 lanes (lane k: the elements r = k mod 16 of the whole blocks of 16),
+// each summed pairwise over leaves of 1024 elements, then the tail (n mod 16 elements) added
+// to lanes 0.. and the lanes merged pairwise. Callers need not split long rows.
+float SumRow(const float* x, int64_t n);
+double SumRow(const double* x, int64_t n);
+
+// Layer norm of a row of float32 x[0, n) into y: mean and biased variance over the row (two
+// passes in float with 16-lane, pairwise sums), rstd = 1 / sqrt(var + eps), then
+// y = (x - mean) * rstd * w + b; w or b null means 1 or 0. Returns mean and rstd.
+void LayerNormRow(const float* x, float* y, const float* w, const float* b, int64_t n, float eps,
+                  float* mean, float* rstd);
+
+// y[i] = x[i] * scale + shift over [0, n) (not fused: the same bits as the scalar float code).
+void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift);
+
+}  // namespace tb::kernels::simd
