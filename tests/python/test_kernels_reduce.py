@@ -8,15 +8,11 @@ negative dims, non-contiguous and empty inputs, NaN, ties, long rows and paralle
 from __future__ import annotations
 
 import math
-import os
-import sys
 
 import pytest
 import torch
 
-sys.path.insert(0, os.path.dirname(__file__))
-from opinfo_util import find_opinfos, run_samples
-
+from tensorbridge._opinfo import find_opinfos, run_samples
 from tensorbridge.testing import TableMode
 
 # The ATen overloads this family registers.
