@@ -156,10 +156,6 @@ def tolerances(opinfo, dtype) -> tuple[float | None, float | None]:
     return max(atol, d_atol), max(rtol, d_rtol)
 
 
-def _clone(t):
-    return t.clone() if isinstance(t, torch.Tensor) else t
-
-
 def _metrics_delta(before: dict, after: dict) -> dict[str, dict]:
     out = {}
     for op, m in after.items():
@@ -173,27 +169,60 @@ def _metrics_delta(before: dict, after: dict) -> dict[str, dict]:
     return out
 
 
-def _run_one(opinfo, s, index, atol, rtol) -> Sample | None:
+def _fresh(t):
+    """A new leaf with the same values (and requires_grad): in-place variants must not see the
+    other run's writes, and gradients are taken with respect to it."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    return t.detach().clone().requires_grad_(t.requires_grad)
+
+
+def _forward_backward(opinfo, s, grad: bool, grad_outputs=None):
+    """The op's output; with `grad`, also the gradients of <outputs, grad_outputs> with respect
+    to the inputs that require grad (None for an input the outputs do not reach) and the
+    grad_outputs used (seeded random ones unless given)."""
+    out = opinfo(s.input, *s.args, **s.kwargs)
+    outs = _differentiable(out) if grad else []
+    if not outs:
+        return out, None, None
+    if grad_outputs is None:
+        g = torch.Generator().manual_seed(1)
+        grad_outputs = [torch.randn(o.shape, dtype=o.dtype, generator=g) for o in outs]
+    leaves = torch.utils._pytree.tree_leaves((s.input, s.args, s.kwargs))
+    inputs = [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
+    grads = torch.autograd.grad(outs, inputs, grad_outputs, allow_unused=True)
+    return out, grads, grad_outputs
+
+
+def _differentiable(out):
+    return [
+        t
+        for t in torch.utils._pytree.tree_leaves(out)
+        if isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None
+    ]
+
+
+def _run_one(opinfo, s, index, atol, rtol, grad: bool) -> Sample | None:
+    s = s.transform(_fresh)
+    s2 = s.transform(_fresh)
     try:
-        expected = opinfo(s.input, *s.args, **s.kwargs)
+        expected, expected_grads, grad_outputs = _forward_backward(opinfo, s, grad)
     except Exception:  # torch itself rejects this sample on the CPU
         return None
-    # Fresh inputs: in-place variants must not see the reference run's writes.
-    s2 = s.transform(_clone)
     mode = TableMode()
     before = tb.metrics()
     status, message = "pass", ""
     try:
         with mode:
-            actual = opinfo(s2.input, *s2.args, **s2.kwargs)
-        torch.testing.assert_close(
-            s2.output_process_fn_grad(actual),
-            s.output_process_fn_grad(expected),
-            atol=atol,
-            rtol=rtol,
-            equal_nan=True,
-            check_stride=False,
+            actual, actual_grads, _ = _forward_backward(
+                opinfo, s2, grad_outputs is not None, grad_outputs
+            )
+        compare = functools.partial(
+            torch.testing.assert_close, atol=atol, rtol=rtol, equal_nan=True, check_stride=False
         )
+        compare(s2.output_process_fn_grad(actual), s.output_process_fn_grad(expected))
+        if grad_outputs is not None:
+            compare(actual_grads, expected_grads, msg=lambda m: f"gradients: {m}")
     except Exception as e:  # every failure is recorded with its message
         status, message = "fail", f"{type(e).__name__}: {str(e)[:400]}"
     delta = _metrics_delta(before, tb.metrics())
@@ -206,27 +235,32 @@ def _run_one(opinfo, s, index, atol, rtol) -> Sample | None:
     return Sample(index, status, message, hit, frozenset(fallbacks))
 
 
-def run_samples(opinfo, dtype, max_samples: int | None = None) -> OpInfoResult:
+def run_samples(opinfo, dtype, max_samples: int | None = None, grad: bool = False) -> OpInfoResult:
     """`opinfo`'s CPU samples for `dtype` (the first `max_samples` torch runs), through the table.
 
-    Samples are generated after ``torch.manual_seed(0)``, so a run sees the same ones each time.
+    With `grad` (floating dtypes the OpInfo differentiates), the samples require grad and the
+    gradients of the outputs, taken with seeded random output gradients, are compared too: the
+    backward ops run through the table as well. Samples are generated after
+    ``torch.manual_seed(0)``, so a run sees the same ones each time.
     """
     res = OpInfoResult(opinfo_id(opinfo), dtype, getattr(opinfo, "aten_name", "") or "")
     if dtype not in opinfo.supported_dtypes("cpu"):
         return res
+    grad = grad and dtype.is_floating_point and opinfo.supports_autograd
+    grad = grad and dtype in opinfo.supported_backward_dtypes("cpu")
     atol, rtol = tolerances(opinfo, dtype)
     torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            samples = list(opinfo.sample_inputs("cpu", dtype, requires_grad=False))
+            samples = list(opinfo.sample_inputs("cpu", dtype, requires_grad=grad))
         except Exception:  # torch cannot make samples of this op for this dtype
             return res
         res.available = len(samples)
         for i, s in enumerate(samples):
             if max_samples is not None and res.total >= max_samples:
                 break
-            r = _run_one(opinfo, s, i, atol, rtol)
+            r = _run_one(opinfo, s, i, atol, rtol, grad)
             if r is not None:
                 res.samples.append(r)
     return res
@@ -240,8 +274,16 @@ def _qualified(packet_name: str, overload: str) -> str:
 def core_overloads() -> tuple[str, ...]:
     """Every overload of ``torch.ops.aten`` tagged ``torch.Tag.core`` ('aten::add.Tensor')."""
     out = []
-    for name in torch.ops.aten:
-        packet = getattr(torch.ops.aten, name)
+    # Every aten op torch registered (iterating torch.ops.aten lists only those loaded so far).
+    names = {
+        n[len("aten::") :].split(".")[0]
+        for n in torch._C._dispatch_get_all_op_names()
+        if n.startswith("aten::")
+    }
+    for name in sorted(names):
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
         for ov in packet.overloads():
             if torch.Tag.core in getattr(packet, ov).tags:
                 out.append(_qualified(name, ov))

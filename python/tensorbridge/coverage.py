@@ -1,13 +1,15 @@
 """Which of ATen's core ops tensorbridge's table serves, and how its kernels fare on OpInfo samples.
 
     python -m tensorbridge.coverage [--dtypes float32,float64,int64,bool] [--ops add,mul]
-                                    [--max-samples N] [--json] [--failures N]
+                                    [--grad-dtypes float64] [--max-samples N] [--json]
+                                    [--failures N]
 
 Enumerates every overload of ``torch.ops.aten`` tagged ``torch.Tag.core``, says for each how the
 table serves it (``kernel``; ``composite`` when it is a composite op with a kernel of its own;
 ``torch-decomposed`` when torch decomposes it before dispatch, so the table serves the ops it
 decomposes into; ``-`` when not registered), runs PyTorch's OpInfo samples (``op_db``) through the
-table (see ``tensorbridge._opinfo``) and attributes each sample to the overloads it hit. Prints per
+table (see ``tensorbridge._opinfo``; for ``--grad-dtypes`` the gradients too, so backward ops run
+in the table) and attributes each sample to the overloads it hit. Prints per
 core overload: how it is served, samples passed / total, the dtypes it passed samples in; then the
 totals. ``--ops`` limits the sweep to those OpInfos (the overload list stays complete).
 """
@@ -54,6 +56,7 @@ SKIP = {
         "storage_offset counts from the start of torch's storage, which DLPack does not lend: "
         "the table sees the view from its first element"
     ),
+    "sparse.sampled_addmm": "sparse layouts: DLPack lends strided tensors only (BufferError)",
     "empty": "uninitialized memory: torch's reference itself is arbitrary",
     "empty_like": "uninitialized memory: torch's reference itself is arbitrary",
     "empty_strided": "uninitialized memory: torch's reference itself is arbitrary",
@@ -82,6 +85,9 @@ SKIP.update(
             "fft.irfft",
             "fft.irfft2",
             "fft.irfftn",
+            "linalg.eig",
+            "linalg.eigvals",
+            "polar",
         ],
         _COMPLEX,
     )
@@ -109,15 +115,18 @@ def served_by() -> dict[str, str]:
     return out
 
 
-def sweep(dtypes, ops=None, max_samples=None, progress=None):
-    """OpInfoResults of every op_db entry (or those named in `ops`) for each dtype name."""
+def sweep(dtypes, ops=None, max_samples=None, progress=None, grad_dtypes=("float64",)):
+    """OpInfoResults of every op_db entry (or those named in `ops`) for each dtype name; for
+    the dtypes in `grad_dtypes` the gradients are compared too (backward ops in the table)."""
     infos = _opinfo.find_opinfos(ops) if ops else list(_opinfo.op_db())
     results = []
     for o in infos:
         if skip_reason(o):
             continue
         for dn in dtypes:
-            r = _opinfo.run_samples(o, _opinfo.DTYPES[dn], max_samples=max_samples)
+            r = _opinfo.run_samples(
+                o, _opinfo.DTYPES[dn], max_samples=max_samples, grad=dn in grad_dtypes
+            )
             if progress is not None:
                 progress(o, dn, r)
             if r.total:
@@ -234,6 +243,11 @@ def main(argv=None) -> int:
         default=None,
         help="samples per OpInfo and dtype (the first N torch generates)",
     )
+    p.add_argument(
+        "--grad-dtypes",
+        default="float64",
+        help="dtypes whose samples also compare gradients (backward ops); '' for none",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--failures", type=int, default=0, help="failure messages shown per OpInfo")
     p.add_argument("--progress", action="store_true", help="one line per OpInfo/dtype on stderr")
@@ -252,7 +266,8 @@ def main(argv=None) -> int:
         )
 
     t0 = time.perf_counter()
-    results = sweep(dtypes, ops, args.max_samples, progress if args.progress else None)
+    grad_dtypes = [d.strip() for d in args.grad_dtypes.split(",") if d.strip()]
+    results = sweep(dtypes, ops, args.max_samples, progress if args.progress else None, grad_dtypes)
     rep = report(results, served_by(), dtypes)
     rep["seconds"] = round(time.perf_counter() - t0, 1)
     if args.json:

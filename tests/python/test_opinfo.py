@@ -3,7 +3,8 @@
 For each OpInfo (less ``SKIP`` of ``tensorbridge.coverage``, each with its reason) and each of
 float32, float64, int64 and bool that torch supports for it on the CPU, the samples run inside
 ``TableMode`` and are compared with torch's CPU kernels at torch's tolerances for that op and
-dtype (``tensorbridge._opinfo``). ``tb.metrics()`` attributes each sample to the ATen overloads
+dtype (``tensorbridge._opinfo``). For float64 the gradients are compared as well (seeded output
+gradients; forward and backward ops both run through the table). ``tb.metrics()`` attributes each sample to the ATen overloads
 it hit.
 
 * ``test_opinfo``: no sample fell back on an op the table registers, and at least 95% of the
@@ -28,6 +29,7 @@ import torch
 
 import tensorbridge as tb
 from tensorbridge import _opinfo, coverage
+from tensorbridge.testing import TableMode
 
 MAX_SAMPLES = 12
 DTYPES = {
@@ -37,12 +39,14 @@ DTYPES = {
     "bool": torch.bool,
 }
 BAR = 0.95
+# Dtypes whose samples also compare gradients (the backward ops run through the table).
+GRAD_DTYPES = ("float64",)
 
 # (OpInfo id, dtype name or None for all) -> why its samples fall short of the bar.
 KNOWN_FAILURES: dict[tuple[str, str | None], str] = {}
 
 OPINFOS = [o for o in _opinfo.op_db() if coverage.skip_reason(o) is None]
-CASES = [(o, dn) for o in OPINFOS for dn in DTYPES]
+CASES = [(i, dn) for i in range(len(OPINFOS)) for dn in DTYPES]
 
 
 @functools.cache
@@ -52,7 +56,9 @@ def _registered() -> frozenset[str]:
 
 @functools.cache
 def _result(index: int, dtype: str) -> _opinfo.OpInfoResult:
-    return _opinfo.run_samples(OPINFOS[index], DTYPES[dtype], max_samples=MAX_SAMPLES)
+    return _opinfo.run_samples(
+        OPINFOS[index], DTYPES[dtype], max_samples=MAX_SAMPLES, grad=dtype in GRAD_DTYPES
+    )
 
 
 def _known(op_id: str, dtype: str) -> str | None:
@@ -61,8 +67,8 @@ def _known(op_id: str, dtype: str) -> str | None:
 
 @pytest.mark.parametrize(
     ("index", "dtype"),
-    [(OPINFOS.index(o), dn) for o, dn in CASES],
-    ids=[f"{_opinfo.opinfo_id(o)}-{dn}" for o, dn in CASES],
+    CASES,
+    ids=[f"{_opinfo.opinfo_id(OPINFOS[i])}-{dn}" for i, dn in CASES],
 )
 def test_opinfo(index, dtype):
     r = _result(index, dtype)
@@ -82,7 +88,7 @@ def test_opinfo(index, dtype):
 
 def test_core_overload_bar():
     """>= 95% of the samples hitting each served core overload pass, for each dtype."""
-    results = [_result(OPINFOS.index(o), dn) for o, dn in CASES]
+    results = [_result(i, dn) for i, dn in CASES]
     results = [r for r in results if r.total]
     rep = coverage.report(results, coverage.served_by(), list(DTYPES), bar=BAR)
     below = {}
@@ -129,3 +135,22 @@ def test_sample_attribution_and_tolerance():
     # An OpInfo whose toleranceOverride covers the CPU raises the tolerance above the default.
     raised = [o for o in _opinfo.op_db() if _opinfo.tolerances(o, torch.float32) != (None, None)]
     assert raised and all(_opinfo.tolerances(o, torch.float32)[0] >= 1e-5 for o in raised)
+
+
+def test_table_mode_views_keep_their_place_in_storage():
+    """Views the table returns are torch views of their base (autograd replays them by storage
+    offset: the gradient of a copy into a slice, as in circular padding)."""
+    x = torch.arange(10.0)
+    with TableMode() as mode:
+        v = x[4:7]
+        parts = x.split(3)
+    assert mode.served["aten::slice.Tensor"] == 1 and not mode.fallbacks
+    assert v.storage_offset() == 4 and v.data_ptr() == x.data_ptr() + 4 * x.element_size()
+    assert [p.storage_offset() for p in parts] == [0, 3, 6, 9]
+    v[0] = -1.0
+    assert x[4] == -1.0
+    (o,) = [
+        o for o in _opinfo.find_opinfos(["nn.functional.pad"]) if o.variant_test_name == "circular"
+    ]
+    r = _opinfo.run_samples(o, torch.float64, max_samples=6, grad=True)
+    assert r.total and not [m for _, m in r.failures if "gradients" in m]
