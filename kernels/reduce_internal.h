@@ -212,6 +212,18 @@ typename Red::Acc RowLeaf(const Red& red, const typename Red::In* x, int64_t r0,
                           int64_t out) {
   using Acc = typename Red::Acc;
   if constexpr (HasRowKernel<Red>::value) return red.Row(x + r0, r1 - r0, out);
+  if (r1 - r0 < kLanes) {
+    // A short row adds in the order of PyTorch's scalar row_sum: four chains over the
+    // elements (x[4i + k] into chain k), the tail into chain 0, then the chains left to right.
+    // Floating sums then round alike (one ulp shows where a result cancels, e.g. cov).
+    Acc c[4] = {red.Init(out), red.Init(out), red.Init(out), red.Init(out)};
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {
+      for (int k = 0; k < 4; ++k) c[k] = red.Step(c[k], x[r + k], r + k);
+    }
+    for (; r < r1; ++r) c[0] = red.Step(c[0], x[r], r);
+    return red.Merge(red.Merge(red.Merge(c[0], c[1]), c[2]), c[3]);
+  }
   Acc l[kLanes];
   for (int k = 0; k < kLanes; ++k) l[k] = red.Init(out);
   int64_t r = r0;

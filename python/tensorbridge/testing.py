@@ -57,6 +57,27 @@ def _to_torch(x):
     return x
 
 
+def _as_views_of(result, args):
+    """View ops: the table's results as torch views of the argument they alias.
+
+    A tensor back from DLPack starts its own storage at its first element; torch's autograd
+    replays views by storage offset (e.g. the backward of a copy into a slice), so a view must
+    keep its place in the base's storage. The table computed the view; torch only records it."""
+    if isinstance(result, (list, tuple)):
+        return type(result)(_as_views_of(r, args) for r in result)
+    if not isinstance(result, torch.Tensor):
+        return result
+    base = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    if base is None or base.dtype != result.dtype or base.is_conj() or base.is_neg():
+        return result
+    size = base.element_size()
+    start = base.data_ptr() - base.storage_offset() * size
+    offset, rem = divmod(result.data_ptr() - start, size)
+    if rem or result.numel() == 0 or not 0 <= offset * size < base.untyped_storage().nbytes():
+        return result
+    return base.as_strided(result.shape, result.stride(), offset)
+
+
 class TableMode(TorchDispatchMode):
     """Routes every ATen op on CPU tensors to tensorbridge's table (see the module doc)."""
 
@@ -90,8 +111,13 @@ class TableMode(TorchDispatchMode):
         result = _to_torch(out)
         # Ops that write to an argument return that argument itself (aliasing kept).
         schema = func._schema
+        if schema.returns and all(
+            r.alias_info is not None and not r.alias_info.is_write for r in schema.returns
+        ):
+            result = _as_views_of(result, args)
         mutated = [
-            i for i, a in enumerate(schema.arguments)
+            i
+            for i, a in enumerate(schema.arguments)
             if a.alias_info is not None and a.alias_info.is_write
         ]
         if mutated and len(schema.returns) == 1 and schema.returns[0].alias_info is not None:

@@ -4,17 +4,12 @@ aliasing, strided / broadcast / 0-d / empty inputs, type promotion and error mes
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 import torch
 
 import tensorbridge as tb
+from tensorbridge._opinfo import find_opinfos, run_samples
 from tensorbridge.testing import TableMode
-
-sys.path.insert(0, os.path.dirname(__file__))
-from opinfo_util import find_opinfos, run_samples
 
 # OpInfos of this family (every variant of each name, e.g. div.trunc_rounding).
 OPINFO_NAMES = [

@@ -17,16 +17,12 @@ import ast
 import collections
 import functools
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 import tensorbridge as tb
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from opinfo_util import find_opinfos, run_samples
+from tensorbridge._opinfo import find_opinfos, run_samples
 
 # ---------------------------------------------------------------------------------------------
 # ops this family registers: a fallback on any other op blocks a sample instead of failing it

@@ -20,9 +20,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from conftest import requires_jax
-from opinfo_util import find_opinfos, run_samples
 
 import tensorbridge as tb
+from tensorbridge._opinfo import find_opinfos, run_samples
 from tensorbridge.testing import TableMode
 
 # The ATen overloads this family registers.

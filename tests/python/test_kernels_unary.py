@@ -4,18 +4,14 @@ plus in-place forms, strided / 0-d / empty inputs, special values and dtype rule
 from __future__ import annotations
 
 import math
-import os
-import sys
 import warnings
 
 import pytest
 import torch
 
 import tensorbridge as tb
+from tensorbridge._opinfo import find_opinfos, run_samples
 from tensorbridge.testing import TableMode
-
-sys.path.insert(0, os.path.dirname(__file__))
-from opinfo_util import find_opinfos, run_samples
 
 # OpInfos of this family (every variant of each name, e.g. round.decimals_3).
 OPINFO_NAMES = """
