@@ -211,7 +211,6 @@ template <typename Red>
 typename Red::Acc RowLeaf(const Red& red, const typename Red::In* x, int64_t r0, int64_t r1,
                           int64_t out) {
   using Acc = typename Red::Acc;
-  if constexpr (HasRowKernel<Red>::value) return red.Row(x + r0, r1 - r0, out);
   if (r1 - r0 < kLanes) {
     // A short row adds in the order of PyTorch's scalar row_sum: four chains over the
     // elements (x[4i + k] into chain k), the tail into chain 0, then the chains left to right.
@@ -224,6 +223,7 @@ typename Red::Acc RowLeaf(const Red& red, const typename Red::In* x, int64_t r0,
     for (; r < r1; ++r) c[0] = red.Step(c[0], x[r], r);
     return red.Merge(red.Merge(red.Merge(c[0], c[1]), c[2]), c[3]);
   }
+  if constexpr (HasRowKernel<Red>::value) return red.Row(x + r0, r1 - r0, out);
   Acc l[kLanes];
   for (int k = 0; k < kLanes; ++k) l[k] = red.Init(out);
   int64_t r = r0;
@@ -241,8 +241,12 @@ typename Red::Acc RowLeaf(const Red& red, const typename Red::In* x, int64_t r0,
 template <typename Red>
 typename Red::Acc RowReduce(const Red& red, const typename Red::In* x, int64_t r0, int64_t r1,
                             int64_t out) {
-  // A reducer's own row kernel takes the whole range (and does its own pairing).
-  if constexpr (HasRowKernel<Red>::value) return red.Row(x + r0, r1 - r0, out);
+  // A reducer's own row kernel takes the whole range (and does its own pairing); rows shorter
+  // than kLanes keep PyTorch's order (RowLeaf).
+  if constexpr (HasRowKernel<Red>::value) {
+    if (r1 - r0 < kLanes) return RowLeaf(red, x, r0, r1, out);
+    return red.Row(x + r0, r1 - r0, out);
+  }
   if (!Red::kPairwise || r1 - r0 <= kRowLeaf) return RowLeaf(red, x, r0, r1, out);
   const int64_t mid = r0 + ((r1 - r0) / 2 + kLanes - 1) / kLanes * kLanes;
   return red.Merge(RowReduce(red, x, r0, mid, out), RowReduce(red, x, mid, r1, out));
