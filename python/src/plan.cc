@@ -1,6 +1,7 @@
 // tensorbridge._C.Plan: building and running captured graphs from Python.
 #include "bridge/alloc_stats.h"
 #include "dispatch/plan.h"
+#include "dlpack_py.h"
 #include "py_common.h"
 
 namespace tb::py {
@@ -31,6 +32,63 @@ std::vector<Plan::Arg> ToArgs(py::iterable args) {
   std::vector<Plan::Arg> out;
   for (auto a : args) out.push_back(ToArg(a));
   return out;
+}
+
+// torch's side of a compiled plan's calls: its tensor types (inputs of exactly these types are
+// imported in C++) and its DLPack exchange table, whose managed_tensor_to_py_object_no_sync
+// makes the output tensors. Looked up once, under the GIL, and kept for the process.
+struct TorchSide {
+  PyTypeObject* tensor = nullptr;
+  PyTypeObject* parameter = nullptr;
+  DLPackManagedTensorToPyObjectNoSync to_py = nullptr;
+  py::object from_capsule;  // torch._C._from_dlpack, where the table has no to_py
+};
+
+const TorchSide& Torch() {
+  static TorchSide* side = [] {
+    auto* t = new TorchSide;  // never freed: outlives the interpreter's last plan call
+    py::module_ torch = py::module_::import("torch");
+    py::object tensor = torch.attr("Tensor");
+    t->tensor = reinterpret_cast<PyTypeObject*>(tensor.ptr());
+    t->parameter = reinterpret_cast<PyTypeObject*>(torch.attr("nn").attr("Parameter").ptr());
+    py::object cap = py::getattr(tensor, "__dlpack_c_exchange_api__", py::none());
+    if (!cap.is_none() && PyCapsule_IsValid(cap.ptr(), "dlpack_exchange_api")) {
+      auto* header = static_cast<DLPackExchangeAPIHeader*>(
+          PyCapsule_GetPointer(cap.ptr(), "dlpack_exchange_api"));
+      while (header != nullptr && header->version.major != TB_DLPACK_MAJOR_VERSION) {
+        header = header->prev_api;
+      }
+      if (header != nullptr) {
+        t->to_py = reinterpret_cast<const DLPackExchangeAPI*>(header)
+                       ->managed_tensor_to_py_object_no_sync;
+      }
+    }
+    t->from_capsule = torch.attr("_C").attr("_from_dlpack");
+    return t;
+  }();
+  return *side;
+}
+
+// A torch tensor sharing the memory of `t` (no copy).
+py::object ToTorch(const Tensor& t) {
+  const TorchSide& torch = Torch();
+  DLManagedTensorVersioned* managed = ExportDLPackVersioned(t);
+  if (torch.to_py != nullptr) {
+    void* out = nullptr;
+    if (torch.to_py(managed, &out) != 0 || out == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(static_cast<PyObject*>(out));
+  }
+  return torch.from_capsule(py::reinterpret_steal<py::object>(NewCapsule(managed)));
+}
+
+py::object OutputToTorch(const Value& v) {
+  if (v.is_tensor() && v.to_tensor().defined()) return ToTorch(v.to_tensor());
+  if (v.tag() == Value::Tag::kTensorList) {
+    py::list out;
+    for (const Tensor& t : v.to_tensor_list()) out.append(ToTorch(t));
+    return out;
+  }
+  return FromValue(v);
 }
 
 }  // namespace
@@ -65,6 +123,37 @@ void BindPlan(py::module_& m) {
         for (const Value& v : out) result.append(FromValue(v));
         return result;
       }, py::arg("inputs"), "Runs the plan on the inputs (the GIL is released while it runs).")
+      .def("run_torch", [](const Plan& p, py::list args, py::handle convert) {
+        // Plain torch tensors (torch.Tensor, nn.Parameter) are imported here, zero-copy;
+        // anything else goes through `convert` first. The list is emptied (the boxed calling
+        // convention: the caller's references go, so inputs can be freed early).
+        const TorchSide& torch = Torch();
+        const Py_ssize_t n = PyList_GET_SIZE(args.ptr());
+        Stack in;
+        in.reserve(static_cast<size_t>(n));
+        for (Py_ssize_t i = 0; i < n; ++i) {
+          PyObject* x = PyList_GET_ITEM(args.ptr(), i);
+          PyTypeObject* type = Py_TYPE(x);
+          if (type == torch.tensor || type == torch.parameter) {
+            in.emplace_back(TensorFromObject(x, py::none(), py::none()));
+          } else {
+            in.push_back(ToValue(convert(py::handle(x))));
+          }
+        }
+        if (PyList_SetSlice(args.ptr(), 0, n, nullptr) != 0) throw py::error_already_set();
+        Stack out;
+        {
+          py::gil_scoped_release release;
+          out = p.Run(std::move(in));
+        }
+        py::list result(out.size());
+        for (size_t i = 0; i < out.size(); ++i) {
+          result[i] = OutputToTorch(out[i]);
+        }
+        return result;
+      }, py::arg("args"), py::arg("convert"),
+         "Runs the plan on torch tensors and returns torch tensors sharing the results' memory "
+         "(both ways zero-copy, in C++); ``convert`` turns any other input into a plan input.")
       .def_property_readonly("num_nodes", &Plan::num_nodes)
       .def_property_readonly("num_slots", &Plan::num_slots)
       .def_property_readonly("num_values", &Plan::num_values)
