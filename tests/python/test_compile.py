@@ -127,6 +127,19 @@ def test_training_graphs_keep_composite_backward_ops_whole():
     assert "aten::gelu_backward(" in dumps
 
 
+def test_relu_backward_stays_one_threshold_backward_node():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 5))
+    ref = copy.deepcopy(model)
+    x = torch.randn(3, 20)
+    torch.compile(model, backend="tensorbridge")(x).sum().backward()
+    bw = tb._compile._plans[-1].dump()
+    assert "aten::threshold_backward(" in bw and "aten::where" not in bw
+    ref(x).sum().backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+
+
 def _alias_graph():
     """An ATen graph whose first two outputs alias its inputs and whose third is computed."""
     from torch.fx.experimental.proxy_tensor import make_fx
