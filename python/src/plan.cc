@@ -140,6 +140,15 @@ void BindPlan(py::module_& m) {
             in.push_back(ToValue(convert(py::handle(x))));
           }
         }
+        // Outputs that are inputs unchanged return the caller's very object (as the graph
+        // says: its identity, version counter and autograd state are kept).
+        const std::vector<int>& output_inputs = p.output_inputs();
+        std::vector<py::object> same(output_inputs.size());
+        for (size_t k = 0; k < output_inputs.size(); ++k) {
+          if (output_inputs[k] >= 0 && output_inputs[k] < n) {
+            same[k] = py::reinterpret_borrow<py::object>(PyList_GET_ITEM(args.ptr(), output_inputs[k]));
+          }
+        }
         if (PyList_SetSlice(args.ptr(), 0, n, nullptr) != 0) throw py::error_already_set();
         Stack out;
         {
@@ -148,12 +157,13 @@ void BindPlan(py::module_& m) {
         }
         py::list result(out.size());
         for (size_t i = 0; i < out.size(); ++i) {
-          result[i] = OutputToTorch(out[i]);
+          result[i] = same[i] ? std::move(same[i]) : OutputToTorch(out[i]);
         }
         return result;
       }, py::arg("args"), py::arg("convert"),
          "Runs the plan on torch tensors and returns torch tensors sharing the results' memory "
-         "(both ways zero-copy, in C++); ``convert`` turns any other input into a plan input.")
+         "(both ways zero-copy, in C++; an output that is an input unchanged is that input's own "
+         "object); ``convert`` turns any other input into a plan input.")
       .def_property_readonly("num_nodes", &Plan::num_nodes)
       .def_property_readonly("num_slots", &Plan::num_slots)
       .def_property_readonly("num_values", &Plan::num_values)

@@ -172,6 +172,18 @@ def test_plain_inputs_are_bound_and_outputs_returned_without_copies():
     torch.testing.assert_close(doubled, xt * 2)
 
 
+def test_an_output_that_is_an_input_is_that_very_object():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    aten = torch.ops.aten
+    gm = make_fx(lambda x, w: (aten.mm.default(x, w), w, x))(torch.randn(2, 3), torch.randn(3, 3))
+    run = tb._compile.compile_graph(gm)
+    x, w = torch.randn(2, 3), torch.nn.Parameter(torch.randn(3, 3))
+    y, w_out, x_out = run([x, w])
+    assert w_out is w and x_out is x
+    torch.testing.assert_close(y, x @ w.detach())
+
+
 def test_other_inputs_go_through_the_converter():
     # A tensorbridge.Tensor is bound through its Array (zero-copy); ints stay ints.
     run = tb._compile.compile_graph(_alias_graph())
