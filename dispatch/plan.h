@@ -95,7 +95,7 @@ class TB_API Plan {
   std::vector<Node> nodes_;
   std::vector<Arg> outputs_;
   std::vector<std::string> value_names_;
-  std::vector<int> slot_of_;  // value number -> slot
+  std::vector<int> slot_of_;        // value number -> slot
   std::vector<int> output_inputs_;  // set by Finalize()
   size_t num_slots_ = 0;
   bool finalized_ = false;

@@ -136,7 +136,7 @@ def test_relu_backward_stays_one_threshold_backward_node():
     bw = tb._compile._plans[-1].dump()
     assert "aten::threshold_backward(" in bw and "aten::where" not in bw
     ref(x).sum().backward()
-    for p, q in zip(model.parameters(), ref.parameters()):
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
 
 
@@ -203,7 +203,7 @@ def test_compiled_outputs_stay_correct_over_repeated_calls():
     with torch.no_grad():
         outs = [compiled(x) for x in xs for _ in range(2)]
         want = [model(x) for x in xs for _ in range(2)]
-    for got, ref in zip(outs, want):
+    for got, ref in zip(outs, want, strict=True):
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
     assert len({o.data_ptr() for o in outs}) == len(outs)
 
