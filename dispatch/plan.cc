@@ -100,6 +100,12 @@ void Plan::Finalize() {
       if (read) slot_of_[v] = take();
     }
   }
+  output_inputs_.clear();
+  for (const Arg& a : outputs_) {
+    auto it = a.kind == Arg::Kind::kValue ? std::find(inputs_.begin(), inputs_.end(), a.value)
+                                          : inputs_.end();
+    output_inputs_.push_back(it == inputs_.end() ? -1 : static_cast<int>(it - inputs_.begin()));
+  }
   finalized_ = true;
 }
 

@@ -62,6 +62,9 @@ class TB_API Plan {
   // Inputs in AddInput order; returns the outputs. Safe to call from several threads at once.
   Stack Run(Stack inputs) const;
 
+  // For each output: the index of the input it returns unchanged (the same value), or -1.
+  const std::vector<int>& output_inputs() const { return output_inputs_; }
+
   size_t num_nodes() const { return nodes_.size(); }
   size_t num_slots() const { return num_slots_; }
   // Graph values (inputs and node results); with liveness, num_slots() <= num_values().
@@ -92,7 +95,8 @@ class TB_API Plan {
   std::vector<Node> nodes_;
   std::vector<Arg> outputs_;
   std::vector<std::string> value_names_;
-  std::vector<int> slot_of_;  // value number -> slot
+  std::vector<int> slot_of_;        // value number -> slot
+  std::vector<int> output_inputs_;  // set by Finalize()
   size_t num_slots_ = 0;
   bool finalized_ = false;
 };

@@ -23,6 +23,14 @@ __all__ = ["backend", "compile_graph", "compiled_metrics", "explain", "load_expo
 
 _stats = collections.Counter()
 _plans: list = []
+# One [calls] box per plan built, counted by its run function (the hot path does no more);
+# plan_calls sums them, less the sum at the last reset.
+_call_boxes: list = []
+_calls_at_reset = 0
+
+
+def _plan_calls() -> int:
+    return sum(box[0] for box in _call_boxes) - _calls_at_reset
 
 
 def plan_metrics(fn=None) -> dict:
@@ -34,11 +42,13 @@ def plan_metrics(fn=None) -> dict:
         return compiled_metrics(fn)
     return {"graphs": _stats["graphs"], "compilations": _stats["compilations"],
             "recompilations": _stats["compilations"] - _stats["graphs"],
-            "plans_built": _stats["plans_built"], "plan_calls": _stats["plan_calls"]}
+            "plans_built": _stats["plans_built"], "plan_calls": _plan_calls()}
 
 
 def reset_plan_metrics() -> None:
+    global _calls_at_reset
     _stats.clear()
+    _calls_at_reset += _plan_calls()
     _graph_ids.clear()
     _frames_seen.clear()
     _compilations.clear()
@@ -205,24 +215,29 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None,
     plan = _Builder(gm).build()
     _stats["plans_built"] += 1
     _plans.append(plan)
-    entry = {"kind": kind, "plan": plan, "calls": 0}
+    entry = {"kind": kind, "plan": plan}
     if record is not None:
         record.plans.append(entry)
 
+    run_torch = plan.run_torch
+    calls = entry["calls"] = [0]
+    _call_boxes.append(calls)
+
     def run(args):
-        # Boxed calling convention: the list is cleared so inputs can be freed early.
-        _stats["plan_calls"] += 1
-        entry["calls"] += 1
-        inputs = [_to_array(a) for a in args]
-        args.clear()
-        return [_to_torch(o) for o in plan.run(inputs)]
+        # Boxed calling convention: run_torch empties the list so inputs can be freed early.
+        # Plain torch tensors go in and come out zero-copy in C++; other inputs through
+        # _to_array.
+        calls[0] += 1
+        return run_torch(args, _to_array)
 
     run.plan = plan
     run._boxed_call = True
     return run
 
 
-_KEEP_WHOLE = (_aten.native_batch_norm_backward.default,)
+# relu's backward is threshold_backward; decomposed, it is a le and a where over the whole
+# activation (two passes, an extra buffer), so it stays whole where a kernel serves it.
+_KEEP_WHOLE = (_aten.native_batch_norm_backward.default, _aten.threshold_backward.default)
 
 # Core decompositions that are wrong under autograd. The one of the CPU flash attention op
 # (meant for export) returns the attention weights where the op returns its logsumexp, which
@@ -377,7 +392,7 @@ def compiled_metrics(fn) -> dict:
     return {"compilations": len(records),
             "recompilations": sum(r.recompilation for r in records),
             "plans_built": sum(len(r.plans) for r in records),
-            "plan_calls": sum(p["calls"] for r in records for p in r.plans)}
+            "plan_calls": sum(p["calls"][0] for r in records for p in r.plans)}
 
 
 _FALLBACK_LINE = re.compile(r" = ([\w:.]+)\(.*\)  \[fallback")
@@ -411,7 +426,7 @@ def explain_compiled(fn) -> str:
             fused = dump.count("= tensorbridge::")
             fallbacks = _FALLBACK_LINE.findall(dump)
             lines.append(
-                f"  {e['kind']} plan, {e['calls']} calls: {p.num_nodes} nodes ("
+                f"  {e['kind']} plan, {e['calls'][0]} calls: {p.num_nodes} nodes ("
                 + ", ".join(f"{v} {k}" for k, v in counts.items())
                 + f"; {fused} fused); {p.num_values} values in {p.num_slots} slots "
                 f"({p.num_values - p.num_slots} reuse a freed slot)")

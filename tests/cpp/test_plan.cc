@@ -137,5 +137,17 @@ TEST(Plan, SlotsAreReusedAfterTheLastUse) {
   EXPECT_NE(dump.find("frees"), std::string::npos) << dump;
 }
 
+TEST(Plan, OutputInputsNameTheInputsReturnedUnchanged) {
+  Plan plan;
+  const int x = plan.AddInput("x");
+  const int y = plan.AddInput("y");
+  const std::vector<int> sum = plan.AddNode(
+      "aten::add.Tensor", {Plan::Arg::Of(x), Plan::Arg::Of(y), Plan::Arg::Const(Value(int64_t{1}))},
+      1, "add");
+  plan.SetOutputs({Plan::Arg::Of(sum[0]), Plan::Arg::Of(y), Plan::Arg::Of(x)});
+  plan.Finalize();
+  EXPECT_EQ(plan.output_inputs(), (std::vector<int>{-1, 1, 0}));
+}
+
 }  // namespace
 }  // namespace tb
