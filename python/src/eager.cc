@@ -23,6 +23,7 @@ struct FuncInfo {
   int mutated_index = -1;  // argument an in-place / out= op writes and returns
   std::string mutated_name;
   bool mutated_kwarg_only = false;
+  bool metadata = false;  // changes its argument's shape, strides or memory (squeeze_, resize_, ...)
 };
 
 struct EagerState {
@@ -30,6 +31,7 @@ struct EagerState {
   py::object make_wrapper;  // torch.Tensor._make_wrapper_subclass
   py::object torch_tensor;  // torch.Tensor
   py::object traced;        // the Python path for traced stand-ins: f(func, args, kwargs)
+  py::object metadata;      // the Python path of in-place metadata ops: f(func, args, kwargs)
   std::array<py::object, kNumDTypes> torch_dtypes;  // DType -> torch.dtype (unset: none)
   py::str array_attr{"_array"};
   py::object cpu;                                 // torch.device("cpu")
@@ -54,6 +56,13 @@ const FuncInfo& Info(py::handle func) {
   OpTable& table = OpTable::Global();
   FuncInfo info;
   info.op = table.Intern(qualified);
+  // In-place ops that change the tensor object itself (its shape, strides or memory) rather
+  // than its data: the wrapper's own metadata must change too, which only Python can do.
+  static const char* const kMetadataOps[] = {
+      "aten::as_strided_", "aten::squeeze_", "aten::unsqueeze_", "aten::t_",
+      "aten::transpose_",  "aten::swapdims_", "aten::swapaxes_", "aten::resize_",
+      "aten::resize_as_",  "aten::set_"};
+  for (const char* m : kMetadataOps) info.metadata |= name == m;
   py::list args = schema.attr("arguments");
   py::list returns = schema.attr("returns");
   bool returns_alias = returns.size() == 1 && !returns[0].attr("alias_info").is_none();
@@ -270,7 +279,14 @@ PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t na
     TB_CHECK(PyTuple_Check(args.ptr()), TypeError) << "__torch_dispatch__: args must be a tuple";
     TB_CHECK(kwargs.is_none() || PyDict_Check(kwargs.ptr()), TypeError)
         << "__torch_dispatch__: kwargs must be a dict or None";
-    py::object out = EagerDispatch(bound[1], args, kwargs);
+    py::object out;
+    if (Info(bound[1]).metadata) {
+      out = State().metadata(py::handle(bound[1]), args,
+                             kwargs.is_none() ? py::dict()
+                                              : py::reinterpret_borrow<py::dict>(kwargs));
+      return out.release().ptr();
+    }
+    out = EagerDispatch(bound[1], args, kwargs);
     if (out.ptr() == Py_NotImplemented) {
       out =
           State().traced(py::handle(bound[1]), args,
@@ -293,12 +309,14 @@ PyMethodDef kTorchDispatchDef = {
 
 void BindEager(py::module_& m) {
   m.def("_eager_init",
-        [](py::object tensor_cls, py::object torch_tensor, py::dict dtypes, py::object traced) {
+        [](py::object tensor_cls, py::object torch_tensor, py::dict dtypes, py::object traced,
+           py::object metadata) {
           EagerState& st = State();
           st.tensor_cls = tensor_cls;
           st.torch_tensor = torch_tensor;
           st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
           st.traced = traced;
+          st.metadata = metadata;
           for (auto [name, dtype] : dtypes) {
             DType d;
             if (DTypeFromName(name.cast<std::string>(), &d)) {

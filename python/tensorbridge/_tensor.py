@@ -184,6 +184,42 @@ def _traced_dispatch(func, args, kwargs):
         lambda x: Tensor._from_inner(x) if isinstance(x, torch.Tensor) else x, out)
 
 
+def _metadata_dispatch(func, args, kwargs):
+    # In-place ops that change the tensor object rather than its data (squeeze_, t_,
+    # as_strided_, resize_, ...): the Array becomes the view the out-of-place op gives, and the
+    # wrapper's own sizes and strides change with it.
+    self = args[0]
+    name = _op_name(func)
+    base = func._schema.name.split("::")[1]
+    if base == "set_":
+        raise NotImplementedError(
+            f"{name}: a tensorbridge.Tensor stays on the memory it wraps; make a new tensor with "
+            "tensorbridge.wrap(...) instead")
+    if base in ("resize_", "resize_as_"):
+        size = tuple(args[1]) if base == "resize_" else tuple(args[1].shape)
+        if tuple(self.shape) == size:
+            return self
+        numel = 1
+        for n in size:
+            numel *= n
+        if numel != self.numel() or not self.is_contiguous():
+            raise BufferError(
+                f"{name}: a tensorbridge.Tensor cannot resize the memory it wraps (another "
+                f"framework owns it): shape {tuple(self.shape)} to {size}; make a new tensor")
+        view = torch.ops.aten.view.default(self, size)
+        update = torch.ops.aten.as_strided_.default
+        update_args = (self, size, view.stride(), self.storage_offset())
+    else:
+        view = getattr(torch.ops.aten, base[:-1])(*args, **kwargs)  # squeeze_ -> squeeze
+        update, update_args = func, args
+    with torch.utils._mode_utils.no_dispatch():
+        update(*update_args, **({} if update is not func else kwargs))  # the wrapper's metadata
+    if isinstance(view, Tensor):
+        self._array = view._array
+        self._inner_cache = view._inner_cache
+    return self
+
+
 def _dispatch_python(func, args, kwargs):
     """The same as _C._eager_dispatch, in Python (kept as the readable reference)."""
     name = _op_name(func)
@@ -246,4 +282,4 @@ def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Modu
     return module
 
 
-_C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch)
+_C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch, _metadata_dispatch)

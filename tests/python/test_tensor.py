@@ -49,6 +49,40 @@ def test_views_alias_the_source_array():
     assert not a.any()
 
 
+@pytest.mark.parametrize("op,args", [
+    ("squeeze_", ()), ("squeeze_", (0,)), ("unsqueeze_", (1,)), ("t_", ()),
+    ("transpose_", (0, 2)), ("swapdims_", (1, 2)), ("as_strided_", ((3, 2), (1, 3))),
+])
+def test_in_place_view_ops_change_the_tensor_and_keep_its_memory(op, args):
+    a = np.arange(6, dtype=np.float32).reshape(1, 2, 3) if op != "t_" else (
+        np.arange(6, dtype=np.float32).reshape(2, 3))
+    if op == "as_strided_":
+        a = np.arange(6, dtype=np.float32)
+    t, ref = tb.wrap(a), torch.from_numpy(a.copy())
+    assert getattr(t, op)(*args) is t
+    getattr(ref, op)(*args)
+    assert t.shape == ref.shape and t.stride() == ref.stride()
+    plain = tb.to_torch(t)
+    assert plain.shape == ref.shape and plain.data_ptr() == a.ctypes.data
+    torch.testing.assert_close(plain, ref)
+    t.mul_(2)  # later ops see the new shape and still write the numpy array
+    np.testing.assert_array_equal(a.reshape(-1), np.arange(6, dtype=np.float32) * 2)
+    torch.testing.assert_close(tb.to_torch(t + 0), ref * 2)
+
+
+def test_resize_and_set_on_wrapped_memory():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = tb.wrap(a)
+    assert t.resize_(3, 2) is t and t.shape == (3, 2)  # same number of elements: a view
+    assert tb.to_torch(t).data_ptr() == a.ctypes.data
+    assert t.resize_(3, 2) is t
+    with pytest.raises(BufferError, match=r"aten::resize_.*\(3, 2\) to \(4, 4\)"):
+        t.resize_(4, 4)
+    with pytest.raises(NotImplementedError, match="aten::set_"):
+        t.set_(torch.zeros(2))
+    assert t.shape == (3, 2)
+
+
 def test_mixed_wrapped_and_plain_arguments():
     a = np.arange(4, dtype=np.float32)
     t = tb.wrap(a)
