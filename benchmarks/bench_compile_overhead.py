@@ -22,14 +22,16 @@ import tensorbridge as tb
 from _bench_util import Timing, env_header, fmt_time, measure_interleaved, parse_args, print_table
 from tensorbridge import _compile
 
-ARGS = parse_args(__doc__, full_repeats=15, quick_repeats=5, full_target_s=0.02,
-                  quick_target_s=0.01)
+ARGS = parse_args(
+    __doc__, full_repeats=15, quick_repeats=5, full_target_s=0.02, quick_target_s=0.01
+)
 
 
 def _model():
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                         nn.Linear(512, 10)).eval()
+    return nn.Sequential(
+        nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)
+    ).eval()
 
 
 def _compiled(model, x, fusion: bool):
@@ -105,23 +107,42 @@ def main() -> None:
         for fusion in (False, True):
             compiled, plan, inputs = _compiled(model, x, fusion)
             t = measure_interleaved(
-                [("eager", lambda: lambda: model(x)), ("compiled", lambda c=compiled: lambda: c(x)),
-                 ("dynamo+AOT, no-op graph", lambda: lambda: noop(x)),
-                 ("plan.run", lambda p=plan, i=inputs: lambda: p.run(i))],
-                repeats=ARGS.repeats, target_s=ARGS.target_s)
+                [
+                    ("eager", lambda: lambda: model(x)),
+                    ("compiled", lambda c=compiled: lambda: c(x)),
+                    ("dynamo+AOT, no-op graph", lambda: lambda: noop(x)),
+                    ("plan.run", lambda p=plan, i=inputs: lambda: p.run(i)),
+                ],
+                repeats=ARGS.repeats,
+                target_s=ARGS.target_s,
+            )
             k = _kernel_ns(plan, inputs, 200 if ARGS.quick else 1000)
             kernels[fusion] = k
             ksum = sum(k.values())
             plan_ns = t["plan.run"].min_ns if isinstance(t["plan.run"], Timing) else float("nan")
-            rows.append([f"fusion {'on' if fusion else 'off'}", t["eager"], t["compiled"],
-                         t["dynamo+AOT, no-op graph"], t["plan.run"], fmt_time(ksum),
-                         fmt_time(plan_ns - ksum)])
-    print_table("one call (min of repeats)",
-                ["", "eager", "compiled", "dynamo+AOT no-op", "plan.run", "kernels",
-                 "plan overhead"], rows)
+            rows.append(
+                [
+                    f"fusion {'on' if fusion else 'off'}",
+                    t["eager"],
+                    t["compiled"],
+                    t["dynamo+AOT, no-op graph"],
+                    t["plan.run"],
+                    fmt_time(ksum),
+                    fmt_time(plan_ns - ksum),
+                ]
+            )
+    print_table(
+        "one call (min of repeats)",
+        ["", "eager", "compiled", "dynamo+AOT no-op", "plan.run", "kernels", "plan overhead"],
+        rows,
+    )
     for fusion, k in kernels.items():
-        print(f"kernel time per call, fusion {'on' if fusion else 'off'}: "
-              + ", ".join(f"{op} {fmt_time(ns)}" for op, ns in sorted(k.items(), key=lambda kv: -kv[1])))
+        print(
+            f"kernel time per call, fusion {'on' if fusion else 'off'}: "
+            + ", ".join(
+                f"{op} {fmt_time(ns)}" for op, ns in sorted(k.items(), key=lambda kv: -kv[1])
+            )
+        )
 
 
 if __name__ == "__main__":

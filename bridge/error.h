@@ -54,10 +54,10 @@ class TB_API Error : public std::exception {
 #define TB_THROW(Kind) throw ::tb::Error(::tb::ErrorKind::k##Kind)
 
 // Internal invariant: failing it is a tensorbridge bug, reported with the place it failed.
-#define TB_ICHECK(cond)                                                                   \
-  if (cond) {                                                                             \
-  } else                                                                                  \
-    throw ::tb::Error(::tb::ErrorKind::kInternalError)                                    \
+#define TB_ICHECK(cond)                                                                    \
+  if (cond) {                                                                              \
+  } else                                                                                   \
+    throw ::tb::Error(::tb::ErrorKind::kInternalError)                                     \
         << "tensorbridge internal error at " << __FILE__ << ":" << __LINE__ << ": check `" \
         << #cond << "` failed. "
 

@@ -41,8 +41,8 @@ std::string ShapeString(IntArrayRef shape) {
 int64_t WrapDim(int64_t dim, int64_t ndim, const char* op) {
   int64_t n = ndim == 0 ? 1 : ndim;  // 0-d tensors accept dim 0 and -1, as in torch
   if (dim < -n || dim >= n) {
-    TB_THROW(IndexError) << op << ": dimension " << dim << " out of range for a tensor of "
-                         << ndim << " dimensions (expected in [" << -n << ", " << n - 1 << "])";
+    TB_THROW(IndexError) << op << ": dimension " << dim << " out of range for a tensor of " << ndim
+                         << " dimensions (expected in [" << -n << ", " << n - 1 << "])";
   }
   return dim < 0 ? dim + n : dim;
 }
@@ -62,8 +62,8 @@ bool ContiguousLayout(IntArrayRef shape, IntArrayRef strides) {
 
 // Copies `shape` elements of `elem` bytes from a strided source into a strided destination.
 // Strides are in elements. Dimensions are walked innermost-first with an odometer.
-void StridedCopyBytes(char* dst, IntArrayRef dst_strides, const char* src,
-                      IntArrayRef src_strides, IntArrayRef shape, int64_t elem) {
+void StridedCopyBytes(char* dst, IntArrayRef dst_strides, const char* src, IntArrayRef src_strides,
+                      IntArrayRef shape, int64_t elem) {
   const int64_t nd = static_cast<int64_t>(shape.size());
   int64_t numel = ShapeNumel(shape);
   if (numel == 0) return;
@@ -96,8 +96,8 @@ void StridedCopyBytes(char* dst, IntArrayRef dst_strides, const char* src,
 
 }  // namespace
 
-Tensor::Tensor(std::shared_ptr<Storage> storage, void* data, Dims shape, Dims strides,
-               DType dtype, Device device, bool read_only)
+Tensor::Tensor(std::shared_ptr<Storage> storage, void* data, Dims shape, Dims strides, DType dtype,
+               Device device, bool read_only)
     : storage_(std::move(storage)),
       data_(data),
       shape_(std::move(shape)),
@@ -221,8 +221,8 @@ Tensor Tensor::permute(IntArrayRef dims) const {
   std::vector<bool> seen(dims.size(), false);
   for (size_t i = 0; i < dims.size(); ++i) {
     int64_t d = WrapDim(dims[i], ndim(), "permute");
-    TB_CHECK(!seen[d], ValueError) << "permute: dimension " << d << " repeats in "
-                                   << ShapeString(dims);
+    TB_CHECK(!seen[d], ValueError)
+        << "permute: dimension " << d << " repeats in " << ShapeString(dims);
     seen[d] = true;
     shape[i] = shape_[d];
     strides[i] = strides_[d];
@@ -254,8 +254,8 @@ Tensor Tensor::expand(IntArrayRef shape) const {
       out_strides[i] = 0;
     } else {
       TB_THROW(ValueError) << "expand: size " << shape_[j] << " of dimension " << j
-                           << " cannot expand to " << want << " (" << ShapeString(shape_)
-                           << " -> " << ShapeString(shape) << ")";
+                           << " cannot expand to " << want << " (" << ShapeString(shape_) << " -> "
+                           << ShapeString(shape) << ")";
     }
   }
   return make_view(data_, std::move(out_shape), std::move(out_strides));
@@ -315,8 +315,7 @@ Tensor Tensor::as_strided(IntArrayRef shape, IntArrayRef strides, int64_t storag
     if (first < base || last > base + storage_->nbytes()) {
       TB_THROW(ValueError) << "as_strided: shape " << ShapeString(shape) << " with strides "
                            << ShapeString(strides) << " and offset " << storage_offset
-                           << " reaches outside the storage of " << storage_->nbytes()
-                           << " bytes";
+                           << " reaches outside the storage of " << storage_->nbytes() << " bytes";
     }
   }
   return make_view(numel > 0 ? Offset(data_, storage_offset, element_size()) : data_, Dims(shape),
@@ -357,8 +356,8 @@ Dims InferShape(IntArrayRef shape, int64_t numel, const char* op) {
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      TB_CHECK(infer < 0, ValueError) << op << ": only one dimension can be -1 in "
-                                      << ShapeString(shape);
+      TB_CHECK(infer < 0, ValueError)
+          << op << ": only one dimension can be -1 in " << ShapeString(shape);
       infer = static_cast<int64_t>(i);
     } else {
       TB_CHECK(out[i] >= 0, ValueError) << op << ": invalid size in " << ShapeString(shape);
@@ -370,8 +369,8 @@ Dims InferShape(IntArrayRef shape, int64_t numel, const char* op) {
         << op << ": shape " << ShapeString(shape) << " is invalid for " << numel << " elements";
     out[infer] = numel / known;
   } else {
-    TB_CHECK(known == numel, ValueError) << op << ": shape " << ShapeString(shape)
-                                         << " is invalid for " << numel << " elements";
+    TB_CHECK(known == numel, ValueError)
+        << op << ": shape " << ShapeString(shape) << " is invalid for " << numel << " elements";
   }
   return out;
 }
@@ -463,8 +462,7 @@ void Tensor::copy_from(const Tensor& src) const {
   TB_CHECK(src.dtype() == dtype_, TypeError)
       << "copy_from: dtype " << DTypeName(src.dtype()) << " into " << DTypeName(dtype_)
       << " needs a converting copy (aten::copy_)";
-  TB_CHECK(device_.is_host_accessible() && src.device().is_host_accessible(),
-           NotImplementedError)
+  TB_CHECK(device_.is_host_accessible() && src.device().is_host_accessible(), NotImplementedError)
       << "copy_from: copies between " << DeviceString(src.device()) << " and "
       << DeviceString(device_) << " are not supported";
   Tensor s = src.expand(shape_);

@@ -15,9 +15,9 @@ struct Prims {
   OpRef add{"aten::add.Tensor"}, sub{"aten::sub.Tensor"}, mul{"aten::mul.Tensor"},
       div{"aten::div.Tensor"}, neg{"aten::neg"}, exp{"aten::exp"}, log{"aten::log"},
       log1p{"aten::log1p"}, erf{"aten::erf"}, tanh{"aten::tanh"}, sigmoid{"aten::sigmoid"},
-      rsqrt{"aten::rsqrt"}, clamp{"aten::clamp"}, where{"aten::where.self"},
-      gt{"aten::gt.Scalar"}, lt{"aten::lt.Scalar"}, sum{"aten::sum.dim_IntList"},
-      amax{"aten::amax"}, mean{"aten::mean.dim"}, var{"aten::var.correction"};
+      rsqrt{"aten::rsqrt"}, clamp{"aten::clamp"}, where{"aten::where.self"}, gt{"aten::gt.Scalar"},
+      lt{"aten::lt.Scalar"}, sum{"aten::sum.dim_IntList"}, amax{"aten::amax"},
+      mean{"aten::mean.dim"}, var{"aten::var.correction"};
   static const Prims& Get() {
     static const Prims* p = new Prims();
     return *p;
@@ -162,8 +162,8 @@ std::tuple<Tensor, Tensor, Tensor> LayerNorm(const Tensor& x,
   const Prims& p = Prims::Get();
   std::vector<int64_t> dims = NormDims(x, normalized_shape, "aten::native_layer_norm");
   Tensor mean = T(p.mean(x, dims, true));
-  Tensor var = T(p.var.WithKeywords({x, dims}, {{"correction", Value(int64_t{0})},
-                                                {"keepdim", Value(true)}}));
+  Tensor var = T(
+      p.var.WithKeywords({x, dims}, {{"correction", Value(int64_t{0})}, {"keepdim", Value(true)}}));
   Tensor rstd = T(p.rsqrt(T(p.add(var, eps))));
   Tensor out = T(p.mul(T(p.sub(x, mean)), rstd));
   if (weight) out = T(p.mul(out, *weight));
@@ -171,17 +171,19 @@ std::tuple<Tensor, Tensor, Tensor> LayerNorm(const Tensor& x,
   return {out, mean, rstd};
 }
 
-std::tuple<Tensor, Tensor, Tensor> LayerNormBackward(
-    const Tensor& grad, const Tensor& x, const std::vector<int64_t>& normalized_shape,
-    const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight,
-    const std::optional<Tensor>& bias, const std::vector<bool>& output_mask) {
+std::tuple<Tensor, Tensor, Tensor> LayerNormBackward(const Tensor& grad, const Tensor& x,
+                                                     const std::vector<int64_t>& normalized_shape,
+                                                     const Tensor& mean, const Tensor& rstd,
+                                                     const std::optional<Tensor>& weight,
+                                                     const std::optional<Tensor>& bias,
+                                                     const std::vector<bool>& output_mask) {
   const Prims& p = Prims::Get();
   std::vector<int64_t> dims = NormDims(x, normalized_shape, "aten::native_layer_norm_backward");
   std::vector<int64_t> batch_dims;
-  for (int64_t i = 0; i < x.ndim() - static_cast<int64_t>(dims.size()); ++i) batch_dims.push_back(i);
-  const double n = static_cast<double>(
-      std::accumulate(normalized_shape.begin(), normalized_shape.end(), int64_t{1},
-                      std::multiplies<int64_t>()));
+  for (int64_t i = 0; i < x.ndim() - static_cast<int64_t>(dims.size()); ++i)
+    batch_dims.push_back(i);
+  const double n = static_cast<double>(std::accumulate(
+      normalized_shape.begin(), normalized_shape.end(), int64_t{1}, std::multiplies<int64_t>()));
   Tensor xhat = T(p.mul(T(p.sub(x, mean)), rstd));
   Tensor g = weight ? T(p.mul(grad, *weight)) : grad;
   Tensor dx, dw, db;

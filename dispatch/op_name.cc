@@ -27,8 +27,6 @@ OpName OpName::Parse(std::string_view qualified) {
   return op;
 }
 
-std::string OpName::ToString() const {
-  return overload.empty() ? name : name + "." + overload;
-}
+std::string OpName::ToString() const { return overload.empty() ? name : name + "." + overload; }
 
 }  // namespace tb

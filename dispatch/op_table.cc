@@ -140,7 +140,8 @@ RegistrationHandle OpTable::Register(std::string_view op, SlotKind kind, DeviceT
   OpId id = Intern(op);
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = *entries_[id].load();
-  auto slot = std::make_unique<Slot>(Slot{next_token_++, kind, device, std::move(fn), std::move(debug)});
+  auto slot =
+      std::make_unique<Slot>(Slot{next_token_++, kind, device, std::move(fn), std::move(debug)});
   e.live.push_back(slot.get());
   uint64_t token = slot->token;
   e.all_slots.push_back(std::move(slot));
@@ -178,8 +179,10 @@ void OpTable::Rebuild(Entry& e) {
       case SlotKind::kKernel: {
         auto it = std::find_if(snap->kernels.begin(), snap->kernels.end(),
                                [&](const auto& p) { return p.first == s->device; });
-        if (it == snap->kernels.end()) snap->kernels.emplace_back(s->device, s);
-        else it->second = s;
+        if (it == snap->kernels.end())
+          snap->kernels.emplace_back(s->device, s);
+        else
+          it->second = s;
         break;
       }
       case SlotKind::kComposite: snap->composite = s; break;
@@ -267,7 +270,8 @@ Resolution OpTable::Resolve(OpId op, DeviceType device) const {
   }
   // (4) The fallback handler.
   if (auto fb = std::atomic_load(&fallback_)) {
-    return Resolution{fb.get(), ServedBy::kFallback, "fallback handler (no kernel registered)", nullptr};
+    return Resolution{fb.get(), ServedBy::kFallback, "fallback handler (no kernel registered)",
+                      nullptr};
   }
   // (5) Nothing serves it.
   return Resolution{nullptr, ServedBy::kMissing, "no kernel, decomposition or fallback", nullptr};
@@ -377,7 +381,7 @@ Stack OpTable::CallWithArgs(OpId op, Stack positional,
 OpCounters OpTable::Counters(OpId op) const {
   Info(op);
   const Entry& e = *entries_[op].load();
-  return OpCounters{e.calls.load(), e.kernel.load(), e.composite.load(),
+  return OpCounters{e.calls.load(),         e.kernel.load(),   e.composite.load(),
                     e.decomposition.load(), e.fallback.load(), e.time_ns.load()};
 }
 
@@ -422,15 +426,15 @@ void ThrowArgType(const OpInfo& op, size_t index, const char* expected, const Va
   if (op.schema != nullptr && index < op.schema->arguments().size()) {
     name = " '" + op.schema->arguments()[index].name + "'";
   }
-  TB_THROW(TypeError) << op.qualified << ": argument " << index << name << " expected "
-                      << expected << " but got " << got.type_name();
+  TB_THROW(TypeError) << op.qualified << ": argument " << index << name << " expected " << expected
+                      << " but got " << got.type_name();
 }
 
 std::string SourceLocation(const char* file, int line) {
   std::string_view f(file);
   size_t best = std::string_view::npos;
-  for (const char* layer : {"bridge/", "interop/", "dispatch/", "kernels/", "python/", "tests/",
-                            "benchmarks/"}) {
+  for (const char* layer :
+       {"bridge/", "interop/", "dispatch/", "kernels/", "python/", "tests/", "benchmarks/"}) {
     size_t pos = f.rfind(layer);
     if (pos != std::string_view::npos && (pos == 0 || f[pos - 1] == '/') &&
         (best == std::string_view::npos || pos > best)) {

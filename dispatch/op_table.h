@@ -49,8 +49,8 @@ TB_API const char* ServedByName(ServedBy s);
 struct Resolution {
   const BoxedKernel* kernel = nullptr;  // null when kMissing
   ServedBy served_by = ServedBy::kMissing;
-  const char* reason = "";              // why this step was taken
-  const std::string* where = nullptr;   // who registered the kernel (null for the fallback)
+  const char* reason = "";             // why this step was taken
+  const std::string* where = nullptr;  // who registered the kernel (null for the fallback)
   // "composite kernel (registered at kernels/activation.cc:40)"
   TB_API std::string Describe() const;
 };
@@ -59,7 +59,8 @@ struct Resolution {
 class TB_API RegistrationHandle {
  public:
   RegistrationHandle() = default;
-  RegistrationHandle(OpTable* table, OpId op, uint64_t token) : table_(table), op_(op), token_(token) {}
+  RegistrationHandle(OpTable* table, OpId op, uint64_t token)
+      : table_(table), op_(op), token_(token) {}
   RegistrationHandle(RegistrationHandle&& o) noexcept { *this = std::move(o); }
   RegistrationHandle& operator=(RegistrationHandle&& o) noexcept;
   RegistrationHandle(const RegistrationHandle&) = delete;
@@ -150,8 +151,8 @@ class TB_API OpTable {
   struct Slot;
   enum class SlotKind : uint8_t { kKernel, kComposite, kDecomposition };
 
-  RegistrationHandle Register(std::string_view op, SlotKind kind, DeviceType device,
-                              BoxedKernel fn, std::string debug);
+  RegistrationHandle Register(std::string_view op, SlotKind kind, DeviceType device, BoxedKernel fn,
+                              std::string debug);
   void Unregister(OpId op, uint64_t token);
   void Rebuild(Entry& e);  // with mu_ held
   [[noreturn]] void ReportMissing(OpId op, DeviceType device) const;
@@ -161,9 +162,9 @@ class TB_API OpTable {
   static constexpr size_t kMaxOps = 1 << 14;
   std::unique_ptr<std::atomic<Entry*>[]> entries_;
   std::atomic<size_t> size_{0};
-  std::unordered_map<std::string, OpId> ids_;  // guarded by mu_
+  std::unordered_map<std::string, OpId> ids_;                     // guarded by mu_
   std::vector<std::unique_ptr<FunctionSchema>> defined_schemas_;  // guarded by mu_
-  std::shared_ptr<FallbackHandler> fallback_;  // read with atomic_load
+  std::shared_ptr<FallbackHandler> fallback_;                     // read with atomic_load
   std::atomic<bool> profiling_{false};
   uint64_t next_token_ = 1;
 };
@@ -337,8 +338,8 @@ BoxedKernel Boxed() {
 //     table.RegisterKernel("aten::add.Tensor", DeviceType::kCPU, Boxed<&Add>(), TB_HERE);
 //   }
 #define TB_HERE (::tb::detail::SourceLocation(__FILE__, __LINE__))
-#define TB_REGISTER_KERNELS(group)                                           \
-  static void TbRegister_##group(::tb::KernelRegistrar& table);              \
+#define TB_REGISTER_KERNELS(group)                                                \
+  static void TbRegister_##group(::tb::KernelRegistrar& table);                   \
   static ::tb::KernelRegistrar tb_registrar_##group(#group, &TbRegister_##group); \
   static void TbRegister_##group(::tb::KernelRegistrar& table)
 

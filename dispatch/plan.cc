@@ -135,8 +135,10 @@ Value Plan::Materialize(const Arg& a, const std::vector<Value>& slots) const {
       std::vector<std::optional<Tensor>> ts;
       for (const Arg& item : a.items) {
         Value v = Materialize(item, slots);
-        if (v.is_none()) ts.emplace_back(std::nullopt);
-        else ts.emplace_back(v.to_tensor());
+        if (v.is_none())
+          ts.emplace_back(std::nullopt);
+        else
+          ts.emplace_back(v.to_tensor());
       }
       return Value(std::move(ts));
     }
@@ -171,9 +173,8 @@ Stack Plan::Run(Stack inputs) const {
 }
 
 size_t Plan::CountServedBy(ServedBy s) const {
-  return static_cast<size_t>(std::count_if(nodes_.begin(), nodes_.end(), [&](const Node& n) {
-    return n.resolution.served_by == s;
-  }));
+  return static_cast<size_t>(std::count_if(
+      nodes_.begin(), nodes_.end(), [&](const Node& n) { return n.resolution.served_by == s; }));
 }
 
 std::string Plan::Dump() const {
@@ -181,8 +182,9 @@ std::string Plan::Dump() const {
   os << "Plan: " << inputs_.size() << " inputs, " << nodes_.size() << " nodes, " << num_slots_
      << " slots for " << value_names_.size() << " values\n";
   auto name = [&](int v) {
-    std::string slot = !finalized_ ? "" : slot_of_[v] < 0 ? "[unused]"
-                                                          : "[s" + std::to_string(slot_of_[v]) + "]";
+    std::string slot = !finalized_       ? ""
+                       : slot_of_[v] < 0 ? "[unused]"
+                                         : "[s" + std::to_string(slot_of_[v]) + "]";
     return "%" + value_names_[v] + slot;
   };
   std::function<std::string(const Arg&)> arg = [&](const Arg& a) -> std::string {

@@ -21,10 +21,10 @@ class TB_API Plan {
   struct Arg {
     enum class Kind : uint8_t { kValue, kItem, kConstant, kList, kOptionalList };
     Kind kind = Kind::kConstant;
-    int value = -1;         // kValue, kItem: the graph value number
-    int index = 0;          // kItem: element `index` of a Tensor[] value
-    Value constant;         // kConstant
-    std::vector<Arg> items; // kList / kOptionalList (Tensor[] / Tensor?[])
+    int value = -1;          // kValue, kItem: the graph value number
+    int index = 0;           // kItem: element `index` of a Tensor[] value
+    Value constant;          // kConstant
+    std::vector<Arg> items;  // kList / kOptionalList (Tensor[] / Tensor?[])
 
     static Arg Of(int v) {
       Arg a;
@@ -82,8 +82,8 @@ class TB_API Plan {
     std::string name;
     // Filled by Finalize():
     Resolution resolution;
-    std::vector<int> free_after;     // slots of arguments whose last use is this node
-    std::vector<bool> keep_output;   // false for results nobody reads (not stored)
+    std::vector<int> free_after;    // slots of arguments whose last use is this node
+    std::vector<bool> keep_output;  // false for results nobody reads (not stored)
   };
 
   int NewValue(std::string name);

@@ -64,18 +64,24 @@ ArgType ParseType(std::string_view text, std::string_view schema) {
   ArgType t;
   t.text = std::string(text);
   size_t i = 0;
-  while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' ||
-                             text[i] == '.')) {
+  while (i < text.size() &&
+         (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' || text[i] == '.')) {
     ++i;
   }
   std::string_view base = text.substr(0, i);
   static const std::unordered_map<std::string_view, TypeKind> kinds = {
-      {"Tensor", TypeKind::kTensor},         {"int", TypeKind::kInt},
-      {"SymInt", TypeKind::kInt},            {"float", TypeKind::kFloat},
-      {"bool", TypeKind::kBool},             {"Scalar", TypeKind::kScalar},
-      {"ScalarType", TypeKind::kScalarType}, {"str", TypeKind::kString},
-      {"Device", TypeKind::kDevice},         {"Layout", TypeKind::kLayout},
-      {"MemoryFormat", TypeKind::kMemoryFormat}, {"Generator", TypeKind::kGenerator},
+      {"Tensor", TypeKind::kTensor},
+      {"int", TypeKind::kInt},
+      {"SymInt", TypeKind::kInt},
+      {"float", TypeKind::kFloat},
+      {"bool", TypeKind::kBool},
+      {"Scalar", TypeKind::kScalar},
+      {"ScalarType", TypeKind::kScalarType},
+      {"str", TypeKind::kString},
+      {"Device", TypeKind::kDevice},
+      {"Layout", TypeKind::kLayout},
+      {"MemoryFormat", TypeKind::kMemoryFormat},
+      {"Generator", TypeKind::kGenerator},
   };
   auto it = kinds.find(base);
   t.kind = it == kinds.end() ? TypeKind::kOther : it->second;
@@ -133,14 +139,16 @@ std::optional<DType> DTypeFromTorchCode(int64_t code) {
 }
 
 bool LooksFloat(std::string_view s) {
-  return s.find_first_of(".eE") != std::string_view::npos && s.find("inf") == std::string_view::npos;
+  return s.find_first_of(".eE") != std::string_view::npos &&
+         s.find("inf") == std::string_view::npos;
 }
 
 std::optional<Value> ParseDefault(std::string_view text, const ArgType& type) {
   if (text == "None") return Value();
   if (text == "True") return Value(true);
   if (text == "False") return Value(false);
-  if (text.size() >= 2 && text.front() == '"') return Value(std::string(text.substr(1, text.size() - 2)));
+  if (text.size() >= 2 && text.front() == '"')
+    return Value(std::string(text.substr(1, text.size() - 2)));
   if (!text.empty() && text.front() == '[') {
     auto items = SplitTopLevel(text.substr(1, text.size() - 2), ',');
     if (items.size() == 1 && items[0].empty()) items.clear();
@@ -300,13 +308,15 @@ Value Check(const FunctionSchema& s, const Argument& a, Value v) {
         if (!v.is_tensor()) BadArg(s, a, v);
       } else if (t.element_optional) {
         if (v.tag() == Value::Tag::kTensorList) {
-          std::vector<std::optional<Tensor>> opt(v.to_tensor_list().begin(), v.to_tensor_list().end());
+          std::vector<std::optional<Tensor>> opt(v.to_tensor_list().begin(),
+                                                 v.to_tensor_list().end());
           return Value(std::move(opt));
         }
         if (v.tag() != Value::Tag::kOptionalTensorList) BadArg(s, a, v);
       } else if (v.tag() != Value::Tag::kTensorList) {
         // An empty Python list arrives as an empty int list.
-        if (v.tag() == Value::Tag::kIntList && v.to_int_list().empty()) return Value(std::vector<Tensor>());
+        if (v.tag() == Value::Tag::kIntList && v.to_int_list().empty())
+          return Value(std::vector<Tensor>());
         BadArg(s, a, v);
       }
       return v;
@@ -358,8 +368,7 @@ Value Check(const FunctionSchema& s, const Argument& a, Value v) {
                                     << "': explicit generators are not supported";
     case TypeKind::kLayout:
     case TypeKind::kMemoryFormat:
-    case TypeKind::kOther:
-      return v;
+    case TypeKind::kOther: return v;
   }
   return v;
 }

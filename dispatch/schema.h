@@ -34,12 +34,12 @@ enum class TypeKind : uint8_t {
 
 struct ArgType {
   TypeKind kind = TypeKind::kOther;
-  bool list = false;       // "int[]", "Tensor[]"
-  int64_t list_size = 0;   // N in "int[N]" (0: any length)
-  bool optional = false;   // "Tensor?", "int[1]?"
+  bool list = false;              // "int[]", "Tensor[]"
+  int64_t list_size = 0;          // N in "int[N]" (0: any length)
+  bool optional = false;          // "Tensor?", "int[1]?"
   bool element_optional = false;  // "Tensor?[]"
-  bool is_write = false;   // alias annotation with "!": the op writes to it
-  std::string text;        // as torch writes it: "Tensor(a!)", "int[1]?"
+  bool is_write = false;          // alias annotation with "!": the op writes to it
+  std::string text;               // as torch writes it: "Tensor(a!)", "int[1]?"
 };
 
 struct Argument {

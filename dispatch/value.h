@@ -17,10 +17,10 @@ namespace tb {
 class Scalar {
  public:
   Scalar() = default;
-  Scalar(bool v) : kind_(Kind::kBool), i_(v) {}         // NOLINT
-  Scalar(int64_t v) : kind_(Kind::kInt), i_(v) {}       // NOLINT
-  Scalar(int v) : kind_(Kind::kInt), i_(v) {}           // NOLINT
-  Scalar(double v) : kind_(Kind::kDouble), d_(v) {}     // NOLINT
+  Scalar(bool v) : kind_(Kind::kBool), i_(v) {}      // NOLINT
+  Scalar(int64_t v) : kind_(Kind::kInt), i_(v) {}    // NOLINT
+  Scalar(int v) : kind_(Kind::kInt), i_(v) {}        // NOLINT
+  Scalar(double v) : kind_(Kind::kDouble), d_(v) {}  // NOLINT
   bool is_bool() const { return kind_ == Kind::kBool; }
   bool is_integral() const { return kind_ == Kind::kInt; }
   bool is_floating_point() const { return kind_ == Kind::kDouble; }
@@ -52,28 +52,31 @@ class Value {
   };
 
   Value() = default;
-  Value(std::nullopt_t) {}                                    // NOLINT
-  Value(bool v) : v_(v) {}                                    // NOLINT
-  Value(int64_t v) : v_(v) {}                                 // NOLINT
-  Value(int v) : v_(static_cast<int64_t>(v)) {}               // NOLINT
-  Value(double v) : v_(v) {}                                  // NOLINT
-  Value(Tensor v) : v_(std::move(v)) {}                       // NOLINT
-  Value(std::optional<Tensor> v) {                            // NOLINT
+  Value(std::nullopt_t) {}                       // NOLINT
+  Value(bool v) : v_(v) {}                       // NOLINT
+  Value(int64_t v) : v_(v) {}                    // NOLINT
+  Value(int v) : v_(static_cast<int64_t>(v)) {}  // NOLINT
+  Value(double v) : v_(v) {}                     // NOLINT
+  Value(Tensor v) : v_(std::move(v)) {}          // NOLINT
+  Value(std::optional<Tensor> v) {               // NOLINT
     if (v) v_ = std::move(*v);
   }
-  Value(std::vector<Tensor> v) : v_(std::move(v)) {}          // NOLINT
+  Value(std::vector<Tensor> v) : v_(std::move(v)) {}                 // NOLINT
   Value(std::vector<std::optional<Tensor>> v) : v_(std::move(v)) {}  // NOLINT
-  Value(std::vector<int64_t> v) : v_(std::move(v)) {}         // NOLINT
-  Value(std::vector<double> v) : v_(std::move(v)) {}          // NOLINT
-  Value(std::vector<bool> v) : v_(std::move(v)) {}            // NOLINT
-  Value(std::string v) : v_(std::move(v)) {}                  // NOLINT
-  Value(const char* v) : v_(std::string(v)) {}                // NOLINT
-  Value(DType v) : v_(v) {}                                   // NOLINT
-  Value(Device v) : v_(v) {}                                  // NOLINT
-  Value(const Scalar& s) {                                    // NOLINT
-    if (s.is_bool()) v_ = s.to_int() != 0;
-    else if (s.is_integral()) v_ = s.to_int();
-    else v_ = s.to_double();
+  Value(std::vector<int64_t> v) : v_(std::move(v)) {}                // NOLINT
+  Value(std::vector<double> v) : v_(std::move(v)) {}                 // NOLINT
+  Value(std::vector<bool> v) : v_(std::move(v)) {}                   // NOLINT
+  Value(std::string v) : v_(std::move(v)) {}                         // NOLINT
+  Value(const char* v) : v_(std::string(v)) {}                       // NOLINT
+  Value(DType v) : v_(v) {}                                          // NOLINT
+  Value(Device v) : v_(v) {}                                         // NOLINT
+  Value(const Scalar& s) {                                           // NOLINT
+    if (s.is_bool())
+      v_ = s.to_int() != 0;
+    else if (s.is_integral())
+      v_ = s.to_int();
+    else
+      v_ = s.to_double();
   }
 
   Tag tag() const { return static_cast<Tag>(v_.index()); }
@@ -86,7 +89,9 @@ class Value {
 
   bool to_bool() const { return std::get<bool>(v_); }
   int64_t to_int() const { return std::get<int64_t>(v_); }
-  double to_double() const { return is_double() ? std::get<double>(v_) : static_cast<double>(to_int()); }
+  double to_double() const {
+    return is_double() ? std::get<double>(v_) : static_cast<double>(to_int());
+  }
   Scalar to_scalar() const {
     if (is_bool()) return Scalar(to_bool());
     if (is_int()) return Scalar(to_int());

@@ -31,7 +31,9 @@ def step1_wrap_and_call() -> None:
     mm = tb.call("aten::mm", xa, xt)
     np.testing.assert_allclose(mm.numpy(), a @ t.numpy(), rtol=1e-6)
     g = tb.call("aten::gelu", xt, approximate="tanh")
-    torch.testing.assert_close(torch.from_dlpack(g), torch.nn.functional.gelu(t, approximate="tanh"))
+    torch.testing.assert_close(
+        torch.from_dlpack(g), torch.nn.functional.gelu(t, approximate="tanh")
+    )
     print("   aten::mm(numpy, torch) =", mm.numpy().round(3).tolist())
     print("   schema:", tb.schema("aten::gelu"))
 
@@ -62,16 +64,22 @@ def step2_train_on_numpy() -> None:
             loss = torch.nn.functional.cross_entropy(m(inp), torch.from_numpy(y))
             loss.backward()
             opt.step()
-        print(f"   {'tensorbridge' if m is model else 'plain torch '} loss after 10 Adam steps: {float(loss):.6f}")
+        print(
+            f"   {'tensorbridge' if m is model else 'plain torch '} loss after 10 Adam steps: {float(loss):.6f}"
+        )
     torch.testing.assert_close(torch.from_numpy(w1), ref[0].weight.detach(), rtol=1e-5, atol=1e-5)
-    print(f"   numpy weights updated in place: max change {np.abs(w1 - before).max():.4f}, "
-          f"same memory: {tb.to_torch(model[0].weight).data_ptr() == w1.ctypes.data}")
+    print(
+        f"   numpy weights updated in place: max change {np.abs(w1 - before).max():.4f}, "
+        f"same memory: {tb.to_torch(model[0].weight).data_ptr() == w1.ctypes.data}"
+    )
 
 
 def step3_compile() -> None:
     print("-- 3. torch.compile(backend='tensorbridge'): one C++ plan per graph")
     tb.reset_plan_metrics()
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).eval()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)
+    ).eval()
     compiled = torch.compile(model, backend="tensorbridge")
     x = torch.randn(8, 16)
     with torch.no_grad():
@@ -116,7 +124,10 @@ def main() -> None:
     print("-- 5. how each op was served (top 15 by calls)")
     print("   " + "\n   ".join(tb.metrics_report().splitlines()[:16]))
     m = tb.metrics()
-    total = {k: sum(v[k] for v in m.values()) for k in ("kernel", "composite", "decomposition", "fallback")}
+    total = {
+        k: sum(v[k] for v in m.values())
+        for k in ("kernel", "composite", "decomposition", "fallback")
+    }
     print(f"   totals: {total}")
     print("\nAll results checked against numpy / torch / JAX.")
 

@@ -180,13 +180,12 @@ Tensor DescribeDLTensor(const DLTensor& dl, bool read_only, MakeStorage&& make_s
 template <typename Managed>
 Tensor ImportManaged(Managed* managed, bool read_only) {
   DeleteOnFailure<Managed> guard{managed};
-  Tensor t = DescribeDLTensor(managed->dl_tensor, read_only,
-                              [&](void* base, size_t nbytes, Device device) {
-                                auto s = Storage::Wrap(base, nbytes, device, managed,
-                                                       &ReleaseManaged<Managed>);
-                                guard.managed = nullptr;  // the storage owns it now
-                                return s;
-                              });
+  Tensor t = DescribeDLTensor(
+      managed->dl_tensor, read_only, [&](void* base, size_t nbytes, Device device) {
+        auto s = Storage::Wrap(base, nbytes, device, managed, &ReleaseManaged<Managed>);
+        guard.managed = nullptr;  // the storage owns it now
+        return s;
+      });
   return t;
 }
 

@@ -69,11 +69,11 @@ inline To Convert(From v) {
   TB_DISPATCH_CASE_(kFloat64, double, __VA_ARGS__)                   \
   TB_DISPATCH_CASE_(kBFloat16, ::tb::kernels::BFloat16, __VA_ARGS__) \
   TB_DISPATCH_CASE_(kFloat16, ::tb::kernels::Half, __VA_ARGS__)
-#define TB_CASES_INT_(...)                          \
-  TB_DISPATCH_CASE_(kInt64, int64_t, __VA_ARGS__)   \
-  TB_DISPATCH_CASE_(kInt32, int32_t, __VA_ARGS__)   \
-  TB_DISPATCH_CASE_(kInt16, int16_t, __VA_ARGS__)   \
-  TB_DISPATCH_CASE_(kInt8, int8_t, __VA_ARGS__)     \
+#define TB_CASES_INT_(...)                        \
+  TB_DISPATCH_CASE_(kInt64, int64_t, __VA_ARGS__) \
+  TB_DISPATCH_CASE_(kInt32, int32_t, __VA_ARGS__) \
+  TB_DISPATCH_CASE_(kInt16, int16_t, __VA_ARGS__) \
+  TB_DISPATCH_CASE_(kInt8, int8_t, __VA_ARGS__)   \
   TB_DISPATCH_CASE_(kUInt8, uint8_t, __VA_ARGS__)
 #define TB_CASES_BOOL_(...) TB_DISPATCH_CASE_(kBool, bool, __VA_ARGS__)
 
@@ -87,12 +87,12 @@ inline To Convert(From v) {
 // Runs the lambda (the last argument) with scalar_t bound to DTYPE's C++ type, for the
 // dtypes of TYPES; any other dtype raises NotImplementedError naming OP. Returns nothing:
 // write results through captured references.
-#define TB_DISPATCH(DTYPE, OP, TYPES, ...)                                          \
-  [&] {                                                                             \
-    switch (DTYPE) {                                                                \
-      TYPES(__VA_ARGS__)                                                            \
-      default:                                                                      \
-        TB_THROW(NotImplementedError) << OP << ": dtype " << ::tb::DTypeName(DTYPE) \
-                                      << " is not supported";                       \
-    }                                                                               \
+#define TB_DISPATCH(DTYPE, OP, TYPES, ...)                                        \
+  [&] {                                                                           \
+    switch (DTYPE) {                                                              \
+      TYPES(__VA_ARGS__)                                                          \
+      default:                                                                    \
+        TB_THROW(NotImplementedError)                                             \
+            << OP << ": dtype " << ::tb::DTypeName(DTYPE) << " is not supported"; \
+    }                                                                             \
   }()

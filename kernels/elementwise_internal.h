@@ -62,16 +62,16 @@ void BinaryLoop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
     __VA_ARGS__();                        \
     break;                                \
   }
-#define TB_DISPATCH_NUMERIC(DTYPE, OP, ...)                                              \
-  switch (DTYPE) {                                                                       \
-    TB_DISPATCH_CASE(kFloat32, float, __VA_ARGS__)                                       \
-    TB_DISPATCH_CASE(kFloat64, double, __VA_ARGS__)                                      \
-    TB_DISPATCH_CASE(kInt64, int64_t, __VA_ARGS__)                                       \
-    TB_DISPATCH_CASE(kInt32, int32_t, __VA_ARGS__)                                       \
-    TB_DISPATCH_CASE(kInt16, int16_t, __VA_ARGS__)                                       \
-    TB_DISPATCH_CASE(kInt8, int8_t, __VA_ARGS__)                                         \
-    TB_DISPATCH_CASE(kUInt8, uint8_t, __VA_ARGS__)                                       \
-    default:                                                                             \
-      TB_THROW(NotImplementedError) << OP << ": dtype " << ::tb::DTypeName(DTYPE)        \
-                                    << " is not supported";                               \
+#define TB_DISPATCH_NUMERIC(DTYPE, OP, ...)                                     \
+  switch (DTYPE) {                                                              \
+    TB_DISPATCH_CASE(kFloat32, float, __VA_ARGS__)                              \
+    TB_DISPATCH_CASE(kFloat64, double, __VA_ARGS__)                             \
+    TB_DISPATCH_CASE(kInt64, int64_t, __VA_ARGS__)                              \
+    TB_DISPATCH_CASE(kInt32, int32_t, __VA_ARGS__)                              \
+    TB_DISPATCH_CASE(kInt16, int16_t, __VA_ARGS__)                              \
+    TB_DISPATCH_CASE(kInt8, int8_t, __VA_ARGS__)                                \
+    TB_DISPATCH_CASE(kUInt8, uint8_t, __VA_ARGS__)                              \
+    default:                                                                    \
+      TB_THROW(NotImplementedError)                                             \
+          << OP << ": dtype " << ::tb::DTypeName(DTYPE) << " is not supported"; \
   }

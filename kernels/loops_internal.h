@@ -23,8 +23,8 @@ inline constexpr int64_t kGrain = 32768;  // elements below which a loop stays o
 
 template <size_t N>
 struct LoopShape {
-  Dims shape;                          // merged dims, innermost last
-  std::array<Dims, N> strides;         // byte strides per operand, same dims
+  Dims shape;                   // merged dims, innermost last
+  std::array<Dims, N> strides;  // byte strides per operand, same dims
 };
 
 template <size_t N>

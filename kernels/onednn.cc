@@ -44,8 +44,7 @@ std::string OneDnnEffectiveIsa() {
 
 std::string OneDnnVersion() {
   const dnnl_version_t* v = dnnl_version();
-  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch);
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
 namespace onednn {
@@ -83,8 +82,8 @@ dnnl::memory::data_type DataType(DType dtype, const char* op) {
     case DType::kInt8: return dt::s8;
     case DType::kUInt8: return dt::u8;
     default:
-      TB_THROW(NotImplementedError) << op << ": dtype " << DTypeName(dtype)
-                                    << " is not supported by this oneDNN kernel";
+      TB_THROW(NotImplementedError)
+          << op << ": dtype " << DTypeName(dtype) << " is not supported by this oneDNN kernel";
   }
 }
 

@@ -91,7 +91,8 @@ DType ResultType(const std::vector<PromotionOperand>& operands) {
     }
   }
   // torch's combine_categories(higher, lower).
-  auto combine = [](std::optional<DType> higher, std::optional<DType> lower) -> std::optional<DType> {
+  auto combine = [](std::optional<DType> higher,
+                    std::optional<DType> lower) -> std::optional<DType> {
     if (!higher) return lower;
     if (!lower) return higher;
     Category ch = CategoryOf(*higher), cl = CategoryOf(*lower);
@@ -139,7 +140,8 @@ void CopyCast(const Tensor& dst, const Tensor& src) {
     using To = scalar_t;
     TB_DISPATCH(s.dtype(), "copy", TB_TYPES_ALL, [&] {
       using From = scalar_t;
-      kernels::Map<To, From>(dst, [](From v) { return kernels::Convert<To>(v); }, s);
+      kernels::Map<To, From>(
+          dst, [](From v) { return kernels::Convert<To>(v); }, s);
     });
   });
 }

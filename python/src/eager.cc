@@ -23,7 +23,8 @@ struct FuncInfo {
   int mutated_index = -1;  // argument an in-place / out= op writes and returns
   std::string mutated_name;
   bool mutated_kwarg_only = false;
-  bool metadata = false;  // changes its argument's shape, strides or memory (squeeze_, resize_, ...)
+  bool metadata =
+      false;  // changes its argument's shape, strides or memory (squeeze_, resize_, ...)
 };
 
 struct EagerState {
@@ -59,8 +60,8 @@ const FuncInfo& Info(py::handle func) {
   // In-place ops that change the tensor object itself (its shape, strides or memory) rather
   // than its data: the wrapper's own metadata must change too, which only Python can do.
   static const char* const kMetadataOps[] = {
-      "aten::as_strided_", "aten::squeeze_", "aten::unsqueeze_", "aten::t_",
-      "aten::transpose_",  "aten::swapdims_", "aten::swapaxes_", "aten::resize_",
+      "aten::as_strided_", "aten::squeeze_",  "aten::unsqueeze_", "aten::t_",
+      "aten::transpose_",  "aten::swapdims_", "aten::swapaxes_",  "aten::resize_",
       "aten::resize_as_",  "aten::set_"};
   for (const char* m : kMetadataOps) info.metadata |= name == m;
   py::list args = schema.attr("arguments");
@@ -281,9 +282,9 @@ PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t na
         << "__torch_dispatch__: kwargs must be a dict or None";
     py::object out;
     if (Info(bound[1]).metadata) {
-      out = State().metadata(py::handle(bound[1]), args,
-                             kwargs.is_none() ? py::dict()
-                                              : py::reinterpret_borrow<py::dict>(kwargs));
+      out = State().metadata(
+          py::handle(bound[1]), args,
+          kwargs.is_none() ? py::dict() : py::reinterpret_borrow<py::dict>(kwargs));
       return out.release().ptr();
     }
     out = EagerDispatch(bound[1], args, kwargs);
@@ -308,25 +309,24 @@ PyMethodDef kTorchDispatchDef = {
 }  // namespace
 
 void BindEager(py::module_& m) {
-  m.def("_eager_init",
-        [](py::object tensor_cls, py::object torch_tensor, py::dict dtypes, py::object traced,
-           py::object metadata) {
-          EagerState& st = State();
-          st.tensor_cls = tensor_cls;
-          st.torch_tensor = torch_tensor;
-          st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
-          st.traced = traced;
-          st.metadata = metadata;
-          for (auto [name, dtype] : dtypes) {
-            DType d;
-            if (DTypeFromName(name.cast<std::string>(), &d)) {
-              st.torch_dtypes[static_cast<int>(d)] = py::reinterpret_borrow<py::object>(dtype);
-            }
-          }
-          st.wrapper_kwnames = py::make_tuple("strides", "dtype", "device");
-          st.contiguous_kwnames = py::make_tuple("dtype", "device");
-          st.cpu = py::module_::import("torch").attr("device")("cpu");
-        });
+  m.def("_eager_init", [](py::object tensor_cls, py::object torch_tensor, py::dict dtypes,
+                          py::object traced, py::object metadata) {
+    EagerState& st = State();
+    st.tensor_cls = tensor_cls;
+    st.torch_tensor = torch_tensor;
+    st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
+    st.traced = traced;
+    st.metadata = metadata;
+    for (auto [name, dtype] : dtypes) {
+      DType d;
+      if (DTypeFromName(name.cast<std::string>(), &d)) {
+        st.torch_dtypes[static_cast<int>(d)] = py::reinterpret_borrow<py::object>(dtype);
+      }
+    }
+    st.wrapper_kwnames = py::make_tuple("strides", "dtype", "device");
+    st.contiguous_kwnames = py::make_tuple("dtype", "device");
+    st.cpu = py::module_::import("torch").attr("device")("cpu");
+  });
   m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
     return EagerDispatch(func, args, kwargs);
   });

@@ -32,11 +32,14 @@ PYBIND11_MODULE(_C, m) {
   tb::py::BindPlan(m);
   tb::py::BindEager(m);
   tb::py::BindFfi(m);
-  m.def("onednn_info", [] {
-    py::dict d;
-    d["version"] = tb::OneDnnVersion();
-    d["effective_isa"] = tb::OneDnnEffectiveIsa();
-    d["isa_capped"] = tb::OneDnnIsaCapped();
-    return d;
-  }, "oneDNN's version, the CPU ISA it dispatches to, and whether tensorbridge capped it.");
+  m.def(
+      "onednn_info",
+      [] {
+        py::dict d;
+        d["version"] = tb::OneDnnVersion();
+        d["effective_isa"] = tb::OneDnnEffectiveIsa();
+        d["isa_capped"] = tb::OneDnnIsaCapped();
+        return d;
+      },
+      "oneDNN's version, the CPU ISA it dispatches to, and whether tensorbridge capped it.");
 }

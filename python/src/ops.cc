@@ -59,8 +59,10 @@ Value ToValue(py::handle obj) {
     if (any_none) {
       std::vector<std::optional<Tensor>> tensors;
       for (auto item : seq) {
-        if (item.is_none()) tensors.emplace_back(std::nullopt);
-        else tensors.emplace_back(TensorFromObject(item, py::none(), py::none()));
+        if (item.is_none())
+          tensors.emplace_back(std::nullopt);
+        else
+          tensors.emplace_back(TensorFromObject(item, py::none(), py::none()));
       }
       return Value(std::move(tensors));
     }
@@ -151,8 +153,8 @@ std::pair<py::tuple, py::dict> ToPythonArgs(const OpInfo& op, const Stack& stack
 void FromPythonResult(const OpInfo& op, py::handle result, Stack& stack) {
   stack.clear();
   const FunctionSchema* schema = op.schema;
-  const bool list_return = schema != nullptr && schema->returns().size() == 1 &&
-                           schema->returns()[0].type.list;
+  const bool list_return =
+      schema != nullptr && schema->returns().size() == 1 && schema->returns()[0].type.list;
   if (result.is_none() && schema != nullptr && schema->returns().empty()) return;
   if (py::isinstance<py::tuple>(result) && !list_return) {
     for (auto item : result) stack.push_back(ToValue(item));
@@ -169,8 +171,8 @@ BoxedKernel PythonKernel(py::object fn, bool pass_op_name) {
     py::gil_scoped_acquire gil;
     auto [args, kwargs] = ToPythonArgs(op, stack);
     py::object result = pass_op_name
-        ? py::reinterpret_borrow<py::object>(f)(op.qualified, args, kwargs)
-        : py::reinterpret_borrow<py::object>(f)(*args, **kwargs);
+                            ? py::reinterpret_borrow<py::object>(f)(op.qualified, args, kwargs)
+                            : py::reinterpret_borrow<py::object>(f)(*args, **kwargs);
     FromPythonResult(op, result, stack);
   };
 }
@@ -192,25 +194,33 @@ void BindOps(py::module_& m) {
       .def("__repr__", [](const PyRegistration& r) {
         return "<KernelRegistration " + r.op + " from " + r.where + ">";
       });
-  m.def("_register_python_kernel", [](const std::string& op, py::object fn,
-                                      const std::string& where) {
-    auto reg = std::make_unique<PyRegistration>();
-    reg->op = OpName::Parse(op).ToString();
-    reg->where = where;
-    reg->handle = OpTable::Global().RegisterKernel(op, DeviceType::kCPU,
-                                                   PythonKernel(std::move(fn), false), where);
-    return reg;
-  }, py::arg("op"), py::arg("fn"), py::arg("where"));
-  m.def("_define", [](const std::string& schema) {
-    return OpTable::Global().Info(OpTable::Global().Define(schema)).qualified;
-  }, py::arg("schema"), "Declares the schema of an op outside aten.");
-  m.def("_set_fallback", [](py::object fn) {
-    if (fn.is_none()) {
-      OpTable::Global().SetFallback(nullptr);
-    } else {
-      OpTable::Global().SetFallback(PythonKernel(std::move(fn), true));
-    }
-  }, py::arg("fn"), "Installs fn(op_name, args, kwargs) as the table's fallback (step 4).");
+  m.def(
+      "_register_python_kernel",
+      [](const std::string& op, py::object fn, const std::string& where) {
+        auto reg = std::make_unique<PyRegistration>();
+        reg->op = OpName::Parse(op).ToString();
+        reg->where = where;
+        reg->handle = OpTable::Global().RegisterKernel(op, DeviceType::kCPU,
+                                                       PythonKernel(std::move(fn), false), where);
+        return reg;
+      },
+      py::arg("op"), py::arg("fn"), py::arg("where"));
+  m.def(
+      "_define",
+      [](const std::string& schema) {
+        return OpTable::Global().Info(OpTable::Global().Define(schema)).qualified;
+      },
+      py::arg("schema"), "Declares the schema of an op outside aten.");
+  m.def(
+      "_set_fallback",
+      [](py::object fn) {
+        if (fn.is_none()) {
+          OpTable::Global().SetFallback(nullptr);
+        } else {
+          OpTable::Global().SetFallback(PythonKernel(std::move(fn), true));
+        }
+      },
+      py::arg("fn"), "Installs fn(op_name, args, kwargs) as the table's fallback (step 4).");
   m.def("_set_legal", [](const std::string& op, bool legal) {
     OpTable::Global().SetLegal(OpTable::Global().Intern(op), legal);
   });
@@ -230,61 +240,75 @@ void BindOps(py::module_& m) {
         "Runs one op of the table by its ATen name on Arrays (or anything from_dlpack "
         "accepts), with arguments bound against PyTorch's schema (defaults filled, types "
         "checked); returns Arrays.");
-  m.def("schema", [](const std::string& op) -> py::object {
-    OpTable& table = OpTable::Global();
-    auto id = table.Find(op);
-    const FunctionSchema* s = id ? table.Info(*id).schema : FindAtenSchema(op);
-    if (s == nullptr) return py::none();
-    return py::str(s->ToString());
-  }, py::arg("op"), "The schema tensorbridge holds for `op`, in PyTorch's text form.");
+  m.def(
+      "schema",
+      [](const std::string& op) -> py::object {
+        OpTable& table = OpTable::Global();
+        auto id = table.Find(op);
+        const FunctionSchema* s = id ? table.Info(*id).schema : FindAtenSchema(op);
+        if (s == nullptr) return py::none();
+        return py::str(s->ToString());
+      },
+      py::arg("op"), "The schema tensorbridge holds for `op`, in PyTorch's text form.");
   m.def("_aten_schema_names", &AtenSchemaNames);
-  m.def("_parse_schema", [](const std::string& text) {
-    return FunctionSchema::Parse(text).ToString();
-  });
-  m.def("ops", [] {
-    OpTable& table = OpTable::Global();
-    py::list out;
-    for (OpId id = 0; id < table.size(); ++id) {
-      Resolution r = table.Resolve(id, DeviceType::kCPU);
-      if (r.served_by == ServedBy::kMissing || r.served_by == ServedBy::kFallback) continue;
-      py::dict d;
-      d["op"] = table.Info(id).qualified;
-      d["served_by"] = ServedByName(r.served_by);
-      d["registered_at"] = r.where ? *r.where : std::string();
-      out.append(d);
-    }
-    return out;
-  }, "Every op the table serves on the CPU, with how it is served.");
-  m.def("explain", [](const std::string& op) {
-    OpTable& table = OpTable::Global();
-    auto id = table.Find(op);
-    if (!id) return op + ": not registered; a call would " +
-                     (table.has_fallback() ? "take the fallback" : "fail");
-    Resolution r = table.Resolve(*id, DeviceType::kCPU);
-    return table.Info(*id).qualified + " on cpu: " + ServedByName(r.served_by) + ", " +
-           r.Describe();
-  }, py::arg("op"), "Says which path the next call of `op` on the CPU takes, and why.");
-  m.def("metrics", [] {
-    OpTable& table = OpTable::Global();
-    py::dict out;
-    for (OpId id = 0; id < table.size(); ++id) {
-      OpCounters c = table.Counters(id);
-      if (c.calls == 0) continue;
-      py::dict d;
-      d["calls"] = c.calls;
-      d["kernel"] = c.kernel;
-      d["composite"] = c.composite;
-      d["decomposition"] = c.decomposition;
-      d["fallback"] = c.fallback;
-      d["time_ns"] = c.time_ns;
-      out[py::str(table.Info(id).qualified)] = d;
-    }
-    return out;
-  }, "Per-op counters: calls, and how many were served by kernel, composite, decomposition "
-     "or fallback; time_ns while profiling is on.");
+  m.def("_parse_schema",
+        [](const std::string& text) { return FunctionSchema::Parse(text).ToString(); });
+  m.def(
+      "ops",
+      [] {
+        OpTable& table = OpTable::Global();
+        py::list out;
+        for (OpId id = 0; id < table.size(); ++id) {
+          Resolution r = table.Resolve(id, DeviceType::kCPU);
+          if (r.served_by == ServedBy::kMissing || r.served_by == ServedBy::kFallback) continue;
+          py::dict d;
+          d["op"] = table.Info(id).qualified;
+          d["served_by"] = ServedByName(r.served_by);
+          d["registered_at"] = r.where ? *r.where : std::string();
+          out.append(d);
+        }
+        return out;
+      },
+      "Every op the table serves on the CPU, with how it is served.");
+  m.def(
+      "explain",
+      [](const std::string& op) {
+        OpTable& table = OpTable::Global();
+        auto id = table.Find(op);
+        if (!id)
+          return op + ": not registered; a call would " +
+                 (table.has_fallback() ? "take the fallback" : "fail");
+        Resolution r = table.Resolve(*id, DeviceType::kCPU);
+        return table.Info(*id).qualified + " on cpu: " + ServedByName(r.served_by) + ", " +
+               r.Describe();
+      },
+      py::arg("op"), "Says which path the next call of `op` on the CPU takes, and why.");
+  m.def(
+      "metrics",
+      [] {
+        OpTable& table = OpTable::Global();
+        py::dict out;
+        for (OpId id = 0; id < table.size(); ++id) {
+          OpCounters c = table.Counters(id);
+          if (c.calls == 0) continue;
+          py::dict d;
+          d["calls"] = c.calls;
+          d["kernel"] = c.kernel;
+          d["composite"] = c.composite;
+          d["decomposition"] = c.decomposition;
+          d["fallback"] = c.fallback;
+          d["time_ns"] = c.time_ns;
+          out[py::str(table.Info(id).qualified)] = d;
+        }
+        return out;
+      },
+      "Per-op counters: calls, and how many were served by kernel, composite, decomposition "
+      "or fallback; time_ns while profiling is on.");
   m.def("reset_metrics", [] { OpTable::Global().ResetCounters(); });
-  m.def("set_profiling", [](bool on) { OpTable::Global().SetProfiling(on); }, py::arg("on"));
-  m.def("dump", [] { return OpTable::Global().Dump(); }, "The whole op table, as text.");
+  m.def(
+      "set_profiling", [](bool on) { OpTable::Global().SetProfiling(on); }, py::arg("on"));
+  m.def(
+      "dump", [] { return OpTable::Global().Dump(); }, "The whole op table, as text.");
 }
 
 }  // namespace tb::py

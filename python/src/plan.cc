@@ -1,6 +1,6 @@
 // tensorbridge._C.Plan: building and running captured graphs from Python.
-#include "bridge/alloc_stats.h"
 #include "dispatch/plan.h"
+#include "bridge/alloc_stats.h"
 #include "dlpack_py.h"
 #include "py_common.h"
 
@@ -94,14 +94,17 @@ py::object OutputToTorch(const Value& v) {
 }  // namespace
 
 void BindPlan(py::module_& m) {
-  m.def("storage_allocations", [] {
-    AllocationStats s = StorageAllocations();
-    py::dict d;
-    d["count"] = s.count;
-    d["bytes"] = s.bytes;
-    return d;
-  }, "Buffers tensorbridge has allocated in this process (count, bytes): a plan run's share is "
-     "the difference around it.");
+  m.def(
+      "storage_allocations",
+      [] {
+        AllocationStats s = StorageAllocations();
+        py::dict d;
+        d["count"] = s.count;
+        d["bytes"] = s.bytes;
+        return d;
+      },
+      "Buffers tensorbridge has allocated in this process (count, bytes): a plan run's share is "
+      "the difference around it.");
   py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan",
                                           "A captured graph of table ops, built once, run in C++.")
       .def(py::init<>())

@@ -15,7 +15,7 @@ The pieces available now:
 
 from __future__ import annotations
 
-from tensorbridge import _C
+from tensorbridge import _C, _config, _fallback
 from tensorbridge._C import (
     Array,
     call,
@@ -28,13 +28,11 @@ from tensorbridge._C import (
     schema,
     set_profiling,
 )
-from tensorbridge import _fallback
-from tensorbridge import _config
+from tensorbridge._compile import explain, load_exported, plan_metrics, reset_plan_metrics
 from tensorbridge._config import config
+from tensorbridge._jax import call_torch, call_torch_metrics, functionalize, torch_function
 from tensorbridge._registry import KernelHandle, register_kernel
 from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module
-from tensorbridge._compile import explain, load_exported, plan_metrics, reset_plan_metrics
-from tensorbridge._jax import call_torch, call_torch_metrics, functionalize, torch_function
 
 __version__ = _C.__version__
 
@@ -42,38 +40,36 @@ __all__ = [
     "Array",
     "KernelHandle",
     "Tensor",
-    "to_jax",
-    "to_numpy",
-    "to_torch",
-    "wrap",
-    "wrap_module",
-    "config",
-    "get_include",
-    "get_library",
-    "load_exported",
-    "load_library",
-    "plan_metrics",
-    "reset_plan_metrics",
-    "register_kernel",
-    "schema",
     "__version__",
     "call",
     "call_torch",
     "call_torch_metrics",
-    "functionalize",
-    "torch_function",
+    "config",
     "dump",
     "explain",
     "from_dlpack",
+    "functionalize",
+    "get_include",
+    "get_library",
+    "load_exported",
+    "load_library",
     "metrics",
     "metrics_report",
     "onednn_info",
     "ops",
+    "plan_metrics",
+    "register_kernel",
     "reset_metrics",
+    "reset_plan_metrics",
+    "schema",
     "set_profiling",
+    "to_jax",
+    "to_numpy",
+    "to_torch",
+    "torch_function",
+    "wrap",
+    "wrap_module",
 ]
-
-
 
 
 def _register_compile_backend() -> None:

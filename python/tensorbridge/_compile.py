@@ -19,7 +19,14 @@ import torch
 from tensorbridge import _C
 from tensorbridge._config import config
 
-__all__ = ["backend", "compile_graph", "compiled_metrics", "explain", "load_exported", "plan_metrics"]
+__all__ = [
+    "backend",
+    "compile_graph",
+    "compiled_metrics",
+    "explain",
+    "load_exported",
+    "plan_metrics",
+]
 
 _stats = collections.Counter()
 _plans: list = []
@@ -40,9 +47,13 @@ def plan_metrics(fn=None) -> dict:
     ``recompilation``), ``plans_built`` (forward and backward plans) and ``plan_calls``."""
     if fn is not None:
         return compiled_metrics(fn)
-    return {"graphs": _stats["graphs"], "compilations": _stats["compilations"],
-            "recompilations": _stats["compilations"] - _stats["graphs"],
-            "plans_built": _stats["plans_built"], "plan_calls": _plan_calls()}
+    return {
+        "graphs": _stats["graphs"],
+        "compilations": _stats["compilations"],
+        "recompilations": _stats["compilations"] - _stats["graphs"],
+        "plans_built": _stats["plans_built"],
+        "plan_calls": _plan_calls(),
+    }
 
 
 def reset_plan_metrics() -> None:
@@ -72,8 +83,10 @@ _ACTIVATIONS = {_aten.relu.default: "relu", _aten.gelu.default: "gelu"}
 _VIEWS = {_aten.view.default, _aten._unsafe_view.default, _aten.reshape.default}
 # Producer -> the fused op that replaces it and its activation (the producer's arguments come
 # first, in the same order).
-_FUSABLE = {_aten.addmm.default: "tensorbridge::addmm_act",
-            _aten.convolution.default: "tensorbridge::convolution_relu"}
+_FUSABLE = {
+    _aten.addmm.default: "tensorbridge::addmm_act",
+    _aten.convolution.default: "tensorbridge::convolution_relu",
+}
 
 fusion = True  # the plan pass below; False builds every node as captured
 
@@ -133,7 +146,9 @@ class _Builder:
             self.env[n] = self.env[n.args[0]]
             return
         if not isinstance(target, torch._ops.OpOverload):
-            raise NotImplementedError(f"tensorbridge plans run ATen ops; node {n.name} calls {target}")
+            raise NotImplementedError(
+                f"tensorbridge plans run ATen ops; node {n.name} calls {target}"
+            )
         schema = target._schema
         name = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
         args = []
@@ -172,7 +187,9 @@ class _Builder:
             elif n.op == "output":
                 outs = n.args[0]
                 outs = outs if isinstance(outs, (list, tuple)) else (outs,)
-                self.plan.set_outputs([self.arg(o) if o is not None else ("const", None) for o in outs])
+                self.plan.set_outputs(
+                    [self.arg(o) if o is not None else ("const", None) for o in outs]
+                )
             else:
                 raise NotImplementedError(f"tensorbridge plans: unsupported node kind {n.op}")
         self.plan.finalize()
@@ -332,8 +349,9 @@ def backend(gm: torch.fx.GraphModule, example_inputs):
         _stats["graphs"] += 1
     owner, code = _current_frame()
     frame_key = (id(owner) if owner is not None else None, code, key)
-    record = _Compilation(owner, code, [_describe_input(x) for x in example_inputs],
-                          frame_key in _frames_seen)
+    record = _Compilation(
+        owner, code, [_describe_input(x) for x in example_inputs], frame_key in _frames_seen
+    )
     _frames_seen.add(frame_key)
     _compilations.append(record)
 
@@ -344,7 +362,8 @@ def backend(gm: torch.fx.GraphModule, example_inputs):
         return compile_graph(g, inputs, record=record, kind="backward")
 
     return aot_autograd(fw_compiler=fw, bw_compiler=bw, decompositions=_decompositions())(
-        gm, example_inputs)
+        gm, example_inputs
+    )
 
 
 def _codes_of(fn):
@@ -368,15 +387,20 @@ def _belongs(record: _Compilation, orig, codes) -> bool:
         owner = record.owner
         # Dynamo reuses one compiled frame for modules of the same class (parameters are
         # inputs), so a plan built for one instance serves the others too.
-        return owner is orig or (isinstance(owner, torch.nn.Module) and isinstance(orig, torch.nn.Module)
-                                 and type(owner) is type(orig))
+        return owner is orig or (
+            isinstance(owner, torch.nn.Module)
+            and isinstance(orig, torch.nn.Module)
+            and type(owner) is type(orig)
+        )
     c = record.code
     if c is None:
         return False
     # Graph breaks continue in resume functions dynamo names after the function they resume.
     return c in codes or any(
-        c.co_filename == k.co_filename and c.co_name.startswith(f"torch_dynamo_resume_in_{k.co_name}_at_")
-        for k in codes)
+        c.co_filename == k.co_filename
+        and c.co_name.startswith(f"torch_dynamo_resume_in_{k.co_name}_at_")
+        for k in codes
+    )
 
 
 def _records_of(fn) -> list:
@@ -389,10 +413,12 @@ def compiled_metrics(fn) -> dict:
     ``compilations`` (frames dynamo handed the backend), ``recompilations`` (a frame compiled
     again: new shapes or failed guards), ``plans_built`` and ``plan_calls``."""
     records = _records_of(fn)
-    return {"compilations": len(records),
-            "recompilations": sum(r.recompilation for r in records),
-            "plans_built": sum(len(r.plans) for r in records),
-            "plan_calls": sum(p["calls"][0] for r in records for p in r.plans)}
+    return {
+        "compilations": len(records),
+        "recompilations": sum(r.recompilation for r in records),
+        "plans_built": sum(len(r.plans) for r in records),
+        "plan_calls": sum(p["calls"][0] for r in records for p in r.plans),
+    }
 
 
 _FALLBACK_LINE = re.compile(r" = ([\w:.]+)\(.*\)  \[fallback")
@@ -403,20 +429,30 @@ def explain_compiled(fn) -> str:
     its nodes with their kernels (composites, decompositions and fallbacks marked), fused
     nodes, slots and their reuse, and the counters of ``compiled_metrics``."""
     orig, _ = _codes_of(fn)
-    what = type(orig).__name__ if isinstance(orig, torch.nn.Module) else getattr(
-        orig, "__qualname__", repr(orig))
+    what = (
+        type(orig).__name__
+        if isinstance(orig, torch.nn.Module)
+        else getattr(orig, "__qualname__", repr(orig))
+    )
     records = _records_of(fn)
     if not records:
-        return (f"{what}: no tensorbridge plans built yet (call the torch.compile'd {what} "
-                f"with backend='tensorbridge' first)")
+        return (
+            f"{what}: no tensorbridge plans built yet (call the torch.compile'd {what} "
+            f"with backend='tensorbridge' first)"
+        )
     m = compiled_metrics(fn)
-    lines = [f"{what}: {m['compilations']} compilations ({m['recompilations']} recompilations), "
-             f"{m['plans_built']} plans built, {m['plan_calls']} plan calls"]
+    lines = [
+        f"{what}: {m['compilations']} compilations ({m['recompilations']} recompilations), "
+        f"{m['plans_built']} plans built, {m['plan_calls']} plan calls"
+    ]
     for i, r in enumerate(records, 1):
         frame = r.code.co_name if r.code is not None else "?"
         if r.owner is not None:
-            frame = f"{type(r.owner).__name__}.forward" if isinstance(r.owner, torch.nn.Module) \
+            frame = (
+                f"{type(r.owner).__name__}.forward"
+                if isinstance(r.owner, torch.nn.Module)
                 else getattr(r.owner, "__qualname__", frame)
+            )
         again = " (recompilation)" if r.recompilation else ""
         lines.append(f"compilation {i}{again}: frame {frame}, inputs {', '.join(r.inputs)}")
         for e in r.plans:
@@ -429,7 +465,8 @@ def explain_compiled(fn) -> str:
                 f"  {e['kind']} plan, {e['calls'][0]} calls: {p.num_nodes} nodes ("
                 + ", ".join(f"{v} {k}" for k, v in counts.items())
                 + f"; {fused} fused); {p.num_values} values in {p.num_slots} slots "
-                f"({p.num_values - p.num_slots} reuse a freed slot)")
+                f"({p.num_values - p.num_slots} reuse a freed slot)"
+            )
             lines.append("  fallback nodes: " + (", ".join(fallbacks) if fallbacks else "none"))
             lines.extend("    " + line for line in dump.rstrip().splitlines())
     return "\n".join(lines)
@@ -461,10 +498,12 @@ def load_exported(ep: torch.export.ExportedProgram):
         if len(args) != n_user:
             raise TypeError(f"the exported program takes {n_user} inputs, got {len(args)}")
         it = iter(args)
-        flat = [next(it) if s.kind == InputKind.USER_INPUT else state[s.target] for s in sig.input_specs]
+        flat = [
+            next(it) if s.kind == InputKind.USER_INPUT else state[s.target] for s in sig.input_specs
+        ]
         outs = run(flat)
         user = []
-        for spec, out in zip(sig.output_specs, outs):
+        for spec, out in zip(sig.output_specs, outs, strict=True):
             if spec.kind == OutputKind.BUFFER_MUTATION:
                 state[spec.target].copy_(out)
             elif spec.kind == OutputKind.USER_OUTPUT:

@@ -51,7 +51,9 @@ class Config:
 
     @property
     def legal_ops(self) -> frozenset[str]:
-        return frozenset(op for op, c in self.composites().items() if c["legal"] and c["has_kernel"])
+        return frozenset(
+            op for op, c in self.composites().items() if c["legal"] and c["has_kernel"]
+        )
 
     @legal_ops.setter
     def legal_ops(self, ops) -> None:
@@ -83,7 +85,6 @@ class Config:
         if mode not in _FALLBACK_MODES:
             raise ValueError(f"config.fallback must be one of {_FALLBACK_MODES}, got {mode!r}")
         self._fallback = mode
-
 
     @property
     def ffi_threads(self) -> int:

@@ -16,7 +16,7 @@ from tensorbridge._config import config
 _warned: set[str] = set()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _torch_op(op_name: str):
     import torch
 

@@ -32,11 +32,17 @@ from tensorbridge._tensor import Tensor, wrap
 __all__ = ["call_torch", "call_torch_metrics", "functionalize", "torch_function"]
 
 _TORCH_DTYPE = {
-    np.dtype(np.bool_): torch.bool, np.dtype(np.uint8): torch.uint8, np.dtype(np.int8): torch.int8,
-    np.dtype(np.int16): torch.int16, np.dtype(np.int32): torch.int32,
-    np.dtype(np.int64): torch.int64, np.dtype(np.float16): torch.float16,
-    np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64,
-    np.dtype(np.complex64): torch.complex64, np.dtype(np.complex128): torch.complex128,
+    np.dtype(np.bool_): torch.bool,
+    np.dtype(np.uint8): torch.uint8,
+    np.dtype(np.int8): torch.int8,
+    np.dtype(np.int16): torch.int16,
+    np.dtype(np.int32): torch.int32,
+    np.dtype(np.int64): torch.int64,
+    np.dtype(np.float16): torch.float16,
+    np.dtype(np.float32): torch.float32,
+    np.dtype(np.float64): torch.float64,
+    np.dtype(np.complex64): torch.complex64,
+    np.dtype(np.complex128): torch.complex128,
 }
 
 
@@ -114,7 +120,7 @@ def _meta_outputs(fn, leaves_spec, shapes_dtypes):
             fakes = [torch.empty(s, dtype=_torch_dtype(d)) for s, d in shapes_dtypes]
             args, kwargs = torch_pytree.tree_unflatten(fakes, leaves_spec)
             out = fn(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - re-raised with the cause attached
+    except Exception as e:
         raise ValueError(
             "call_torch under a JAX transform needs output shapes that depend only on input "
             f"shapes (inferred once on fake tensors); {getattr(fn, '__name__', fn)} failed: {e}"
@@ -122,7 +128,9 @@ def _meta_outputs(fn, leaves_spec, shapes_dtypes):
     out_leaves, out_spec = torch_pytree.tree_flatten(out)
     for o in out_leaves:
         if not isinstance(o, torch.Tensor):
-            raise TypeError(f"call_torch: under a JAX transform every output must be a tensor, got {type(o).__name__}")
+            raise TypeError(
+                f"call_torch: under a JAX transform every output must be a tensor, got {type(o).__name__}"
+            )
     return out_spec, [(tuple(o.shape), o.dtype) for o in out_leaves]
 
 
@@ -197,13 +205,19 @@ class _Traced:
         with torch.enable_grad():
             outs = torch_pytree.tree_leaves(self.fn(*args, **kwargs))
         diff = [t for t in inputs if t.requires_grad]
-        pairs = [(o, wrap(np.asarray(c))) for o, c in zip(outs, cts) if o.requires_grad]
-        grads = torch.autograd.grad(
-            [o for o, _ in pairs], diff, [c for _, c in pairs], allow_unused=True
-        ) if pairs else [None] * len(diff)
+        pairs = [
+            (o, wrap(np.asarray(c))) for o, c in zip(outs, cts, strict=True) if o.requires_grad
+        ]
+        grads = (
+            torch.autograd.grad(
+                [o for o, _ in pairs], diff, [c for _, c in pairs], allow_unused=True
+            )
+            if pairs
+            else [None] * len(diff)
+        )
         it = iter(grads)
         result = []
-        for t, a in zip(inputs, arrays):
+        for t, a in zip(inputs, arrays, strict=True):
             if t.requires_grad:
                 g = next(it)
                 result.append(np.zeros(a.shape, a.dtype) if g is None else _export(g, False))
@@ -263,12 +277,14 @@ class _Traced:
         try:
             if why is not None:
                 raise _jax_ffi.CaptureError(why)
-            fwd = _jax_ffi.capture_forward(self.fn, self.spec, shapes_dtypes, out_info,
-                                           _torch_dtype, allow_fallback=forced)
+            fwd = _jax_ffi.capture_forward(
+                self.fn, self.spec, shapes_dtypes, out_info, _torch_dtype, allow_fallback=forced
+            )
         except _jax_ffi.CaptureError as e:
             if forced:
-                raise NotImplementedError(f"call_torch(jit_mode='ffi'): {name} cannot run "
-                                          f"as a plan: {e}") from e
+                raise NotImplementedError(
+                    f"call_torch(jit_mode='ffi'): {name} cannot run as a plan: {e}"
+                ) from e
             if note:
                 _jax_ffi.note_callback(f"{name}: {e}")
             return None
@@ -280,11 +296,20 @@ class _Traced:
         if not hasattr(self, "_ffi_backward"):
             name = getattr(self.fn, "__name__", repr(self.fn))
             try:
-                bwd = _jax_ffi.capture_backward(self.fn, self.spec, shapes_dtypes, out_info,
-                                                diff_mask, _torch_dtype,
-                                                allow_fallback=jit_mode == "ffi")
-                grad_shapes = [jax.ShapeDtypeStruct(s, d)
-                               for (s, d), m in zip(shapes_dtypes, diff_mask) if m]
+                bwd = _jax_ffi.capture_backward(
+                    self.fn,
+                    self.spec,
+                    shapes_dtypes,
+                    out_info,
+                    diff_mask,
+                    _torch_dtype,
+                    allow_fallback=jit_mode == "ffi",
+                )
+                grad_shapes = [
+                    jax.ShapeDtypeStruct(s, d)
+                    for (s, d), m in zip(shapes_dtypes, diff_mask, strict=True)
+                    if m
+                ]
                 self._ffi_backward = _jax_ffi.ffi_function(jax, bwd, grad_shapes)
             except _jax_ffi.CaptureError as e:
                 _jax_ffi.note_callback(f"{name} (backward): {e}")
@@ -302,7 +327,8 @@ class _Traced:
                     raise TypeError(
                         f"call_torch: output {i} of {getattr(self.fn, '__name__', self.fn)} is "
                         f"{r.dtype}, which JAX holds only with jax_enable_x64 on; cast it in the "
-                        "torch function (e.g. .to(torch.int32)) or enable x64")
+                        "torch function (e.g. .to(torch.int32)) or enable x64"
+                    )
         diff_mask = [np.issubdtype(np.dtype(d), np.inexact) for _, d in shapes_dtypes]
         fwd_plan = self._plans(jax, shapes_dtypes, out_info, diff_mask, jit_mode, note)
         self.uses_ffi = fwd_plan is not None
@@ -310,9 +336,11 @@ class _Traced:
         if fwd_plan is not None:
             forward = self._ffi_forward(jax, fwd_plan, result_shapes, jit_mode)
         else:
+
             def forward(*arrays):
-                return jax.pure_callback(self._host_dispatch, result_shapes, *arrays,
-                                         vmap_method="expand_dims")
+                return jax.pure_callback(
+                    self._host_dispatch, result_shapes, *arrays, vmap_method="expand_dims"
+                )
 
         @jax.custom_vjp
         def f(*arrays):
@@ -322,17 +350,26 @@ class _Traced:
             return forward(*arrays), arrays
 
         def f_bwd(arrays, cts):
-            grad_shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype)
-                           for a, m in zip(arrays, diff_mask) if m]
-            ffi_backward = None if fwd_plan is None else self._backward_plan(
-                jax, shapes_dtypes, out_info, diff_mask, jit_mode)
+            grad_shapes = [
+                jax.ShapeDtypeStruct(a.shape, a.dtype)
+                for a, m in zip(arrays, diff_mask, strict=True)
+                if m
+            ]
+            ffi_backward = (
+                None
+                if fwd_plan is None
+                else self._backward_plan(jax, shapes_dtypes, out_info, diff_mask, jit_mode)
+            )
             if ffi_backward is not None:
                 grads = iter(ffi_backward(*arrays, *cts))
             else:
-                grads = iter(jax.pure_callback(self.host_backward, grad_shapes, *arrays, *cts,
-                                               vmap_method="sequential"))
+                grads = iter(
+                    jax.pure_callback(
+                        self.host_backward, grad_shapes, *arrays, *cts, vmap_method="sequential"
+                    )
+                )
             out = []
-            for a, m in zip(arrays, diff_mask):
+            for a, m in zip(arrays, diff_mask, strict=True):
                 out.append(next(grads) if m else np.zeros(a.shape, jax.dtypes.float0))
             return tuple(out)
 
@@ -343,14 +380,16 @@ class _Traced:
         # Under vmap (vmap_method="expand_dims") every argument gains leading axes: the batch
         # size for batched arguments, 1 for the others. One extra axis runs as one batched
         # torch call; nested vmaps peel the outer axes one by one.
-        extra = max(np.ndim(a) - len(s) for a, (s, _) in zip(arrays, self._in_info))
+        extra = max(np.ndim(a) - len(s) for a, (s, _) in zip(arrays, self._in_info, strict=True))
         if extra <= 0:
             return self.host_forward(*arrays)
         if extra == 1:
             return self.host_batched_forward(*arrays)
         batch = max(np.shape(a)[0] for a in arrays)
-        rows = [self._host_dispatch(*[a[i if np.shape(a)[0] > 1 else 0] for a in arrays])
-                for i in range(batch)]
+        rows = [
+            self._host_dispatch(*[a[i if np.shape(a)[0] > 1 else 0] for a in arrays])
+            for i in range(batch)
+        ]
         return [np.stack([r[k] for r in rows]) for k in range(len(rows[0]))]
 
 

@@ -47,12 +47,18 @@ class Tensor(torch.Tensor):
     @staticmethod
     def __new__(cls, array: _C.Array, requires_grad: bool = False):
         if array.device != "cpu":
-            raise ValueError(f"tensorbridge.Tensor computes on the CPU; this array is on {array.device}")
+            raise ValueError(
+                f"tensorbridge.Tensor computes on the CPU; this array is on {array.device}"
+            )
         dtype = _TORCH_DTYPES.get(array.dtype)
         if dtype is None:
             raise TypeError(f"dtype {array.dtype} has no torch equivalent")
         t = torch.Tensor._make_wrapper_subclass(
-            cls, array.shape, strides=array.strides, dtype=dtype, device="cpu",
+            cls,
+            array.shape,
+            strides=array.strides,
+            dtype=dtype,
+            device="cpu",
             requires_grad=requires_grad,
         )
         t._array = array
@@ -83,7 +89,11 @@ class Tensor(torch.Tensor):
             t = Tensor(_C.from_dlpack(inner.detach()))
         else:
             t = torch.Tensor._make_wrapper_subclass(
-                Tensor, inner.shape, strides=inner.stride(), dtype=inner.dtype, device="cpu",
+                Tensor,
+                inner.shape,
+                strides=inner.stride(),
+                dtype=inner.dtype,
+                device="cpu",
                 requires_grad=inner.requires_grad,
             )
             t._array = None
@@ -171,17 +181,20 @@ def _traced_dispatch(func, args, kwargs):
     # Tracing for torch.compile: run the op on the inner stand-ins so that the tracer records
     # plain ATen ops, and wrap the results again.
     _op_name(func)
+
     def inner(x):
         return x._inner if isinstance(x, Tensor) else x
 
-    out = func(*torch.utils._pytree.tree_map(inner, args),
-               **torch.utils._pytree.tree_map(inner, kwargs))
+    out = func(
+        *torch.utils._pytree.tree_map(inner, args), **torch.utils._pytree.tree_map(inner, kwargs)
+    )
     mutated = _MUTATED[func]
     if mutated is not None:
         i, arg_name, kwarg_only = mutated
         return kwargs[arg_name] if kwarg_only or arg_name in kwargs else args[i]
     return torch.utils._pytree.tree_map(
-        lambda x: Tensor._from_inner(x) if isinstance(x, torch.Tensor) else x, out)
+        lambda x: Tensor._from_inner(x) if isinstance(x, torch.Tensor) else x, out
+    )
 
 
 def _metadata_dispatch(func, args, kwargs):
@@ -194,7 +207,8 @@ def _metadata_dispatch(func, args, kwargs):
     if base == "set_":
         raise NotImplementedError(
             f"{name}: a tensorbridge.Tensor stays on the memory it wraps; make a new tensor with "
-            "tensorbridge.wrap(...) instead")
+            "tensorbridge.wrap(...) instead"
+        )
     if base in ("resize_", "resize_as_"):
         size = tuple(args[1]) if base == "resize_" else tuple(args[1].shape)
         if tuple(self.shape) == size:
@@ -205,7 +219,8 @@ def _metadata_dispatch(func, args, kwargs):
         if numel != self.numel() or not self.is_contiguous():
             raise BufferError(
                 f"{name}: a tensorbridge.Tensor cannot resize the memory it wraps (another "
-                f"framework owns it): shape {tuple(self.shape)} to {size}; make a new tensor")
+                f"framework owns it): shape {tuple(self.shape)} to {size}; make a new tensor"
+            )
         view = torch.ops.aten.view.default(self, size)
         update = torch.ops.aten.as_strided_.default
         update_args = (self, size, view.stride(), self.storage_offset())
@@ -274,8 +289,9 @@ def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Modu
     for m in module.modules():
         for name, p in list(m._parameters.items()):
             if p is not None and not isinstance(p, Tensor):
-                m._parameters[name] = torch.nn.Parameter(wrap(p.data, copy=copy),
-                                                         requires_grad=p.requires_grad)
+                m._parameters[name] = torch.nn.Parameter(
+                    wrap(p.data, copy=copy), requires_grad=p.requires_grad
+                )
         for name, b in list(m._buffers.items()):
             if b is not None and not isinstance(b, Tensor):
                 m._buffers[name] = wrap(b, copy=copy)

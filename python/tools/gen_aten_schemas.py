@@ -31,7 +31,9 @@ def main() -> None:
             core = " #core" if torch.Tag.core in op.tags else ""
             lines.append(schema + core)
     with open(out, "w") as f:
-        f.write(f"# torch {torch.__version__}: schemas of torch.ops.aten (python/tools/gen_aten_schemas.py)\n")
+        f.write(
+            f"# torch {torch.__version__}: schemas of torch.ops.aten (python/tools/gen_aten_schemas.py)\n"
+        )
         f.write("\n".join(lines) + "\n")
     print(f"wrote {len(lines)} schemas to {out}", file=sys.stderr)
 

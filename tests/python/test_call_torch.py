@@ -6,9 +6,9 @@ import functools
 import numpy as np
 import pytest
 import torch
+from conftest import requires_jax
 
 import tensorbridge as tb
-from conftest import requires_jax
 
 pytestmark = requires_jax
 
@@ -27,7 +27,9 @@ def jax_mlp(x, w1, b1, w2, b2):
 
 def _params(seed=0):
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(s).astype(np.float32) * 0.3 for s in [(6, 16), (16,), (16, 3), (3,)]]
+    return [
+        rng.standard_normal(s).astype(np.float32) * 0.3 for s in [(6, 16), (16,), (16, 3), (3,)]
+    ]
 
 
 def test_numpy_in_numpy_out_zero_copy():
@@ -78,10 +80,11 @@ def test_jit_grad_matches_jax(mode):
     def loss(p, fn):
         return jnp.sum(fn(x, *p) ** 2)
 
-    ours = jax.jit(jax.grad(
-        lambda p: loss(p, lambda *a: tb.call_torch(torch_mlp, *a, jit_mode=mode))))(params)
+    ours = jax.jit(
+        jax.grad(lambda p: loss(p, lambda *a: tb.call_torch(torch_mlp, *a, jit_mode=mode)))
+    )(params)
     ref = jax.grad(lambda p: loss(p, jax_mlp))(params)
-    for a, b in zip(ours, ref):
+    for a, b in zip(ours, ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
@@ -160,8 +163,11 @@ def test_optax_on_a_functionalized_module_matches_torch_sgd(mode):
 
     tx = optax.sgd(0.1)
     state = tx.init(params)
-    step = jax.jit(lambda p, s: (lambda g: (optax.apply_updates(p, tx.update(g, s)[0]),
-                                            tx.update(g, s)[1]))(jax.grad(loss)(p)))
+    step = jax.jit(
+        lambda p, s: (lambda g: (optax.apply_updates(p, tx.update(g, s)[0]), tx.update(g, s)[1]))(
+            jax.grad(loss)(p)
+        )
+    )
     opt = torch.optim.SGD(ref.parameters(), lr=0.1)
     for _ in range(3):
         params, state = step(params, state)
@@ -169,7 +175,9 @@ def test_optax_on_a_functionalized_module_matches_torch_sgd(mode):
         ((ref(torch.from_numpy(x)) - torch.from_numpy(y)) ** 2).mean().backward()
         opt.step()
     for name, p in ref.named_parameters():
-        np.testing.assert_allclose(np.asarray(params[name]), p.detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            np.asarray(params[name]), p.detach().numpy(), rtol=1e-5, atol=1e-5
+        )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -278,9 +286,14 @@ def test_jit_several_outputs_dtypes_views_and_new_tensors(mode):
     import jax.numpy as jnp
 
     def f(a, idx):
-        return {"t": a.t(), "sum": a.sum(0), "gathered": a[idx],
-                "count": (a > 0).sum(dtype=torch.int32),
-                "offset": a + torch.arange(3, dtype=torch.float32), "zeros": torch.zeros(2)}
+        return {
+            "t": a.t(),
+            "sum": a.sum(0),
+            "gathered": a[idx],
+            "count": (a > 0).sum(dtype=torch.int32),
+            "offset": a + torch.arange(3, dtype=torch.float32),
+            "zeros": torch.zeros(2),
+        }
 
     a = jnp.asarray(np.random.default_rng(8).standard_normal((4, 3)))  # float32 (x64 off)
     idx = jnp.asarray(np.array([3, 0, 0], np.int32))
@@ -306,8 +319,9 @@ def test_ffi_threads_setting():
     # Large enough for the kernels to split their loops across OpenMP threads.
     xs = jnp.asarray(np.random.default_rng(10).standard_normal((64, 32, 64)).astype(np.float32))
     w = jnp.asarray(np.random.default_rng(11).standard_normal((64, 64)).astype(np.float32))
-    f = jax.jit(jax.vmap(lambda x: tb.call_torch(lambda a, b: torch.tanh(a @ b), x, w,
-                                                 jit_mode="ffi")))
+    f = jax.jit(
+        jax.vmap(lambda x: tb.call_torch(lambda a, b: torch.tanh(a @ b), x, w, jit_mode="ffi"))
+    )
     want = np.tanh(np.asarray(xs) @ np.asarray(w))
     assert tb.config.ffi_threads == 1
     try:

@@ -5,9 +5,9 @@ import copy
 import numpy as np
 import pytest
 import torch
+from test_tensor import Block
 
 import tensorbridge as tb
-from test_tensor import Block
 
 
 def _mlp():
@@ -16,8 +16,13 @@ def _mlp():
 
 def _convnet():
     return torch.nn.Sequential(
-        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 6))
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8 * 4 * 4, 6),
+    )
 
 
 MODELS = {
@@ -62,7 +67,7 @@ def test_compiled_training_matches_torch(name):
             opt.zero_grad()
             torch.nn.functional.cross_entropy(m(x), y).backward()
             opt.step()
-    for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters()):
+    for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-4, msg=n)
     assert tb.plan_metrics()["plans_built"] >= 2  # forward and backward
 
@@ -83,7 +88,7 @@ def test_compiled_attention_gradients_match_torch():
         t.grad = None
     compiled = torch.compile(attend, backend="tensorbridge")
     compiled(q, k, v).backward()
-    for name, t, e in zip("qkv", (q, k, v), expected):
+    for name, t, e in zip("qkv", (q, k, v), expected, strict=True):
         torch.testing.assert_close(t.grad, e, rtol=1e-4, atol=1e-5, msg=name)
     assert tb.plan_metrics()["plans_built"] == 2
 
@@ -145,8 +150,9 @@ def _alias_graph():
     from torch.fx.experimental.proxy_tensor import make_fx
 
     aten = torch.ops.aten
-    return make_fx(lambda x, w: (aten.view.default(x, [-1]), aten.t.default(w),
-                                 aten.mm.default(x, w)))(torch.randn(2, 3), torch.randn(3, 3))
+    return make_fx(
+        lambda x, w: (aten.view.default(x, [-1]), aten.t.default(w), aten.mm.default(x, w))
+    )(torch.randn(2, 3), torch.randn(3, 3))
 
 
 def test_plain_inputs_are_bound_and_outputs_returned_without_copies():
@@ -164,8 +170,9 @@ def test_plain_inputs_are_bound_and_outputs_returned_without_copies():
     from torch.fx.experimental.proxy_tensor import make_fx
 
     aten = torch.ops.aten
-    run = tb._compile.compile_graph(make_fx(lambda a: (aten.t.default(a), aten.mul.Tensor(a, 2)))(
-        torch.randn(2, 3)))
+    run = tb._compile.compile_graph(
+        make_fx(lambda a: (aten.t.default(a), aten.mul.Tensor(a, 2)))(torch.randn(2, 3))
+    )
     xt = torch.randn(3, 2).t()
     t, doubled = run([xt])
     assert t.data_ptr() == xt.data_ptr() and t.is_contiguous()
@@ -229,7 +236,9 @@ def test_wrapped_numpy_parameters_are_used_in_place():
     compiled = torch.compile(model, backend="tensorbridge")
     x = torch.randn(2, 4)
     y = compiled(x)
-    torch.testing.assert_close(tb.to_torch(y.detach()), x @ torch.from_numpy(w).T + torch.from_numpy(b))
+    torch.testing.assert_close(
+        tb.to_torch(y.detach()), x @ torch.from_numpy(w).T + torch.from_numpy(b)
+    )
     y.sum().backward()
     before = w.copy()
     torch.optim.SGD(model.parameters(), lr=0.1).step()

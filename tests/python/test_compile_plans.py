@@ -20,20 +20,34 @@ def _fresh_dynamo():
 
 
 def _relu_mlp():
-    return torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16),
-                               torch.nn.GELU(approximate="tanh"), torch.nn.Linear(16, 5))
+    return torch.nn.Sequential(
+        torch.nn.Linear(20, 32),
+        torch.nn.ReLU(),
+        torch.nn.Linear(32, 16),
+        torch.nn.GELU(approximate="tanh"),
+        torch.nn.Linear(16, 5),
+    )
 
 
 def _conv_relu():
-    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
-                               torch.nn.MaxPool2d(2), torch.nn.Flatten(),
-                               torch.nn.Linear(8 * 4 * 4, 6))
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8 * 4 * 4, 6),
+    )
 
 
 def _convnet():
     return torch.nn.Sequential(
-        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 6))
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8 * 4 * 4, 6),
+    )
 
 
 def test_explain_shows_each_plan_and_counts_recompilations():
@@ -45,10 +59,15 @@ def test_explain_shows_each_plan_and_counts_recompilations():
             compiled(torch.randn(4, 20))
         compiled(torch.randn(7, 20))  # a new shape: a new plan, a recompilation
     assert tb.plan_metrics(compiled) == {
-        "compilations": 2, "recompilations": 1, "plans_built": 2, "plan_calls": 4}
+        "compilations": 2,
+        "recompilations": 1,
+        "plans_built": 2,
+        "plan_calls": 4,
+    }
     text = tb.explain(compiled)
-    assert text.startswith("Sequential: 2 compilations (1 recompilations), 2 plans built, "
-                           "4 plan calls")
+    assert text.startswith(
+        "Sequential: 2 compilations (1 recompilations), 2 plans built, 4 plan calls"
+    )
     first, second = (line for line in text.splitlines() if line.startswith("compilation"))
     assert first.startswith("compilation 1: frame Sequential.forward, inputs float32[32, 20], ")
     assert "float32[4, 20]" in first and "float32[7, 20]" not in first
@@ -115,8 +134,10 @@ def test_two_compiled_modules_are_explained_apart():
 
 
 # float32: 1 and 5 rows run oneDNN's inner product, 20 its matmul; float64: addmm + activation.
-@pytest.mark.parametrize(("dtype", "rows"), [(torch.float32, 1), (torch.float32, 5),
-                                             (torch.float32, 20), (torch.float64, 5)])
+@pytest.mark.parametrize(
+    ("dtype", "rows"),
+    [(torch.float32, 1), (torch.float32, 5), (torch.float32, 20), (torch.float64, 5)],
+)
 def test_addmm_activation_fusion_matches_eager(dtype, rows):
     torch.manual_seed(0)
     model = _relu_mlp().eval().to(dtype)
@@ -138,8 +159,9 @@ def test_fusion_through_a_view_and_off_switch():
     model.eval()
     x = torch.randn(2, 3, 8)  # linear on 3-D input: view -> addmm -> view -> gelu
     with torch.no_grad():
-        torch.testing.assert_close(torch.compile(model, backend="tensorbridge")(x), model(x),
-                                   rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(
+            torch.compile(model, backend="tensorbridge")(x), model(x), rtol=1e-5, atol=1e-5
+        )
         dump = _compile._plans[-1].dump()
         assert "tensorbridge::addmm_act(" in dump and "aten::gelu(" not in dump
         torch._dynamo.reset()

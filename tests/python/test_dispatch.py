@@ -12,7 +12,6 @@ import torch
 
 import tensorbridge as tb
 
-
 # Touching every torch.ops.aten overload leaves state behind in torch that later
 # torch.compile runs trip over, so the schema sweeps run in their own interpreter.
 _SCHEMA_SWEEP = """
@@ -37,8 +36,9 @@ sys.exit(1 if bad else 0)
 
 @pytest.mark.parametrize("which", ["registered", "all"])
 def test_schemas_equal_torchs(which):
-    proc = subprocess.run([sys.executable, "-c", _SCHEMA_SWEEP, which], capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCHEMA_SWEEP, which], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "mismatched: []" in proc.stdout
 
@@ -108,7 +108,7 @@ def test_fallback_modes():
             tb.call(op, x)
     finally:
         tb.config.fallback = "allow"
-    with pytest.raises(ValueError, match="config.fallback"):
+    with pytest.raises(ValueError, match=r"config\.fallback"):
         tb.config.fallback = "sometimes"
 
 
@@ -116,7 +116,9 @@ def test_fallback_writes_in_place_into_our_memory():
     x = np.linspace(0, 1, 5, dtype=np.float32)
     before = x.copy()
     tb.call("aten::special_bessel_j0.out", x.copy(), out=x)  # out= through the fallback
-    np.testing.assert_allclose(x, torch.special.bessel_j0(torch.from_numpy(before)).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        x, torch.special.bessel_j0(torch.from_numpy(before)).numpy(), rtol=1e-6
+    )
 
 
 def test_python_kernel_overrides_and_restores():
@@ -137,8 +139,11 @@ def test_python_kernel_overrides_and_restores():
 
 
 def test_python_kernel_for_a_new_op():
-    with tb.register_kernel("mylib::scale", lambda x, k: tb.from_dlpack(x.numpy() * k),
-                            schema="mylib::scale(Tensor x, float k=2.0) -> Tensor"):
+    with tb.register_kernel(
+        "mylib::scale",
+        lambda x, k: tb.from_dlpack(x.numpy() * k),
+        schema="mylib::scale(Tensor x, float k=2.0) -> Tensor",
+    ):
         out = tb.call("mylib::scale", np.ones(3, np.float32))
         np.testing.assert_array_equal(out.numpy(), [2.0, 2.0, 2.0])
         assert tb.schema("mylib::scale") == "mylib::scale(Tensor x, float k=2.0) -> Tensor"
@@ -148,8 +153,20 @@ def test_cpp_kernel_library_registers_into_the_same_table(tmp_path):
     src = os.path.join(os.path.dirname(__file__), "plugin", "plugin.cc")
     lib = tmp_path / "libplugin.so"
     libdir = os.path.dirname(tb.get_library())
-    cmd = ["g++", "-std=c++17", "-O1", "-shared", "-fPIC", src, f"-I{tb.get_include()}",
-           f"-L{libdir}", "-ltensorbridge", f"-Wl,-rpath,{libdir}", "-o", str(lib)]
+    cmd = [
+        "g++",
+        "-std=c++17",
+        "-O1",
+        "-shared",
+        "-fPIC",
+        src,
+        f"-I{tb.get_include()}",
+        f"-L{libdir}",
+        "-ltensorbridge",
+        f"-Wl,-rpath,{libdir}",
+        "-o",
+        str(lib),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     tb.load_library(str(lib))

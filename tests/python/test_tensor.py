@@ -7,9 +7,9 @@ import threading
 import numpy as np
 import pytest
 import torch
+from conftest import requires_jax
 
 import tensorbridge as tb
-from conftest import requires_jax
 
 
 def test_wrap_is_zero_copy_both_ways():
@@ -49,13 +49,24 @@ def test_views_alias_the_source_array():
     assert not a.any()
 
 
-@pytest.mark.parametrize("op,args", [
-    ("squeeze_", ()), ("squeeze_", (0,)), ("unsqueeze_", (1,)), ("t_", ()),
-    ("transpose_", (0, 2)), ("swapdims_", (1, 2)), ("as_strided_", ((3, 2), (1, 3))),
-])
+@pytest.mark.parametrize(
+    "op,args",
+    [
+        ("squeeze_", ()),
+        ("squeeze_", (0,)),
+        ("unsqueeze_", (1,)),
+        ("t_", ()),
+        ("transpose_", (0, 2)),
+        ("swapdims_", (1, 2)),
+        ("as_strided_", ((3, 2), (1, 3))),
+    ],
+)
 def test_in_place_view_ops_change_the_tensor_and_keep_its_memory(op, args):
-    a = np.arange(6, dtype=np.float32).reshape(1, 2, 3) if op != "t_" else (
-        np.arange(6, dtype=np.float32).reshape(2, 3))
+    a = (
+        np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+        if op != "t_"
+        else (np.arange(6, dtype=np.float32).reshape(2, 3))
+    )
     if op == "as_strided_":
         a = np.arange(6, dtype=np.float32)
     t, ref = tb.wrap(a), torch.from_numpy(a.copy())
@@ -122,8 +133,13 @@ def test_torch_dispatch_entry_called_directly():
     out = tb.Tensor.__torch_dispatch__(torch.ops.aten.add_.Tensor, (), (a, 1))
     assert out is a and x[0, 0] == 1.0  # in place on the numpy array's memory
     # Results carry their Array's strides, contiguous or not.
-    for r, want in ((a.t(), (1, 3)), (a[:, 1:], (3, 1)), (a[1:], (3, 1)), (a.sum(), ()),
-                    (a[:, None].expand(2, 4, 3), (3, 0, 1))):
+    for r, want in (
+        (a.t(), (1, 3)),
+        (a[:, 1:], (3, 1)),
+        (a[1:], (3, 1)),
+        (a.sum(), ()),
+        (a[:, None].expand(2, 4, 3), (3, 0, 1)),
+    ):
         assert r.stride() == want == tb.to_torch(r).stride()
 
 
@@ -185,7 +201,7 @@ def _compare_training(make_model, make_opt, batches, loss_fn, tol=1e-5, zero_gra
     l_ref = _train(ref, make_opt(ref.parameters()), batches, loss_fn, False)
     np.testing.assert_allclose(l_ours, l_ref, rtol=tol, atol=tol)
     zero_grad_slices = zero_grad_slices or {}
-    for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters()):
+    for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
         p, q = tb.to_torch(p.detach()).clone(), q.detach().clone()
         if n in zero_grad_slices:
             sl = zero_grad_slices[n]
@@ -203,13 +219,18 @@ def _compare_training(make_model, make_opt, batches, loss_fn, tol=1e-5, zero_gra
 
 def test_mlp_training_matches_torch_sgd_momentum():
     g = torch.Generator().manual_seed(1)
-    batches = [(torch.randn(16, 20, generator=g), torch.randint(0, 5, (16,), generator=g))
-               for _ in range(20)]
+    batches = [
+        (torch.randn(16, 20, generator=g), torch.randint(0, 5, (16,), generator=g))
+        for _ in range(20)
+    ]
     _compare_training(
-        lambda: torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU(),
-                                    torch.nn.Linear(64, 5)),
+        lambda: torch.nn.Sequential(
+            torch.nn.Linear(20, 64), torch.nn.ReLU(), torch.nn.Linear(64, 5)
+        ),
         lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9),
-        batches, torch.nn.functional.cross_entropy)
+        batches,
+        torch.nn.functional.cross_entropy,
+    )
 
 
 class Block(torch.nn.Module):
@@ -221,8 +242,9 @@ class Block(torch.nn.Module):
         self.ln1 = torch.nn.LayerNorm(dim)
         self.attn = torch.nn.MultiheadAttention(dim, heads, batch_first=True)
         self.ln2 = torch.nn.LayerNorm(dim)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(),
-                                       torch.nn.Linear(4 * dim, dim))
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(), torch.nn.Linear(4 * dim, dim)
+        )
         self.head = torch.nn.Linear(dim, classes)
 
     def forward(self, tokens):
@@ -236,14 +258,23 @@ class Block(torch.nn.Module):
 @pytest.mark.parametrize("opt", ["adam", "adamw"])
 def test_transformer_block_training_matches_torch(opt):
     g = torch.Generator().manual_seed(2)
-    batches = [(torch.randint(0, 50, (4, 12), generator=g), torch.randint(0, 7, (4,), generator=g))
-               for _ in range(20)]
-    make = {"adam": lambda ps: torch.optim.Adam(ps, lr=1e-3),
-            "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01)}[opt]
+    batches = [
+        (torch.randint(0, 50, (4, 12), generator=g), torch.randint(0, 7, (4,), generator=g))
+        for _ in range(20)
+    ]
+    make = {
+        "adam": lambda ps: torch.optim.Adam(ps, lr=1e-3),
+        "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-3, weight_decay=0.01),
+    }[opt]
     # The key projection's bias adds q.b_k to every score of a query's row, which softmax
     # ignores: its gradient is zero in exact arithmetic (rows 32:64 of in_proj_bias).
-    _compare_training(Block, make, batches, torch.nn.functional.cross_entropy,
-                      zero_grad_slices={"attn.in_proj_bias": slice(32, 64)})
+    _compare_training(
+        Block,
+        make,
+        batches,
+        torch.nn.functional.cross_entropy,
+        zero_grad_slices={"attn.in_proj_bias": slice(32, 64)},
+    )
 
 
 def test_key_bias_trajectory_is_rounding_noise_in_torch_itself():
@@ -253,8 +284,10 @@ def test_key_bias_trajectory_is_rounding_noise_in_torch_itself():
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     g = torch.Generator().manual_seed(2)
-    batches = [(torch.randint(0, 50, (4, 12), generator=g), torch.randint(0, 7, (4,), generator=g))
-               for _ in range(20)]
+    batches = [
+        (torch.randint(0, 50, (4, 12), generator=g), torch.randint(0, 7, (4,), generator=g))
+        for _ in range(20)
+    ]
     torch.manual_seed(0)
     a = Block()
     b = copy.deepcopy(a)
@@ -264,7 +297,7 @@ def test_key_bias_trajectory_is_rounding_noise_in_torch_itself():
             _train(model, opt, batches, torch.nn.functional.cross_entropy, False)
     key_bias = (a.attn.in_proj_bias - b.attn.in_proj_bias)[32:64].abs().max()
     assert key_bias > 1e-5
-    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         p, q = p.detach().clone(), q.detach().clone()
         if n == "attn.in_proj_bias":
             p[32:64] = q[32:64] = 0
@@ -304,7 +337,7 @@ def test_threads_on_separate_and_shared_read_only_inputs():
                 np.testing.assert_allclose(r, expected, rtol=1e-4, atol=1e-4)
                 o = tb.wrap(own)
                 np.testing.assert_array_equal(tb.to_numpy(o * 2), own * 2)
-        except Exception as e:  # noqa: BLE001 - collected and asserted below
+        except Exception as e:
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
