@@ -1,0 +1,194 @@
+// Pairwise distances: aten::_cdist_forward and aten::_pdist_forward (float32 / float64, as
+// torch's CPU kernels).
+//
+// Each distance is one p-norm reduction over the feature dimension, with torch's special
+// cases: p == 0 counts the differing features, p == 1 sums |d|, p == 2 takes the square root
+// of the sum of squares, p == inf the largest |d|, any other p the 1/p power of the sum of
+// |d|^p. cdist's compute_mode chooses, for p == 2, torch's matrix-product formula
+// sqrt(max(|x1|^2 + |x2|^2 - 2 x1.x2, 0)) (mode 1 always, mode 0/None when a side has more
+// than 25 rows) instead of the direct differences (mode 2).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "dispatch/op_table.h"
+#include "kernels/dtype_internal.h"
+#include "kernels/loops_internal.h"
+#include "kernels/tensor_ops.h"
+
+namespace tb {
+namespace {
+
+template <typename F>
+void ParallelFor(int64_t n, bool parallel, F&& f) {
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
+// The p-norm of a - b over m features.
+template <typename T>
+T PNorm(const T* a, const T* b, int64_t m, double p) {
+  T agg = 0;
+  if (p == 0) {
+    for (int64_t k = 0; k < m; ++k) agg += a[k] != b[k] ? T(1) : T(0);
+    return agg;
+  }
+  if (p == 1) {
+    for (int64_t k = 0; k < m; ++k) agg += std::abs(a[k] - b[k]);
+    return agg;
+  }
+  if (p == 2) {
+    for (int64_t k = 0; k < m; ++k) {
+      const T d = a[k] - b[k];
+      agg += d * d;
+    }
+    return std::sqrt(agg);
+  }
+  if (std::isinf(p)) {
+    for (int64_t k = 0; k < m; ++k) {
+      const T d = std::abs(a[k] - b[k]);
+      agg = std::isnan(d) || d > agg ? d : agg;
+    }
+    return agg;
+  }
+  const T tp = static_cast<T>(p);
+  for (int64_t k = 0; k < m; ++k) agg += std::pow(std::abs(a[k] - b[k]), tp);
+  return std::pow(agg, T(1) / tp);
+}
+
+void CheckFloat(const char* op, const char* what, const Tensor& t) {
+  TB_CHECK(t.dtype() == DType::kFloat32 || t.dtype() == DType::kFloat64, NotImplementedError)
+      << op << ": " << what << " has dtype " << DTypeName(t.dtype())
+      << "; only float32 and float64 are supported (as torch on CPU)";
+}
+
+template <typename T>
+void Cdist(const Tensor& a, const Tensor& b, const Tensor& out, int64_t nb, int64_t r1, int64_t r2,
+           int64_t m, double p, bool use_mm) {
+  const T* pa = a.data_as<const T>();
+  const T* pb = b.data_as<const T>();
+  T* po = static_cast<T*>(out.mutable_data());
+  std::vector<T> n1, n2;
+  if (use_mm) {  // squared row norms, as x.pow(2).sum(-1)
+    n1.resize(nb * r1);
+    n2.resize(nb * r2);
+    for (int64_t i = 0; i < nb * r1; ++i) {
+      T s = 0;
+      for (int64_t k = 0; k < m; ++k) s += pa[i * m + k] * pa[i * m + k];
+      n1[i] = s;
+    }
+    for (int64_t i = 0; i < nb * r2; ++i) {
+      T s = 0;
+      for (int64_t k = 0; k < m; ++k) s += pb[i * m + k] * pb[i * m + k];
+      n2[i] = s;
+    }
+  }
+  ParallelFor(nb * r1, out.numel() * m > kernels::kGrain, [&](int64_t row) {
+    const int64_t bi = row / r1;
+    const T* u = pa + row * m;
+    T* o = po + row * r2;
+    for (int64_t j = 0; j < r2; ++j) {
+      const T* v = pb + (bi * r2 + j) * m;
+      if (use_mm) {
+        T d = 0;
+        for (int64_t k = 0; k < m; ++k) d += (T(-2) * u[k]) * v[k];
+        d += n1[row];
+        d += n2[bi * r2 + j];
+        o[j] = std::sqrt(std::max(d, T(0)));
+      } else {
+        o[j] = PNorm(u, v, m, p);
+      }
+    }
+  });
+}
+
+Tensor CdistForward(const Tensor& x1, const Tensor& x2, double p,
+                    std::optional<int64_t> compute_mode) {
+  const char* op = "aten::_cdist_forward";
+  TB_CHECK(x1.ndim() >= 2, ValueError)
+      << op << ": cdist only supports at least 2D tensors, X1 got shape "
+      << ShapeString(x1.shape());
+  TB_CHECK(x2.ndim() >= 2, ValueError)
+      << op << ": cdist only supports at least 2D tensors, X2 got shape "
+      << ShapeString(x2.shape());
+  TB_CHECK(x1.size(-1) == x2.size(-1), ValueError)
+      << op << ": X1 and X2 must have the same number of columns, got shapes "
+      << ShapeString(x1.shape()) << " and " << ShapeString(x2.shape());
+  CheckFloat(op, "X1", x1);
+  CheckFloat(op, "X2", x2);
+  TB_CHECK(x1.dtype() == x2.dtype(), ValueError)
+      << op << ": X1 and X2 must have the same dtype, got " << DTypeName(x1.dtype()) << " and "
+      << DTypeName(x2.dtype());
+  TB_CHECK(p >= 0, ValueError) << op << ": cdist only supports non-negative p values, got " << p;
+  const int64_t mode = compute_mode.value_or(0);
+  TB_CHECK(mode >= 0 && mode <= 2, ValueError)
+      << op << ": compute_mode must be None, 0, 1 or 2, got " << mode;
+  const int64_t r1 = x1.size(-2), r2 = x2.size(-2), m = x1.size(-1);
+  const std::vector<int64_t> b1(x1.shape().begin(), x1.shape().end() - 2);
+  const std::vector<int64_t> b2(x2.shape().begin(), x2.shape().end() - 2);
+  const Dims bs = BroadcastShapes({IntArrayRef(b1), IntArrayRef(b2)}, op);
+  const std::vector<int64_t> batch(bs.begin(), bs.end());
+  int64_t nb = 1;
+  for (auto s : batch) nb *= s;
+  std::vector<int64_t> e1 = batch, e2 = batch, shape = batch;
+  e1.insert(e1.end(), {r1, m});
+  e2.insert(e2.end(), {r2, m});
+  shape.insert(shape.end(), {r1, r2});
+  if (nb == 0 || r1 == 0 || r2 == 0) return Tensor::Empty(shape, x1.dtype());
+  if (m == 0) return Tensor::Zeros(shape, x1.dtype());
+  const Tensor a = x1.expand(e1).contiguous();
+  const Tensor b = x2.expand(e2).contiguous();
+  Tensor out = Tensor::Empty(shape, x1.dtype());
+  const bool use_mm = p == 2 && (mode == 1 || (mode == 0 && (r1 > 25 || r2 > 25)));
+  if (x1.dtype() == DType::kFloat32) {
+    Cdist<float>(a, b, out, nb, r1, r2, m, p, use_mm);
+  } else {
+    Cdist<double>(a, b, out, nb, r1, r2, m, p, use_mm);
+  }
+  return out;
+}
+
+template <typename T>
+void Pdist(const Tensor& x, const Tensor& out, int64_t n, int64_t m, int64_t pairs, double p) {
+  const T* px = x.data_as<const T>();
+  T* po = static_cast<T*>(out.mutable_data());
+  ParallelFor(n - 1, pairs * m > kernels::kGrain, [&](int64_t i) {
+    // Pairs (i, j > i) start at i*n - i*(i+1)/2 in row-major order.
+    T* o = po + i * n - i * (i + 1) / 2;
+    for (int64_t j = i + 1; j < n; ++j) *o++ = PNorm(px + i * m, px + j * m, m, p);
+  });
+}
+
+Tensor PdistForward(const Tensor& self, double p) {
+  const char* op = "aten::_pdist_forward";
+  // Fewer than two rows: no pairs (torch returns the empty result before any other check).
+  if (self.ndim() >= 1 && self.size(0) <= 1) return Tensor::Empty({0}, self.dtype());
+  TB_CHECK(self.ndim() == 2, ValueError)
+      << op << ": pdist only supports 2D tensors, got shape " << ShapeString(self.shape());
+  CheckFloat(op, "input", self);
+  TB_CHECK(p >= 0, ValueError) << op << ": pdist only supports non-negative p values, got " << p;
+  const int64_t n = self.size(0), m = self.size(1);
+  const int64_t pairs = n > 1 ? n * (n - 1) / 2 : 0;
+  if (pairs == 0) return Tensor::Empty({0}, self.dtype());
+  if (m == 0) return Tensor::Zeros({pairs}, self.dtype());
+  const Tensor x = self.contiguous();
+  Tensor out = Tensor::Empty({pairs}, self.dtype());
+  if (self.dtype() == DType::kFloat32) {
+    Pdist<float>(x, out, n, m, pairs, p);
+  } else {
+    Pdist<double>(x, out, n, m, pairs, p);
+  }
+  return out;
+}
+
+}  // namespace
+
+TB_REGISTER_KERNELS(distance) {
+  const auto cpu = DeviceType::kCPU;
+  table.RegisterKernel("aten::_cdist_forward", cpu, Boxed<&CdistForward>(), TB_HERE);
+  table.RegisterKernel("aten::_pdist_forward", cpu, Boxed<&PdistForward>(), TB_HERE);
+}
+
+}  // namespace tb
