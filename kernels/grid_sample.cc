@@ -3,8 +3,8 @@
 //
 // interpolation_mode 0 bilinear, 1 nearest (round half to even), 2 bicubic (A = -0.75);
 // padding_mode 0 zeros, 1 border, 2 reflection; align_corners maps -1/1 to the corner pixels'
-// centres (true) or edges (false). Coordinates are computed as torch's CPU kernel does, in
-// the element type (float for bfloat16/float16).
+// centres (true) or edges (false). Coordinates and weights are computed as torch's CPU kernel
+// does, in the element type (for bfloat16/float16: in float, rounded to the type each step).
 #include <cmath>
 #include <vector>
 
@@ -27,8 +27,20 @@ void ParallelFor(int64_t n, bool parallel, F&& f) {
 enum Interp : int64_t { kBilinear = 0, kNearest = 1, kBicubic = 2 };
 enum Padding : int64_t { kZeros = 0, kBorder = 1, kReflection = 2 };
 
-template <typename A>
+// Rounds to T after each step when T is a 16-bit float, as torch's CPU kernel computes in T.
+template <typename T, typename A>
+A Rnd(A v) {
+  if constexpr (kernels::kIsReducedFloat<T>) {
+    return Convert<A>(Convert<T>(v));
+  } else {
+    return v;
+  }
+}
+
+template <typename T, typename A>
 struct Axis {
+  static A R(A v) { return Rnd<T, A>(v); }
+
   int64_t size;
   Padding padding;
   bool align;
@@ -38,9 +50,12 @@ struct Axis {
       : size(n),
         padding(pad),
         align(align_corners),
-        scale(align_corners ? static_cast<A>(n - 1) / 2 : static_cast<A>(n) / 2) {}
+        scale(R(align_corners ? static_cast<A>(n - 1) / 2 : static_cast<A>(n) / 2)) {}
 
-  A Unnormalize(A v) const { return align ? (v + 1) * scale : (v + 1) * scale - A(0.5); }
+  A Unnormalize(A v) const {
+    const A u = R(R(v + 1) * scale);
+    return align ? u : R(u - A(0.5));
+  }
 
   // Clamps to [0, size - 1]; NaN stays NaN.
   A Clip(A v) const {
@@ -53,10 +68,10 @@ struct Axis {
     if (twice_low == twice_high) return A(0);
     const A lo = static_cast<A>(twice_low) / 2;
     const A span = static_cast<A>(twice_high - twice_low) / 2;
-    v = std::fabs(v - lo);
-    const A extra = std::fmod(v, span);
-    const int64_t flips = static_cast<int64_t>(std::floor(v / span));
-    return flips % 2 == 0 ? extra + lo : span - extra + lo;
+    v = std::fabs(R(v - lo));
+    const A extra = R(std::fmod(v, span));
+    const int64_t flips = static_cast<int64_t>(std::floor(R(v / span)));
+    return flips % 2 == 0 ? R(extra + lo) : R(R(span - extra) + lo);
   }
 
   // The source coordinate after padding (torch's compute_coordinates).
@@ -70,22 +85,27 @@ struct Axis {
   }
 };
 
-template <typename A>
+// ((a + 2) * x - (a + 3)) * x * x + 1, each step rounded as Rnd.
+template <typename T, typename A>
 A Cubic1(A x, A a) {
-  return ((a + 2) * x - (a + 3)) * x * x + 1;
+  const auto R = Rnd<T, A>;
+  return R(R(R(R(R(R(a + 2) * x) - R(a + 3)) * x) * x) + 1);
 }
-template <typename A>
+// ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, each step rounded as Rnd.
+template <typename T, typename A>
 A Cubic2(A x, A a) {
-  return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  const auto R = Rnd<T, A>;
+  return R(R(R(R(R(R(a * x) - R(5 * a)) * x) + R(8 * a)) * x) - R(4 * a));
 }
-template <typename A>
+template <typename T, typename A>
 void CubicCoeffs(A c[4], A t) {
+  const auto R = Rnd<T, A>;
   const A a = A(-0.75);
-  c[0] = Cubic2<A>(t + 1, a);
-  c[1] = Cubic1<A>(t, a);
-  const A t2 = 1 - t;
-  c[2] = Cubic1<A>(t2, a);
-  c[3] = Cubic2<A>(t2 + 1, a);
+  c[0] = Cubic2<T, A>(R(t + 1), a);
+  c[1] = Cubic1<T, A>(t, a);
+  const A t2 = R(1 - t);
+  c[2] = Cubic1<T, A>(t2, a);
+  c[3] = Cubic2<T, A>(R(t2 + 1), a);
 }
 
 Tensor GridSampler2d(const Tensor& input, const Tensor& grid, int64_t interpolation_mode,
@@ -128,7 +148,8 @@ Tensor GridSampler2d(const Tensor& input, const Tensor& grid, int64_t interpolat
     const T* px = x.data_as<const T>();
     const T* pg = g.data_as<const T>();
     T* po = static_cast<T*>(out.mutable_data());
-    const Axis<A> ax(w, pad, align_corners), ay(h, pad, align_corners);
+    const auto R = Rnd<T, A>;
+    const Axis<T, A> ax(w, pad, align_corners), ay(h, pad, align_corners);
     const int64_t plane = h * w, oplane = ho * wo;
     ParallelFor(n * oplane, out.numel() > kernels::kGrain / 4, [&](int64_t job) {
       const int64_t b = job / oplane, pos = job % oplane;
@@ -144,12 +165,12 @@ Tensor GridSampler2d(const Tensor& input, const Tensor& grid, int64_t interpolat
         const A fx = ax.Unnormalize(gx), fy = ay.Unnormalize(gy);
         const A x0 = std::floor(fx), y0 = std::floor(fy);
         A cx[4], cy[4];
-        CubicCoeffs<A>(cx, fx - x0);
-        CubicCoeffs<A>(cy, fy - y0);
+        CubicCoeffs<T, A>(cx, R(fx - x0));
+        CubicCoeffs<T, A>(cy, R(fy - y0));
         // Neighbour coordinates after padding, as torch's get_value_bounded (-1: outside).
         int64_t nx[4], ny[4];
         for (int i = 0; i < 4; ++i) {
-          const A px_ = ax.Pad(x0 - 1 + i), py_ = ay.Pad(y0 - 1 + i);
+          const A px_ = ax.Pad(R(x0 - 1 + i)), py_ = ay.Pad(R(y0 - 1 + i));
           nx[i] = std::isfinite(px_) ? static_cast<int64_t>(px_) : -1;
           ny[i] = std::isfinite(py_) ? static_cast<int64_t>(py_) : -1;
         }
@@ -157,8 +178,8 @@ Tensor GridSampler2d(const Tensor& input, const Tensor& grid, int64_t interpolat
           A acc = 0;
           for (int i = 0; i < 4; ++i) {
             A row = 0;
-            for (int j = 0; j < 4; ++j) row += at(ch, nx[j], ny[i]) * cx[j];
-            acc += row * cy[i];
+            for (int j = 0; j < 4; ++j) row = R(row + R(at(ch, nx[j], ny[i]) * cx[j]));
+            acc = R(acc + R(row * cy[i]));
           }
           o[ch * oplane] = Convert<T>(acc);
         }
@@ -176,17 +197,17 @@ Tensor GridSampler2d(const Tensor& input, const Tensor& grid, int64_t interpolat
         return;
       }
       const A xw = std::floor(fx), yn = std::floor(fy);
-      const A we = fx - xw, wn = fy - yn;
-      const A e = 1 - we, s = 1 - wn;
-      const A nw = s * e, ne = s * we, sw_ = wn * e, se = wn * we;
+      const A we = R(fx - xw), wn = R(fy - yn);
+      const A e = R(1 - we), s = R(1 - wn);
+      const A nw = R(s * e), ne = R(s * we), sw_ = R(wn * e), se = R(wn * we);
       const bool finite = std::isfinite(xw) && std::isfinite(yn);
       const int64_t ix = finite ? static_cast<int64_t>(xw) : -2;
       const int64_t iy = finite ? static_cast<int64_t>(yn) : -2;
       for (int64_t ch = 0; ch < c; ++ch) {
-        A r = at(ch, ix, iy) * nw;
-        r += at(ch, ix + 1, iy) * ne;
-        r += at(ch, ix, iy + 1) * sw_;
-        r += at(ch, ix + 1, iy + 1) * se;
+        A r = R(at(ch, ix, iy) * nw);
+        r = R(r + R(at(ch, ix + 1, iy) * ne));
+        r = R(r + R(at(ch, ix, iy + 1) * sw_));
+        r = R(r + R(at(ch, ix + 1, iy + 1) * se));
         o[ch * oplane] = Convert<T>(r);
       }
     });

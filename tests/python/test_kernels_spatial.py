@@ -176,7 +176,7 @@ def test_grid_sampler_2d(dtype, interp, padding, align):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("interp", [0])
+@pytest.mark.parametrize("interp", range(3))
 def test_grid_sampler_2d_reduced_floats(dtype, interp):
     x = torch.randn(1, 2, 6, 5).to(dtype)
     grid = (torch.rand(1, 3, 4, 2) * 2.4 - 1.2).to(dtype)
