@@ -1,7 +1,7 @@
 """Distance, fold and grid-sampling kernels (kernels/distance.cc, fold.cc, grid_sample.cc).
 
-aten::_cdist_forward, aten::_pdist_forward, aten::col2im and aten::grid_sampler_2d called
-through ``tb.call`` on random inputs and compared with ``torch.ops.aten.<op>``, over their
+aten::_cdist_forward, aten::_pdist_forward, aten::col2im, aten::im2col and aten::grid_sampler_2d
+called through ``tb.call`` on random inputs and compared with ``torch.ops.aten.<op>``, over their
 arguments (p-norms incl. 0 and inf, cdist's compute_mode, col2im's geometry, grid_sampler's
 interpolation/padding modes and align_corners), plus the argument errors. The OpInfo sweeps
 (cdist, nn.functional.pdist, grid_sampler_2d, nn.functional.grid_sample and, for col2im, the
@@ -156,6 +156,41 @@ def test_col2im_errors():
             "aten::col2im",
             torch.ones(1, 4, 4, dtype=torch.int64),
             [3, 3],
+            [2, 2],
+            [1, 1],
+            [0, 0],
+            [1, 1],
+        )
+
+
+IM2COL_CASES = [
+    # (input shape, kernel_size, dilation, padding, stride)
+    ((2, 3, 4, 5), [2, 2], [1, 1], [0, 0], [1, 1]),
+    ((1, 2, 7, 6), [3, 2], [1, 2], [1, 1], [2, 1]),
+    ((2, 5, 5), [3, 3], [1, 1], [1, 1], [2, 2]),  # unbatched
+    ((0, 2, 4, 4), [2, 2], [1, 1], [0, 0], [1, 1]),  # empty batch
+]
+
+
+@pytest.mark.parametrize("dtype", [*FLOATS, torch.bfloat16, torch.float16, torch.bool])
+@pytest.mark.parametrize("case", range(len(IM2COL_CASES)))
+def test_im2col(dtype, case):
+    shape, *geometry = IM2COL_CASES[case]
+    x = (torch.randn(shape) * 4).to(dtype)
+    check("aten::im2col", x, *geometry, rtol=0, atol=0)
+
+
+def test_im2col_errors():
+    with pytest.raises(ValueError, match=r"im2col.*sliding blocks"):
+        tbcall("aten::im2col", torch.randn(1, 2, 2, 2), [3, 3], [1, 1], [0, 0], [1, 1])
+    with pytest.raises(ValueError, match=r"im2col.*3-D or 4-D"):
+        tbcall("aten::im2col", torch.randn(2, 2), [1, 1], [1, 1], [0, 0], [1, 1])
+    with pytest.raises(ValueError, match=r"im2col.*dilation"):
+        tbcall("aten::im2col", torch.randn(1, 2, 4, 4), [2, 2], [0, 1], [0, 0], [1, 1])
+    with pytest.raises(NotImplementedError, match=r"im2col.*int64"):
+        tbcall(
+            "aten::im2col",
+            torch.ones(1, 2, 4, 4, dtype=torch.int64),
             [2, 2],
             [1, 1],
             [0, 0],
