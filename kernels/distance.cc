@@ -1,5 +1,5 @@
-// Pairwise distances: aten::_cdist_forward and aten::_pdist_forward (float32 / float64, as
-// torch's CPU kernels).
+// Pairwise distances: aten::_cdist_forward, _pdist_forward and their backward ops (float32 /
+// float64, as torch's CPU kernels).
 //
 // Each distance is one p-norm reduction over the feature dimension, with torch's special
 // cases: p == 0 counts the differing features, p == 1 sums |d|, p == 2 takes the square root
@@ -183,12 +183,136 @@ Tensor PdistForward(const Tensor& self, double p) {
   return out;
 }
 
+// d(dist)/d(a_k) for diff = a_k - b_k of a pair at distance dist (torch's backward cases).
+template <typename T>
+T PNormGrad(T diff, T dist, double p) {
+  const auto sign = [](T v) { return static_cast<T>((v > 0) - (v < 0)); };
+  if (p == 0) return T(0);
+  if (p == 1) return sign(diff);
+  if (p == 2) return dist == 0 ? T(0) : diff / dist;
+  if (std::isinf(p)) return std::abs(diff) == dist ? sign(diff) : T(0);
+  const T tp = static_cast<T>(p);
+  if (p < 2) {
+    if (dist == 0 || (diff == 0 && p < 1)) return T(0);
+    return sign(diff) * std::pow(std::abs(diff), tp - 1) / std::pow(dist, tp - 1);
+  }
+  return dist == 0 ? T(0) : diff * std::pow(std::abs(diff), tp - 2) / std::pow(dist, tp - 1);
+}
+
+template <typename T>
+void CdistGrad(const Tensor& grad, const Tensor& a, const Tensor& b, const Tensor& dist,
+               const Tensor& out, int64_t nb, int64_t r1, int64_t r2, int64_t m, double p) {
+  const T* pg = grad.data_as<const T>();
+  const T* pa = a.data_as<const T>();
+  const T* pb = b.data_as<const T>();
+  const T* pd = dist.data_as<const T>();
+  T* po = static_cast<T*>(out.mutable_data());
+  ParallelFor(nb * r1, nb * r1 * r2 * m > kernels::kGrain, [&](int64_t row) {
+    const int64_t bi = row / r1;
+    T* o = po + row * m;
+    for (int64_t k = 0; k < m; ++k) o[k] = 0;
+    for (int64_t j = 0; j < r2; ++j) {
+      const T g = pg[row * r2 + j], d = pd[row * r2 + j];
+      const T* v = pb + (bi * r2 + j) * m;
+      for (int64_t k = 0; k < m; ++k) o[k] += g * PNormGrad<T>(pa[row * m + k] - v[k], d, p);
+    }
+  });
+}
+
+// aten::_cdist_backward(grad, x1, x2, p, cdist): the gradient for x1, shaped as x1 broadcast
+// to the batch dimensions (autograd sums it back to x1's shape).
+Tensor CdistBackward(const Tensor& grad, const Tensor& x1, const Tensor& x2, double p,
+                     const Tensor& cdist) {
+  const char* op = "aten::_cdist_backward";
+  TB_CHECK(x1.ndim() >= 2 && x2.ndim() >= 2 && x1.size(-1) == x2.size(-1), ValueError)
+      << op << ": expected X1 and X2 of at least 2 dimensions with the same number of "
+      << "columns, got shapes " << ShapeString(x1.shape()) << " and " << ShapeString(x2.shape());
+  CheckFloat(op, "X1", x1);
+  for (const Tensor* t : {&x2, &grad, &cdist}) {
+    TB_CHECK(t->dtype() == x1.dtype(), ValueError)
+        << op << ": expected all tensors to have dtype " << DTypeName(x1.dtype()) << ", got "
+        << DTypeName(t->dtype());
+  }
+  const int64_t r1 = x1.size(-2), r2 = x2.size(-2), m = x1.size(-1);
+  const std::vector<int64_t> b1(x1.shape().begin(), x1.shape().end() - 2);
+  const std::vector<int64_t> b2(x2.shape().begin(), x2.shape().end() - 2);
+  const Dims bs = BroadcastShapes({IntArrayRef(b1), IntArrayRef(b2)}, op);
+  const std::vector<int64_t> batch(bs.begin(), bs.end());
+  int64_t nb = 1;
+  for (auto s : batch) nb *= s;
+  std::vector<int64_t> e1 = batch, e2 = batch, shape = batch;
+  e1.insert(e1.end(), {r1, m});
+  e2.insert(e2.end(), {r2, m});
+  shape.insert(shape.end(), {r1, r2});
+  TB_CHECK(grad.shape() == IntArrayRef(shape) && cdist.shape() == IntArrayRef(shape), ValueError)
+      << op << ": expected grad and cdist of shape " << ShapeString(shape) << ", got "
+      << ShapeString(grad.shape()) << " and " << ShapeString(cdist.shape());
+  if (p == 0 || nb == 0 || r1 == 0 || r2 == 0 || m == 0) return Tensor::Zeros(e1, x1.dtype());
+  const Tensor a = x1.expand(e1).contiguous(), b = x2.expand(e2).contiguous();
+  const Tensor g = grad.contiguous(), d = cdist.contiguous();
+  Tensor out = Tensor::Empty(e1, x1.dtype());
+  if (x1.dtype() == DType::kFloat32) {
+    CdistGrad<float>(g, a, b, d, out, nb, r1, r2, m, p);
+  } else {
+    CdistGrad<double>(g, a, b, d, out, nb, r1, r2, m, p);
+  }
+  return out;
+}
+
+// aten::_pdist_backward(grad, self, p, pdist): each pair (i, j) adds its gradient to row i and
+// subtracts it from row j.
+Tensor PdistBackward(const Tensor& grad, const Tensor& self, double p, const Tensor& pdist) {
+  const char* op = "aten::_pdist_backward";
+  TB_CHECK(self.ndim() == 2, ValueError)
+      << op << ": expected a 2D input, got shape " << ShapeString(self.shape());
+  CheckFloat(op, "input", self);
+  for (const Tensor* t : {&grad, &pdist}) {
+    TB_CHECK(t->dtype() == self.dtype(), ValueError)
+        << op << ": expected all tensors to have dtype " << DTypeName(self.dtype()) << ", got "
+        << DTypeName(t->dtype());
+  }
+  const int64_t n = self.size(0), m = self.size(1);
+  const int64_t pairs = n > 1 ? n * (n - 1) / 2 : 0;
+  TB_CHECK(grad.numel() == pairs && pdist.numel() == pairs, ValueError)
+      << op << ": expected grad and pdist with " << pairs << " elements, got shapes "
+      << ShapeString(grad.shape()) << " and " << ShapeString(pdist.shape());
+  Tensor out = Tensor::Zeros({n, m}, self.dtype());
+  if (p == 0 || pairs == 0 || m == 0) return out;
+  const Tensor x = self.contiguous(), g = grad.contiguous(), d = pdist.contiguous();
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    const T* px = x.data_as<const T>();
+    const T* pg = g.data_as<const T>();
+    const T* pd = d.data_as<const T>();
+    T* po = static_cast<T*>(out.mutable_data());
+    // Column k of every row is independent: parallel over columns, pairs in order.
+    ParallelFor(m, pairs * m > kernels::kGrain, [&](int64_t k) {
+      int64_t pair = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = i + 1; j < n; ++j, ++pair) {
+          const T v = pg[pair] * PNormGrad<T>(px[i * m + k] - px[j * m + k], pd[pair], p);
+          po[i * m + k] += v;
+          po[j * m + k] -= v;
+        }
+      }
+    });
+  };
+  if (self.dtype() == DType::kFloat32) {
+    run(0.0f);
+  } else {
+    run(0.0);
+  }
+  return out;
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(distance) {
   const auto cpu = DeviceType::kCPU;
   table.RegisterKernel("aten::_cdist_forward", cpu, Boxed<&CdistForward>(), TB_HERE);
   table.RegisterKernel("aten::_pdist_forward", cpu, Boxed<&PdistForward>(), TB_HERE);
+  table.RegisterKernel("aten::_cdist_backward", cpu, Boxed<&CdistBackward>(), TB_HERE);
+  table.RegisterKernel("aten::_pdist_backward", cpu, Boxed<&PdistBackward>(), TB_HERE);
 }
 
 }  // namespace tb

@@ -96,6 +96,37 @@ def test_cdist_errors():
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("p", [*P_VALUES, 1.5])
+def test_cdist_backward(dtype, p):
+    x1 = torch.randn(2, 1, 5, 4, dtype=dtype)
+    x2 = torch.randn(3, 6, 4, dtype=dtype)
+    x2[0, 0] = x1[0, 0, 0]  # a zero distance
+    dist = torch.ops.aten._cdist_forward(x1, x2, p, 2)
+    grad = torch.randn_like(dist)
+    check("aten::_cdist_backward", grad, x1, x2, p, dist)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("p", [*P_VALUES, 1.5])
+def test_pdist_backward(dtype, p):
+    x = torch.randn(7, 4, dtype=dtype)
+    x[3] = x[1]  # a zero distance
+    dist = torch.ops.aten._pdist_forward(x, p)
+    grad = torch.randn_like(dist)
+    check("aten::_pdist_backward", grad, x, p, dist)
+
+
+def test_distance_backward_errors():
+    x = torch.randn(3, 4)
+    with pytest.raises(ValueError, match=r"_pdist_backward.*elements"):
+        tbcall("aten::_pdist_backward", torch.randn(2), x, 2.0, torch.randn(2))
+    with pytest.raises(ValueError, match=r"_cdist_backward.*dtype"):
+        tbcall("aten::_cdist_backward", torch.randn(3, 3).double(), x, x, 2.0, torch.randn(3, 3))
+    with pytest.raises(ValueError, match=r"_cdist_backward.*shape"):
+        tbcall("aten::_cdist_backward", torch.randn(3, 2), x, x, 2.0, torch.randn(3, 2))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("p", P_VALUES)
 def test_pdist(dtype, p):
     x = torch.randn(9, 5, dtype=dtype)
