@@ -44,9 +44,10 @@ std::vector<int64_t> Longs(const Tensor& t, const char* what) {
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> EmbeddingBagImpl(
-    bool forward_only, const Tensor& weight, const Tensor& indices, const Tensor& offsets, bool /*scale_grad*/,
-    int64_t mode, bool /*sparse*/, const std::optional<Tensor>& per_sample_weights,
-    bool include_last_offset, int64_t padding_idx) {
+    bool forward_only, const Tensor& weight, const Tensor& indices, const Tensor& offsets,
+    bool /*scale_grad*/, int64_t mode, bool /*sparse*/,
+    const std::optional<Tensor>& per_sample_weights, bool include_last_offset,
+    int64_t padding_idx) {
   CheckHost(weight, kOp);
   TB_CHECK(weight.ndim() == 2, ValueError)
       << kOp << ": weight must be 2-D, got shape " << ShapeString(weight.shape());
@@ -63,8 +64,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> EmbeddingBagImpl(
   TB_CHECK(bags >= 0, ValueError) << kOp << ": include_last_offset needs at least one offset";
   for (size_t b = 0; b < off.size(); ++b) {
     TB_CHECK(off[b] >= 0 && off[b] <= n && (b == 0 || off[b] >= off[b - 1]), ValueError)
-        << kOp << ": offsets must be non-decreasing and within [0, " << n << "], got "
-        << off[b] << " at position " << b;
+        << kOp << ": offsets must be non-decreasing and within [0, " << n << "], got " << off[b]
+        << " at position " << b;
   }
   TB_CHECK(off.empty() || off[0] == 0, ValueError)
       << kOp << ": offsets[0] must be 0, got " << off[0];
@@ -86,7 +87,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> EmbeddingBagImpl(
                         ? DType::kInt32
                         : DType::kInt64;
   // The bag of each index, and each bag's range.
-  auto end_of = [&](int64_t b) { return b + 1 < static_cast<int64_t>(off.size()) ? off[b + 1] : n; };
+  auto end_of = [&](int64_t b) {
+    return b + 1 < static_cast<int64_t>(off.size()) ? off[b + 1] : n;
+  };
   std::vector<int64_t> o2b(static_cast<size_t>(n), 0);
   for (int64_t b = 0; b < bags; ++b) {
     for (int64_t i = off[b]; i < end_of(b); ++i) o2b[i] = b;
@@ -171,8 +174,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> EmbeddingBag(
 TB_REGISTER_KERNELS(embedding_bag) {
   const DeviceType cpu = DeviceType::kCPU;
   table.RegisterKernel("aten::_embedding_bag", cpu, Boxed<&EmbeddingBag<false>>(), TB_HERE);
-  table.RegisterKernel("aten::_embedding_bag_forward_only", cpu,
-                       Boxed<&EmbeddingBag<true>>(), TB_HERE);
+  table.RegisterKernel("aten::_embedding_bag_forward_only", cpu, Boxed<&EmbeddingBag<true>>(),
+                       TB_HERE);
 }
 
 }  // namespace tb

@@ -52,8 +52,7 @@ Buffer Load(const Tensor& self) {
     case DType::kComplex128:
       for (int64_t i = 0; i < n; ++i) b.data[i] = x.data_as<const std::complex<double>>()[i];
       break;
-    default:
-      break;
+    default: break;
   }
   return b;
 }
@@ -133,7 +132,8 @@ Tensor Store(const Buffer& b, double scale, DType dtype) {
   const int64_t n = out.numel();
   switch (dtype) {
     case DType::kFloat32:
-      for (int64_t i = 0; i < n; ++i) out.data_as<float>()[i] = static_cast<float>(b.data[i].real() * scale);
+      for (int64_t i = 0; i < n; ++i)
+        out.data_as<float>()[i] = static_cast<float>(b.data[i].real() * scale);
       break;
     case DType::kFloat64:
       for (int64_t i = 0; i < n; ++i) out.data_as<double>()[i] = b.data[i].real() * scale;

@@ -143,7 +143,8 @@ void CopyCastComplex(const Tensor& dst, const Tensor& s) {
       using To = decltype(to);
       complex_types(s.dtype(), [&](auto from) {
         using From = decltype(from);
-        kernels::Map<To, From>(dst, [](From v) { return To(v); }, s);
+        kernels::Map<To, From>(
+            dst, [](From v) { return To(v); }, s);
       });
     });
   } else if (IsComplex(dst.dtype())) {
@@ -152,7 +153,8 @@ void CopyCastComplex(const Tensor& dst, const Tensor& s) {
       using R = typename To::value_type;
       TB_DISPATCH(s.dtype(), "copy", TB_TYPES_ALL, [&] {
         using From = scalar_t;
-        kernels::Map<To, From>(dst, [](From v) { return To(kernels::Convert<R>(v), R(0)); }, s);
+        kernels::Map<To, From>(
+            dst, [](From v) { return To(kernels::Convert<R>(v), R(0)); }, s);
       });
     });
   } else {

@@ -82,17 +82,57 @@ def test_embedding_bag_int32_indices_and_ties():
 def test_embedding_bag_errors():
     w = torch.randn(4, 3)
     with pytest.raises(IndexError, match="_embedding_bag: index 7"):
-        tbcall("aten::_embedding_bag", w, torch.tensor([7]), torch.tensor([0]), False, 0, False,
-               None, False, -1)
+        tbcall(
+            "aten::_embedding_bag",
+            w,
+            torch.tensor([7]),
+            torch.tensor([0]),
+            False,
+            0,
+            False,
+            None,
+            False,
+            -1,
+        )
     with pytest.raises(ValueError, match="mode"):
-        tbcall("aten::_embedding_bag", w, torch.tensor([1]), torch.tensor([0]), False, 3, False,
-               None, False, -1)
+        tbcall(
+            "aten::_embedding_bag",
+            w,
+            torch.tensor([1]),
+            torch.tensor([0]),
+            False,
+            3,
+            False,
+            None,
+            False,
+            -1,
+        )
     with pytest.raises(NotImplementedError, match="per_sample_weights"):
-        tbcall("aten::_embedding_bag", w, torch.tensor([1]), torch.tensor([0]), False, 1, False,
-               torch.ones(1), False, -1)
+        tbcall(
+            "aten::_embedding_bag",
+            w,
+            torch.tensor([1]),
+            torch.tensor([0]),
+            False,
+            1,
+            False,
+            torch.ones(1),
+            False,
+            -1,
+        )
     with pytest.raises(TypeError, match="indices must be int32 or int64"):
-        tbcall("aten::_embedding_bag", w, torch.tensor([1.0]), torch.tensor([0]), False, 0,
-               False, None, False, -1)
+        tbcall(
+            "aten::_embedding_bag",
+            w,
+            torch.tensor([1.0]),
+            torch.tensor([0]),
+            False,
+            0,
+            False,
+            None,
+            False,
+            -1,
+        )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])

@@ -4,10 +4,12 @@
   pocketfft) for float32/float64 (complex64/complex128), over dims, norm modes and sizes (powers
   of two, odd and prime lengths).
 * OpInfo sweeps of torch.fft's transforms of real input through the table (TableMode).
-* Argument errors.
+* Argument errors, and the casts to and from complex dtypes the transforms pass through.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 import torch
@@ -95,9 +97,9 @@ def test_fft_noncontiguous_input():
 
 def test_fft_errors():
     x = torch.randn(4, dtype=torch.float32)
-    with pytest.raises(NotImplementedError, match="_fft_r2c.*int64"):
+    with pytest.raises(NotImplementedError, match=r"_fft_r2c.*int64"):
         tbcall("aten::_fft_r2c", torch.arange(4), [0], 0, True)
-    with pytest.raises(NotImplementedError, match="_fft_c2c.*complex"):
+    with pytest.raises(NotImplementedError, match=r"_fft_c2c.*complex"):
         tbcall("aten::_fft_c2c", x, [0], 0, True)
     with pytest.raises(ValueError, match="normalization"):
         tbcall("aten::_fft_r2c", x, [0], 5, True)
@@ -123,8 +125,20 @@ def test_equal(a, b):
     assert tbcall("aten::equal", a, b) is torch.equal(a, b)
 
 
-@pytest.mark.parametrize("name", ["fft.rfft", "fft.irfft", "fft.rfft2", "fft.irfft2", "fft.rfftn",
-                                  "fft.irfftn", "fft.fft", "fft.ifft", "fft.fftn"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fft.rfft",
+        "fft.irfft",
+        "fft.rfft2",
+        "fft.irfft2",
+        "fft.rfftn",
+        "fft.irfftn",
+        "fft.fft",
+        "fft.ifft",
+        "fft.fftn",
+    ],
+)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_opinfo_fft(name, dtype):
     (info,) = find_opinfos([name])
@@ -135,3 +149,34 @@ def test_opinfo_fft(name, dtype):
     assert not fails, fails
     if not r.passed:
         pytest.skip(f"{name}: every sample fell back on an op of another family: {r.fallbacks}")
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        (torch.float32, torch.complex64),
+        (torch.float64, torch.complex64),
+        (torch.int64, torch.complex128),
+        (torch.bool, torch.complex64),
+        (torch.complex64, torch.complex128),
+        (torch.complex128, torch.complex64),
+        (torch.complex64, torch.float64),
+        (torch.complex128, torch.int32),
+        (torch.complex64, torch.bool),
+    ],
+)
+def test_complex_casts(src, dst):
+    # The transforms' inputs and outputs pass through these (irfft of real input, fft of ints).
+    g = torch.Generator().manual_seed(7)
+    x = (torch.randn(3, 4, dtype=torch.complex128, generator=g) * 3).to(src)
+    x[0, 0] = 0  # bool: a zero and nonzeros; complex -> bool: also a zero real, nonzero imag
+    if x.is_complex():
+        x[0, 1] = torch.tensor(2j, dtype=x.dtype)
+    x = x[:, ::2] if src != torch.bool else x  # a strided source too
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that complex -> real drops the imaginary part
+        expected = x.to(dst)
+    out = tb.call("aten::_to_copy", tb.from_dlpack(x), dtype=dst)
+    actual = torch.from_dlpack(out)
+    assert actual.dtype == dst
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)
