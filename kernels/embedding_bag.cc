@@ -11,7 +11,11 @@
 //   per bag; _embedding_bag_forward_only: one per offset);
 // * max_indices: in max mode the row each maximum came from ([bags, dim], 0 for an empty bag),
 //   otherwise a copy of bag_size.
+// The backward (_embedding_bag_backward, dense only; _embedding_bag_per_sample_weights_backward)
+// reads the bag of each index from offset2bag, or from the offsets when offset2bag is empty;
+// scale_grad_by_freq=True is refused (NotImplementedError).
 // Sums accumulate in the weight's dtype's opmath type (float for 16-bit floats), in index order.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -169,6 +173,116 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> EmbeddingBag(
                           per_sample_weights, include_last_offset, padding_idx);
 }
 
+// The bag of each index: offset2bag when it has one entry per index, otherwise the last bag
+// starting at or before the index (offsets may carry include_last_offset's final entry).
+std::vector<int64_t> BagOf(const Tensor& offset2bag, const std::vector<int64_t>& off, int64_t n,
+                           int64_t bags) {
+  if (offset2bag.numel() == n && n > 0) return Longs(offset2bag, "offset2bag");
+  std::vector<int64_t> out(static_cast<size_t>(n), 0);
+  size_t b = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    while (b + 1 < off.size() && off[b + 1] <= i) ++b;
+    out[i] = std::min<int64_t>(static_cast<int64_t>(b), bags - 1);
+  }
+  return out;
+}
+
+Tensor EmbeddingBagBackward(const Tensor& grad, const Tensor& indices, const Tensor& offsets,
+                            const Tensor& offset2bag, const Tensor& bag_size,
+                            const Tensor& maximum_indices, int64_t num_weights,
+                            bool scale_grad_by_freq, int64_t mode, bool sparse,
+                            const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
+  constexpr const char* kBwd = "aten::_embedding_bag_backward";
+  CheckHost(grad, kBwd);
+  TB_CHECK(!sparse, NotImplementedError) << kBwd << ": sparse gradients are not supported";
+  TB_CHECK(!scale_grad_by_freq, NotImplementedError)
+      << kBwd << ": scale_grad_by_freq=True is not supported";
+  TB_CHECK(grad.ndim() == 2, ValueError)
+      << kBwd << ": grad must be 2-D, got shape " << ShapeString(grad.shape());
+  TB_CHECK(mode >= 0 && mode <= 2, ValueError) << kBwd << ": mode must be 0, 1 or 2, got " << mode;
+  const std::vector<int64_t> idx = Longs(indices, "indices");
+  const std::vector<int64_t> off = Longs(offsets, "offsets");
+  const int64_t n = static_cast<int64_t>(idx.size()), bags = grad.size(0), dim = grad.size(1);
+  for (int64_t i : idx) {
+    TB_CHECK(i >= 0 && i < num_weights, IndexError)
+        << kBwd << ": index " << i << " is out of range for " << num_weights << " weight rows";
+  }
+  const std::vector<int64_t> bag = BagOf(offset2bag, off, n, bags);
+  std::vector<int64_t> sizes;
+  if (mode != 0) sizes = Longs(bag_size, "bag_size");
+  Tensor g = grad.contiguous();
+  Tensor out = Tensor::Zeros({num_weights, dim}, grad.dtype());
+  Tensor psw = per_sample_weights ? per_sample_weights->contiguous() : Tensor();
+  Tensor mx = mode == 2 ? Cast(maximum_indices, DType::kInt64).contiguous() : Tensor();
+  TB_DISPATCH(grad.dtype(), kBwd, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    using Acc = kernels::opmath_t<T>;
+    const T* gp = g.data_as<const T>();
+    T* o = out.data_as<T>();
+    auto add = [&](int64_t row, int64_t j, Acc v) {
+      o[row * dim + j] = static_cast<T>(static_cast<Acc>(o[row * dim + j]) + v);
+    };
+    if (mode == 2) {
+      const int64_t* m = mx.data_as<const int64_t>();
+      for (int64_t b = 0; b < bags; ++b) {
+        if (sizes[b] == 0) continue;
+        for (int64_t j = 0; j < dim; ++j) add(m[b * dim + j], j, static_cast<Acc>(gp[b * dim + j]));
+      }
+      return;
+    }
+    const T* sp = psw.defined() ? psw.data_as<const T>() : nullptr;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = idx[i], b = bag[i];
+      if (k == padding_idx) continue;
+      Acc scale = sp ? static_cast<Acc>(sp[i]) : Acc(1);
+      if (mode == 1) scale = sizes[b] > 0 ? scale / static_cast<Acc>(sizes[b]) : Acc(0);
+      for (int64_t j = 0; j < dim; ++j) add(k, j, scale * static_cast<Acc>(gp[b * dim + j]));
+    }
+  });
+  return out;
+}
+
+Tensor EmbeddingBagPerSampleWeightsBackward(const Tensor& grad, const Tensor& weight,
+                                            const Tensor& indices, const Tensor& offsets,
+                                            const Tensor& offset2bag, int64_t mode,
+                                            int64_t padding_idx) {
+  constexpr const char* kBwd = "aten::_embedding_bag_per_sample_weights_backward";
+  CheckHost(grad, kBwd);
+  CheckHost(weight, kBwd);
+  TB_CHECK(mode == 0, NotImplementedError)
+      << kBwd << ": per_sample_weights is only supported for mode 'sum'";
+  TB_CHECK(grad.ndim() == 2 && weight.ndim() == 2 && grad.size(1) == weight.size(1), ValueError)
+      << kBwd << ": grad " << ShapeString(grad.shape()) << " and weight "
+      << ShapeString(weight.shape()) << " must be 2-D with the same embedding size";
+  const std::vector<int64_t> idx = Longs(indices, "indices");
+  const std::vector<int64_t> off = Longs(offsets, "offsets");
+  const int64_t n = static_cast<int64_t>(idx.size()), dim = grad.size(1), rows = weight.size(0);
+  for (int64_t i : idx) {
+    TB_CHECK(i >= 0 && i < rows, IndexError)
+        << kBwd << ": index " << i << " is out of range for " << rows << " weight rows";
+  }
+  const std::vector<int64_t> bag = BagOf(offset2bag, off, n, grad.size(0));
+  Tensor g = grad.contiguous();
+  Tensor w = Cast(weight, grad.dtype()).contiguous();
+  Tensor out = Tensor::Zeros({n}, grad.dtype());
+  TB_DISPATCH(grad.dtype(), kBwd, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    using Acc = kernels::opmath_t<T>;
+    const T* gp = g.data_as<const T>();
+    const T* wp = w.data_as<const T>();
+    T* o = out.data_as<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (idx[i] == padding_idx) continue;
+      Acc dot = 0;
+      for (int64_t j = 0; j < dim; ++j) {
+        dot += static_cast<Acc>(gp[bag[i] * dim + j]) * static_cast<Acc>(wp[idx[i] * dim + j]);
+      }
+      o[i] = static_cast<T>(dot);
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(embedding_bag) {
@@ -176,6 +290,10 @@ TB_REGISTER_KERNELS(embedding_bag) {
   table.RegisterKernel("aten::_embedding_bag", cpu, Boxed<&EmbeddingBag<false>>(), TB_HERE);
   table.RegisterKernel("aten::_embedding_bag_forward_only", cpu, Boxed<&EmbeddingBag<true>>(),
                        TB_HERE);
+  table.RegisterKernel("aten::_embedding_bag_backward", cpu, Boxed<&EmbeddingBagBackward>(),
+                       TB_HERE);
+  table.RegisterKernel("aten::_embedding_bag_per_sample_weights_backward", cpu,
+                       Boxed<&EmbeddingBagPerSampleWeightsBackward>(), TB_HERE);
 }
 
 }  // namespace tb

@@ -142,3 +142,47 @@ def test_opinfo_embedding_bag(dtype):
     fails = [(i, m) for i, m in r.failures if not m.startswith("fell back")]
     assert not fails, fails
     assert "aten::_embedding_bag" in r.served or "aten::_embedding_bag_forward_only" in r.served
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("padding_idx", [-1, 4])
+@pytest.mark.parametrize("include_last_offset", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_embedding_bag_backward(mode, padding_idx, include_last_offset, dtype):
+    # The auxiliary outputs come from torch's forward (offset2bag empty on its fast sum path).
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(10, 5, generator=g, dtype=dtype)
+    off = OFFSETS[0]
+    if include_last_offset:
+        off = torch.cat([off, torch.tensor([INDICES.numel()])])
+    fwd = torch.ops.aten._embedding_bag(
+        w, INDICES, off, False, mode, False, None, include_last_offset, padding_idx
+    )
+    grad = torch.randn(fwd[0].shape, generator=g, dtype=dtype)
+    args = (grad, INDICES, off, *fwd[1:], 10, False, mode, False, None, padding_idx)
+    expected = torch.ops.aten._embedding_bag_backward(*args)
+    actual = torch.from_dlpack(tb.call("aten::_embedding_bag_backward", *[_to_tb(a) for a in args]))
+    torch.testing.assert_close(actual, expected, check_stride=False)
+    # torch's scaling by frequency is not reproduced: refused rather than computed differently.
+    args = (grad, INDICES, off, *fwd[1:], 10, True, mode, False, None, padding_idx)
+    with pytest.raises(NotImplementedError, match="scale_grad_by_freq"):
+        tb.call("aten::_embedding_bag_backward", *[_to_tb(a) for a in args])
+
+
+@pytest.mark.parametrize("padding_idx", [-1, 4])
+def test_embedding_bag_per_sample_weights_backward(padding_idx):
+    g = torch.Generator().manual_seed(4)
+    w = torch.randn(10, 5, generator=g, dtype=torch.float64)
+    psw = torch.randn(INDICES.numel(), generator=g, dtype=torch.float64)
+    off = OFFSETS[0]
+    fwd = torch.ops.aten._embedding_bag(w, INDICES, off, False, 0, False, psw, False, padding_idx)
+    grad = torch.randn(fwd[0].shape, generator=g, dtype=torch.float64)
+    args = (grad, INDICES, off, *fwd[1:], 10, False, 0, False, psw, padding_idx)
+    expected = torch.ops.aten._embedding_bag_backward(*args)
+    actual = torch.from_dlpack(tb.call("aten::_embedding_bag_backward", *[_to_tb(a) for a in args]))
+    torch.testing.assert_close(actual, expected, check_stride=False)
+    args = (grad, w, INDICES, off, fwd[1], 0, padding_idx)
+    expected = torch.ops.aten._embedding_bag_per_sample_weights_backward(*args)
+    name = "aten::_embedding_bag_per_sample_weights_backward"
+    actual = torch.from_dlpack(tb.call(name, *[_to_tb(a) for a in args]))
+    torch.testing.assert_close(actual, expected, check_stride=False)
