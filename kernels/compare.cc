@@ -1,6 +1,7 @@
 // Comparisons: aten::eq, ne, lt, le, gt, ge (.Tensor and .Scalar), with their in-place and
 // out= overloads. Operands compare in their promoted dtype (Half/BFloat16 as float); the
-// result is bool (in-place: converted to self's dtype).
+// result is bool (in-place: converted to self's dtype). aten::equal: same shape and every
+// element equal (as eq: NaN is unequal to itself).
 #include <string>
 
 #include "dispatch/op_table.h"
@@ -73,6 +74,16 @@ struct CompareOps {
   }
 };
 
+bool Equal(const Tensor& self, const Tensor& other) {
+  if (!(self.shape() == other.shape())) return false;
+  Tensor eq = CompareImpl("aten::equal", Cmp::kEq, self, other, nullptr).contiguous();
+  const bool* p = eq.data_as<const bool>();
+  for (int64_t i = 0; i < eq.numel(); ++i) {
+    if (!p[i]) return false;
+  }
+  return true;
+}
+
 template <Cmp kKind>
 void RegisterCompare(KernelRegistrar& table) {
   using O = CompareOps<kKind>;
@@ -95,6 +106,7 @@ TB_REGISTER_KERNELS(compare) {
   RegisterCompare<Cmp::kLe>(table);
   RegisterCompare<Cmp::kGt>(table);
   RegisterCompare<Cmp::kGe>(table);
+  table.RegisterKernel("aten::equal", DeviceType::kCPU, Boxed<&Equal>(), TB_HERE);
 }
 
 }  // namespace tb

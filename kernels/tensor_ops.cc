@@ -130,10 +130,61 @@ Dims BroadcastShapes(const std::vector<IntArrayRef>& shapes, const char* op) {
   return out;
 }
 
+// dst <- s where either is complex: real -> complex gives a zero imaginary part, complex ->
+// real keeps the real part (bool: nonzero real or imaginary part), as torch.
+void CopyCastComplex(const Tensor& dst, const Tensor& s) {
+  auto complex_types = [](DType t, auto f) {
+    if (t == DType::kComplex64) return f(std::complex<float>());
+    if (t == DType::kComplex128) return f(std::complex<double>());
+    TB_THROW(NotImplementedError) << "copy: dtype " << DTypeName(t) << " is not supported";
+  };
+  if (IsComplex(dst.dtype()) && IsComplex(s.dtype())) {
+    complex_types(dst.dtype(), [&](auto to) {
+      using To = decltype(to);
+      complex_types(s.dtype(), [&](auto from) {
+        using From = decltype(from);
+        kernels::Map<To, From>(
+            dst, [](From v) { return To(v); }, s);
+      });
+    });
+  } else if (IsComplex(dst.dtype())) {
+    complex_types(dst.dtype(), [&](auto to) {
+      using To = decltype(to);
+      using R = typename To::value_type;
+      TB_DISPATCH(s.dtype(), "copy", TB_TYPES_ALL, [&] {
+        using From = scalar_t;
+        kernels::Map<To, From>(
+            dst, [](From v) { return To(kernels::Convert<R>(v), R(0)); }, s);
+      });
+    });
+  } else {
+    complex_types(s.dtype(), [&](auto from) {
+      using From = decltype(from);
+      TB_DISPATCH(dst.dtype(), "copy", TB_TYPES_ALL, [&] {
+        using To = scalar_t;
+        kernels::Map<To, From>(
+            dst,
+            [](From v) {
+              if constexpr (std::is_same_v<To, bool>) {
+                return v != From(0);
+              } else {
+                return kernels::Convert<To>(v.real());
+              }
+            },
+            s);
+      });
+    });
+  }
+}
+
 void CopyCast(const Tensor& dst, const Tensor& src) {
   Tensor s = src.expand(dst.shape());
   if (s.dtype() == dst.dtype()) {
     dst.copy_from(s);
+    return;
+  }
+  if (IsComplex(dst.dtype()) || IsComplex(s.dtype())) {
+    CopyCastComplex(dst, s);
     return;
   }
   TB_DISPATCH(dst.dtype(), "copy", TB_TYPES_ALL, [&] {
