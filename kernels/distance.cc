@@ -21,11 +21,7 @@
 namespace tb {
 namespace {
 
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
+using kernels::ParallelFor;
 
 // The p-norm of a - b over m features.
 template <typename T>

@@ -17,13 +17,9 @@
 namespace tb {
 namespace {
 
-using kernels::Convert;
+using kernels::ParallelFor;
 
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
+using kernels::Convert;
 
 struct Split {
   int64_t outer = 1, len = 1, inner = 1, dim = 0;
