@@ -27,8 +27,6 @@
 namespace tb {
 namespace {
 
-using kernels::ParallelFor;
-
 using kernels::Convert;
 
 // The regular convolution a call is phrased in (see the top comment).
@@ -393,6 +391,13 @@ void RunPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, co
     default:
       TB_THROW(NotImplementedError) << op << ": dtype " << DTypeName(dt) << " is not supported";
   }
+}
+
+// Runs f(i) for i in [0, n), on OpenMP threads when `parallel`.
+template <typename F>
+void ParallelFor(int64_t n, bool parallel, F&& f) {
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n; ++i) f(i);
 }
 
 // y[:, c, ...] += bias[c].

@@ -15,10 +15,14 @@
 namespace tb {
 namespace {
 
-using kernels::ParallelFor;
-
 using kernels::Convert;
 using kernels::opmath_t;
+
+template <typename F>
+void ParallelFor(int64_t n, bool parallel, F&& f) {
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
 
 enum Interp : int64_t { kBilinear = 0, kNearest = 1, kBicubic = 2 };
 enum Padding : int64_t { kZeros = 0, kBorder = 1, kReflection = 2 };

@@ -21,13 +21,6 @@ namespace tb::kernels {
 
 inline constexpr int64_t kGrain = 32768;  // elements below which a loop stays on one thread
 
-// f(i) for i in [0, n), split statically across OpenMP threads when `parallel`.
-template <typename F>
-inline void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
-
 template <size_t N>
 struct LoopShape {
   Dims shape;                   // merged dims, innermost last

@@ -24,6 +24,12 @@ namespace tb::kernels::norm {
 using kernels::Convert;
 using Vec = std::vector<double>;
 
+template <typename F>
+inline void ParallelFor(int64_t n, bool parallel, F&& f) {
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
 // Column sums over rows in parallel: f(row, acc) adds row's contribution into `width`
 // accumulators; returns their totals.
 template <typename F>

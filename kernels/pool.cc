@@ -26,10 +26,14 @@
 namespace tb {
 namespace {
 
-using kernels::ParallelFor;
-
 using kernels::Convert;
 using kernels::opmath_t;
+
+template <typename F>
+void ParallelFor(int64_t n, bool parallel, F&& f) {
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
 
 using Arr3 = std::array<int64_t, 3>;
 

@@ -17,9 +17,13 @@
 namespace tb {
 namespace {
 
-using kernels::ParallelFor;
-
 using kernels::Convert;
+
+template <typename F>
+void ParallelFor(int64_t n, bool parallel, F&& f) {
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
 
 struct Split {
   int64_t outer = 1, len = 1, inner = 1, dim = 0;

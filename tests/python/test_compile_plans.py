@@ -5,7 +5,6 @@ import copy
 
 import pytest
 import torch
-from test_compile import _convnet
 
 import tensorbridge as tb
 from tensorbridge import _compile
@@ -33,6 +32,17 @@ def _relu_mlp():
 def _conv_relu():
     return torch.nn.Sequential(
         torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8 * 4 * 4, 6),
+    )
+
+
+def _convnet():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.BatchNorm2d(8),
         torch.nn.ReLU(),
         torch.nn.MaxPool2d(2),
         torch.nn.Flatten(),
