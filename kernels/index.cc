@@ -354,52 +354,6 @@ Tensor IndexPutInPlace(const Tensor& self, const std::vector<std::optional<Tenso
   return self;
 }
 
-// out[b, j] = src[b, index[j]] for elements of type U, with `outer` rows of n (src) and
-// index.size() (out) elements.
-template <typename U>
-void GatherElements(char* out, const char* src, const std::vector<int64_t>& index, int64_t outer,
-                    int64_t n) {
-  U* o = reinterpret_cast<U*>(out);
-  const U* s = reinterpret_cast<const U*>(src);
-  const int64_t m = static_cast<int64_t>(index.size());
-  const int64_t* idx = index.data();
-#pragma omp parallel for if (outer * m > (1 << 16)) schedule(static)
-  for (int64_t b = 0; b < outer; ++b) {
-    for (int64_t j = 0; j < m; ++j) o[b * m + j] = s[b * n + idx[j]];
-  }
-}
-
-// A new contiguous tensor: `src` with dimension `dim` replaced by src[..., index[j], ...] for
-// each j. Every index must already be valid.
-Tensor GatherBlocks(const Tensor& src_in, int64_t dim, const std::vector<int64_t>& index) {
-  Tensor src = src_in.contiguous();
-  Dims shape(src.shape());
-  const int64_t n = shape[dim];
-  const int64_t m = static_cast<int64_t>(index.size());
-  shape[dim] = m;
-  Tensor out = Tensor::Empty(shape, src.dtype());
-  if (out.numel() == 0) return out;
-  int64_t outer = 1, inner = src.element_size();
-  for (int64_t d = 0; d < dim; ++d) outer *= shape[d];
-  for (int64_t d = dim + 1; d < src.ndim(); ++d) inner *= shape[d];
-  const char* s = static_cast<const char*>(src.data());
-  char* o = static_cast<char*>(out.data());
-  switch (inner) {  // blocks of one element: typed loads instead of memcpy calls
-    case 1: GatherElements<uint8_t>(o, s, index, outer, n); return out;
-    case 2: GatherElements<uint16_t>(o, s, index, outer, n); return out;
-    case 4: GatherElements<uint32_t>(o, s, index, outer, n); return out;
-    case 8: GatherElements<uint64_t>(o, s, index, outer, n); return out;
-    default: break;
-  }
-  const int64_t total = outer * m;
-#pragma omp parallel for if (total * inner > (1 << 18)) schedule(static)
-  for (int64_t k = 0; k < total; ++k) {
-    const int64_t b = k / m, j = k % m;
-    std::memcpy(o + k * inner, s + (b * n + index[j]) * inner, static_cast<size_t>(inner));
-  }
-  return out;
-}
-
 // The values of an integer index tensor, each checked to lie in [0, n).
 std::vector<int64_t> CheckedIndices(const Tensor& index, int64_t n, int64_t dim, const char* op) {
   CheckHost(index, op);

@@ -1,6 +1,7 @@
 #include "kernels/tensor_ops.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
@@ -27,6 +28,21 @@ DType SignedOfBits(int bits) {
     case 16: return DType::kInt16;
     case 32: return DType::kInt32;
     default: return DType::kInt64;
+  }
+}
+
+// out[b, j] = src[b, index[j]] for elements of type U, with `outer` rows of n (src) and
+// index.size() (out) elements.
+template <typename U>
+void GatherElements(char* out, const char* src, const std::vector<int64_t>& index, int64_t outer,
+                    int64_t n) {
+  U* o = reinterpret_cast<U*>(out);
+  const U* s = reinterpret_cast<const U*>(src);
+  const int64_t m = static_cast<int64_t>(index.size());
+  const int64_t* idx = index.data();
+#pragma omp parallel for if (outer * m > (1 << 16)) schedule(static)
+  for (int64_t b = 0; b < outer; ++b) {
+    for (int64_t j = 0; j < m; ++j) o[b * m + j] = s[b * n + idx[j]];
   }
 }
 
@@ -201,6 +217,37 @@ Tensor Cast(const Tensor& src, DType dtype) {
   if (src.dtype() == dtype) return src;
   Tensor out = Tensor::Empty(src.shape(), dtype);
   CopyCast(out, src);
+  return out;
+}
+
+// A new contiguous tensor: `src` with dimension `dim` replaced by src[..., index[j], ...] for
+// each j. Every index must already be valid.
+Tensor GatherBlocks(const Tensor& src_in, int64_t dim, const std::vector<int64_t>& index) {
+  Tensor src = src_in.contiguous();
+  Dims shape(src.shape());
+  const int64_t n = shape[dim];
+  const int64_t m = static_cast<int64_t>(index.size());
+  shape[dim] = m;
+  Tensor out = Tensor::Empty(shape, src.dtype());
+  if (out.numel() == 0) return out;
+  int64_t outer = 1, inner = src.element_size();
+  for (int64_t d = 0; d < dim; ++d) outer *= shape[d];
+  for (int64_t d = dim + 1; d < src.ndim(); ++d) inner *= shape[d];
+  const char* s = static_cast<const char*>(src.data());
+  char* o = static_cast<char*>(out.data());
+  switch (inner) {  // blocks of one element: typed loads instead of memcpy calls
+    case 1: GatherElements<uint8_t>(o, s, index, outer, n); return out;
+    case 2: GatherElements<uint16_t>(o, s, index, outer, n); return out;
+    case 4: GatherElements<uint32_t>(o, s, index, outer, n); return out;
+    case 8: GatherElements<uint64_t>(o, s, index, outer, n); return out;
+    default: break;
+  }
+  const int64_t total = outer * m;
+#pragma omp parallel for if (total * inner > (1 << 18)) schedule(static)
+  for (int64_t k = 0; k < total; ++k) {
+    const int64_t b = k / m, j = k % m;
+    std::memcpy(o + k * inner, s + (b * n + index[j]) * inner, static_cast<size_t>(inner));
+  }
   return out;
 }
 

@@ -29,5 +29,8 @@ TB_API Tensor Cast(const Tensor& src, DType dtype);
 TB_API void CopyCast(const Tensor& dst, const Tensor& src);
 // The broadcast shape of several shapes; ValueError naming `op` when they do not broadcast.
 TB_API Dims BroadcastShapes(const std::vector<IntArrayRef>& shapes, const char* op);
+// A new contiguous tensor: `src` with dimension `dim` replaced by src[..., index[j], ...] for
+// each j. Every index must already be valid.
+Tensor GatherBlocks(const Tensor& src, int64_t dim, const std::vector<int64_t>& index);
 
 }  // namespace tb
