@@ -1,6 +1,7 @@
 #include "dispatch/plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 
 namespace tb {
@@ -153,7 +154,12 @@ Stack Plan::Run(Stack inputs) const {
   std::vector<Value> slots(num_slots_);
   for (size_t i = 0; i < inputs_.size(); ++i) slots[slot_of_[inputs_[i]]] = std::move(inputs[i]);
   Stack stack;
-  for (const Node& n : nodes_) {
+  const bool profile = profiling_.load(std::memory_order_relaxed);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    if (profile) start = Clock::now();
     stack.clear();
     stack.reserve(n.args.size());
     for (const Arg& a : n.args) stack.push_back(Materialize(a, slots));
@@ -165,10 +171,44 @@ Stack Plan::Run(Stack inputs) const {
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       if (n.keep_output[k]) slots[slot_of_[n.outputs[k]]] = std::move(stack[k]);
     }
+    if (profile) {
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
+      counters_[i].calls.fetch_add(1, std::memory_order_relaxed);
+      counters_[i].ns.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
+    }
   }
   Stack out;
   out.reserve(outputs_.size());
   for (const Arg& a : outputs_) out.push_back(Materialize(a, slots));
+  return out;
+}
+
+void Plan::SetProfiling(bool on) {
+  TB_CHECK(finalized_, ValueError) << "Plan: profiling starts after Finalize";
+  if (on) {
+    // Counters are made once and only cleared after: a run on another thread may be
+    // reading them.
+    if (!counters_) counters_ = std::make_unique<Counters[]>(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      counters_[i].calls.store(0, std::memory_order_relaxed);
+      counters_[i].ns.store(0, std::memory_order_relaxed);
+    }
+  }
+  profiling_.store(on && !nodes_.empty(), std::memory_order_relaxed);
+}
+
+std::vector<Plan::NodeTime> Plan::NodeTimes() const {
+  std::vector<NodeTime> out;
+  out.reserve(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    NodeTime t{n.name, table_->Info(n.op).qualified, n.resolution.served_by};
+    if (counters_) {
+      t.calls = counters_[i].calls.load(std::memory_order_relaxed);
+      t.total_ns = counters_[i].ns.load(std::memory_order_relaxed);
+    }
+    out.push_back(std::move(t));
+  }
   return out;
 }
 

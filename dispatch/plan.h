@@ -8,6 +8,8 @@
 // copy), runs the nodes in order and returns the outputs.
 #pragma once
 
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,21 @@ class TB_API Plan {
   // Nodes, their kernels (composites and fallbacks marked), slots and reuse.
   std::string Dump() const;
 
+  // ---- profiling: where a plan's time goes ----
+  // While on, each run adds every node's wall time (argument binding, kernel, result
+  // storing) to that node's counters; off (the default), a run reads no clock. Turning it
+  // on clears the counters.
+  void SetProfiling(bool on);
+  bool profiling() const { return profiling_.load(std::memory_order_relaxed); }
+  struct NodeTime {
+    std::string name;  // the graph node
+    std::string op;    // its op's qualified name
+    ServedBy served_by;
+    uint64_t calls = 0;
+    uint64_t total_ns = 0;  // summed over calls
+  };
+  std::vector<NodeTime> NodeTimes() const;
+
  private:
   struct Node {
     OpId op;
@@ -99,6 +116,11 @@ class TB_API Plan {
   std::vector<int> output_inputs_;  // set by Finalize()
   size_t num_slots_ = 0;
   bool finalized_ = false;
+  struct Counters {
+    std::atomic<uint64_t> calls{0}, ns{0};
+  };
+  std::atomic<bool> profiling_{false};
+  std::unique_ptr<Counters[]> counters_;  // one per node, made by SetProfiling(true)
 };
 
 }  // namespace tb

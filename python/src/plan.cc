@@ -190,7 +190,21 @@ void BindPlan(py::module_& m) {
             TB_THROW(ValueError) << "Plan.count: unknown path '" << by << "'";
           },
           py::arg("served_by"))
-      .def("dump", &Plan::Dump);
+      .def("dump", &Plan::Dump)
+      .def_property("profiling", &Plan::profiling, &Plan::SetProfiling,
+                    "While True, each run times every node (turning it on clears the times).")
+      .def(
+          "node_times",
+          [](const Plan& p) {
+            py::list out;
+            for (const Plan::NodeTime& t : p.NodeTimes()) {
+              out.append(
+                  py::make_tuple(t.name, t.op, ServedByName(t.served_by), t.calls, t.total_ns));
+            }
+            return out;
+          },
+          "Per node, in plan order: (node, op, served_by, calls, total_ns) since profiling was "
+          "turned on.");
 }
 
 }  // namespace tb::py

@@ -11,6 +11,7 @@ The pieces available now:
 * ``register_kernel(op)``: a Python kernel over Arrays that overrides the built-in one.
 * ``ops()``, ``explain(op)`` (or ``explain(compiled)``: the plans of a ``torch.compile``'d
   module or function), ``metrics()``, ``metrics_report()``, ``reset_metrics()``.
+* ``profile(compiled)``: a ``with`` block timing every node of a compiled function's plans.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tensorbridge._C import (
     set_profiling,
 )
 from tensorbridge._compile import explain, load_exported, plan_metrics, reset_plan_metrics
+from tensorbridge._profile import profile
 from tensorbridge._config import config
 from tensorbridge._jax import call_torch, call_torch_metrics, functionalize, torch_function
 from tensorbridge._registry import KernelHandle, register_kernel
@@ -47,6 +49,7 @@ __all__ = [
     "config",
     "dump",
     "explain",
+    "profile",
     "from_dlpack",
     "functionalize",
     "get_include",

@@ -29,7 +29,10 @@ __all__ = [
 ]
 
 _stats = collections.Counter()
-_plans: list = []
+# Every plan built, held weakly (plan -> its explain entry's kind), for tensorbridge.profile;
+# and the profile blocks open now: plans built inside one time their nodes from the start.
+_all_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_profiling: list = []
 # One [calls] box per plan built, counted by its run function (the hot path does no more);
 # plan_calls sums them, less the sum at the last reset.
 _call_boxes: list = []
@@ -231,7 +234,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None,
     ``record`` (a ``_Compilation``) collects the plan for ``explain``."""
     plan = _Builder(gm).build()
     _stats["plans_built"] += 1
-    _plans.append(plan)
+    _all_plans[plan] = kind
+    if _profiling:
+        plan.profiling = True
     entry = {"kind": kind, "plan": plan}
     if record is not None:
         record.plans.append(entry)
