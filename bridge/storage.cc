@@ -7,6 +7,7 @@
 
 #include "bridge/alloc_stats.h"
 #include "bridge/error.h"
+#include "bridge/host_allocator.h"
 
 namespace tb {
 namespace {
@@ -32,13 +33,8 @@ std::shared_ptr<Storage> Storage::Allocate(size_t nbytes, bool zero) {
   s->nbytes_ = nbytes;
   s->owns_allocation_ = true;
   if (nbytes > 0) {
-    // aligned_alloc wants a multiple of the alignment.
-    size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-    s->data_ = std::aligned_alloc(kAlignment, rounded);
-    if (s->data_ == nullptr) {
-      TB_THROW(RuntimeError) << "tensorbridge: out of memory allocating " << nbytes << " bytes";
-    }
-    if (zero) std::memset(s->data_, 0, rounded);
+    s->data_ = HostAllocate(nbytes);
+    if (zero) std::memset(s->data_, 0, nbytes);
     g_alloc_count.fetch_add(1, std::memory_order_relaxed);
     g_alloc_bytes.fetch_add(nbytes, std::memory_order_relaxed);
   }
@@ -61,7 +57,7 @@ std::shared_ptr<Storage> Storage::Wrap(void* data, size_t nbytes, Device device,
 
 Storage::~Storage() {
   if (owns_allocation_) {
-    std::free(data_);
+    HostFree(data_, nbytes_);
   } else if (release_ != nullptr) {
     release_(context_);
   }

@@ -11,6 +11,8 @@ The pieces available now:
 * ``register_kernel(op)``: a Python kernel over Arrays that overrides the built-in one.
 * ``ops()``, ``explain(op)`` (or ``explain(compiled)``: the plans of a ``torch.compile``'d
   module or function), ``metrics()``, ``metrics_report()``, ``reset_metrics()``.
+* ``memory_stats()``, ``empty_cache()``, ``set_host_cache_limit(nbytes)``: tensorbridge's
+  buffers and the cache of freed large blocks it reuses (no page faults in steady state).
 * ``profile(compiled)``: a ``with`` block timing every node of a compiled function's plans.
 """
 
@@ -21,18 +23,21 @@ from tensorbridge._C import (
     Array,
     call,
     dump,
+    empty_cache,
     from_dlpack,
+    memory_stats,
     metrics,
     onednn_info,
     ops,
     reset_metrics,
     schema,
+    set_host_cache_limit,
     set_profiling,
 )
 from tensorbridge._compile import explain, load_exported, plan_metrics, reset_plan_metrics
-from tensorbridge._profile import profile
 from tensorbridge._config import config
 from tensorbridge._jax import call_torch, call_torch_metrics, functionalize, torch_function
+from tensorbridge._profile import profile
 from tensorbridge._registry import KernelHandle, register_kernel
 from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module
 
@@ -48,23 +53,26 @@ __all__ = [
     "call_torch_metrics",
     "config",
     "dump",
+    "empty_cache",
     "explain",
-    "profile",
     "from_dlpack",
     "functionalize",
     "get_include",
     "get_library",
     "load_exported",
     "load_library",
+    "memory_stats",
     "metrics",
     "metrics_report",
     "onednn_info",
     "ops",
     "plan_metrics",
+    "profile",
     "register_kernel",
     "reset_metrics",
     "reset_plan_metrics",
     "schema",
+    "set_host_cache_limit",
     "set_profiling",
     "to_jax",
     "to_numpy",

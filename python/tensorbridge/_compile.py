@@ -33,6 +33,9 @@ _stats = collections.Counter()
 # and the profile blocks open now: plans built inside one time their nodes from the start.
 _all_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _profiling: list = []
+# The latest plans built (newest last), for tests and tools that look at what was just built.
+_plans: list = []
+_RECENT_PLANS = 64
 # One [calls] box per plan built, counted by its run function (the hot path does no more);
 # plan_calls sums them, less the sum at the last reset.
 _call_boxes: list = []
@@ -235,6 +238,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None,
     plan = _Builder(gm).build()
     _stats["plans_built"] += 1
     _all_plans[plan] = kind
+    _plans.append(plan)
+    del _plans[:-_RECENT_PLANS]
     if _profiling:
         plan.profiling = True
     entry = {"kind": kind, "plan": plan}

@@ -242,3 +242,60 @@ def test_steady_state_run_allocates_one_buffer_per_computing_node():
     assert after["bytes"] - before["bytes"] == 10 * 4 * (32 + 16 + 5)
     assert len({o.data_ptr() for o in outs}) == 10
     torch.testing.assert_close(outs[-1], first)
+
+
+def test_steady_state_buffers_come_from_the_cache_not_the_c_library():
+    # Freed large result buffers are kept and reused: after the first calls, a compiled
+    # training step of a convnet (2 MiB activations) takes every large buffer from the cache
+    # (no fresh pages to fault in).
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1),
+        torch.nn.BatchNorm2d(16),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16 * 16 * 16, 10),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    compiled = torch.compile(lambda x: model(x).square().mean(), backend="tensorbridge")
+    x = torch.randn(8, 3, 16, 16)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = compiled(x)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    for _ in range(3):
+        step()
+    before = tb.memory_stats()
+    losses = [step() for _ in range(5)]
+    after = tb.memory_stats()
+    assert after["cache_hits"] - before["cache_hits"] >= 5 * 4  # >= 4 large buffers per step
+    assert after["cache_misses"] == before["cache_misses"]
+    assert after["allocations"] > before["allocations"]  # buffers are still handed out
+    assert after["cached_bytes"] <= after["cache_limit_bytes"]
+    assert losses[-1] < losses[0]  # the steps trained
+
+
+def test_host_cache_limit_and_empty_cache():
+    limit = tb.memory_stats()["cache_limit_bytes"]
+    try:
+        tb.set_host_cache_limit(1 << 30)
+        a = tb.call("aten::zeros", [1 << 18])  # 1 MiB
+        del a
+        assert tb.memory_stats()["cached_bytes"] >= 1 << 20
+        hits = tb.memory_stats()["cache_hits"]
+        b = tb.call("aten::ones", [1 << 18])
+        assert tb.memory_stats()["cache_hits"] == hits + 1
+        assert float(tb.to_torch(b).sum()) == float(1 << 18)  # reused memory, new values
+        del b
+        tb.empty_cache()
+        assert tb.memory_stats()["cached_bytes"] == 0
+        tb.set_host_cache_limit(0)
+        c = tb.call("aten::zeros", [1 << 18])
+        del c
+        assert tb.memory_stats()["cached_bytes"] == 0
+    finally:
+        tb.set_host_cache_limit(limit)

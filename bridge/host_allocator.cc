@@ -1,0 +1,138 @@
+#include "bridge/host_allocator.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "bridge/error.h"
+#include "bridge/storage.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+// A cached block is poisoned while it waits: a use after free still reports under ASan.
+#define TB_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define TB_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define TB_POISON(p, n) ((void)(p), (void)(n))
+#define TB_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+namespace tb {
+namespace {
+
+constexpr size_t kAlign = Storage::kAlignment;
+
+// The size a request is served with: small ones rounded to the alignment; large ones up to a
+// multiple of 1/8 of their highest power of two (at least a 4 KiB page).
+size_t ClassSize(size_t nbytes) {
+  if (nbytes < kCachedMinBytes) return (nbytes + kAlign - 1) / kAlign * kAlign;
+  int top = 63 - __builtin_clzll(static_cast<unsigned long long>(nbytes));
+  size_t step = size_t{1} << (top - 3);
+  return (nbytes + step - 1) / step * step;
+}
+
+uint64_t LimitFromEnv() {
+  const char* v = std::getenv("TB_HOST_CACHE_MB");
+  if (v == nullptr || *v == '\0') return uint64_t{512} << 20;
+  char* end = nullptr;
+  unsigned long long mb = std::strtoull(v, &end, 10);
+  if (end == v) return uint64_t{512} << 20;
+  return static_cast<uint64_t>(mb) << 20;
+}
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<void*>> free;  // class size -> blocks
+  uint64_t cached = 0, limit = LimitFromEnv(), hits = 0, misses = 0;
+
+  // Frees cached blocks until at most `keep` bytes are held. Called with mu held.
+  void TrimTo(uint64_t keep) {
+    for (auto it = free.begin(); it != free.end() && cached > keep;) {
+      auto& blocks = it->second;
+      while (!blocks.empty() && cached > keep) {
+        TB_UNPOISON(blocks.back(), it->first);
+        std::free(blocks.back());
+        blocks.pop_back();
+        cached -= it->first;
+      }
+      it = blocks.empty() ? free.erase(it) : std::next(it);
+    }
+  }
+};
+
+Cache& TheCache() {
+  static Cache* cache = new Cache;  // never destroyed: tensors may be freed at exit
+  return *cache;
+}
+
+}  // namespace
+
+void* HostAllocate(size_t nbytes) {
+  const size_t size = ClassSize(nbytes);
+  if (size >= kCachedMinBytes) {
+    Cache& c = TheCache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.free.find(size);
+    if (it != c.free.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      c.cached -= size;
+      ++c.hits;
+      TB_UNPOISON(p, size);
+      return p;
+    }
+    ++c.misses;
+  }
+  void* p = std::aligned_alloc(kAlign, size);
+  if (p == nullptr) {
+    // Cached blocks of other sizes may be what the C library lacks.
+    EmptyHostCache();
+    p = std::aligned_alloc(kAlign, size);
+  }
+  TB_CHECK(p != nullptr, RuntimeError)
+      << "tensorbridge: out of memory allocating " << nbytes << " bytes";
+  return p;
+}
+
+void HostFree(void* p, size_t nbytes) noexcept {
+  if (p == nullptr) return;
+  const size_t size = ClassSize(nbytes);
+  if (size >= kCachedMinBytes) {
+    Cache& c = TheCache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.cached + size <= c.limit) {
+      try {
+        c.free[size].push_back(p);
+      } catch (...) {  // no memory for the list entry: give the block back instead
+        std::free(p);
+        return;
+      }
+      c.cached += size;
+      TB_POISON(p, size);
+      return;
+    }
+  }
+  std::free(p);
+}
+
+HostCacheStats HostCache() {
+  Cache& c = TheCache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return {c.hits, c.misses, c.cached, c.limit};
+}
+
+void EmptyHostCache() {
+  Cache& c = TheCache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.TrimTo(0);
+}
+
+void SetHostCacheLimit(uint64_t bytes) {
+  Cache& c = TheCache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.limit = bytes;
+  c.TrimTo(bytes);
+}
+
+}  // namespace tb
