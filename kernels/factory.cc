@@ -8,6 +8,7 @@
 // default to self's dtype. Only the CPU device and the strided layout are served.
 // Random factories (rand, randn, randperm, ...) are deliberately not here: they go to
 // PyTorch's own kernels through the fallback, to stay on torch's generator stream.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -47,7 +48,27 @@ DType DefaultDTypeFor(const Scalar& s) {
 
 void FillWith(const Tensor& t, const Scalar& value) {
   if (t.numel() == 0) return;
-  CopyCast(t, WrapNumber(Value(value)));
+  if (!t.is_contiguous()) {
+    CopyCast(t, WrapNumber(Value(value)));
+    return;
+  }
+  // Contiguous: the value converted once into the first element, then its bytes repeated
+  // (a memset when they are all zero, else copies doubling in length).
+  const size_t item = static_cast<size_t>(DTypeSize(t.dtype())), total = item * static_cast<size_t>(t.numel());
+  auto* p = static_cast<unsigned char*>(t.mutable_data());
+  Tensor first = Tensor::Empty({}, t.dtype());
+  CopyCast(first, WrapNumber(Value(value)));
+  const auto* v = static_cast<const unsigned char*>(first.data());
+  if (std::all_of(v, v + item, [](unsigned char b) { return b == 0; })) {
+    std::memset(p, 0, total);
+    return;
+  }
+  std::memcpy(p, v, item);
+  for (size_t done = item; done < total;) {
+    const size_t n = std::min(done, total - done);
+    std::memcpy(p + done, p, n);
+    done += n;
+  }
 }
 
 Tensor Full(IntArrayRef size, const Scalar& value, DType dtype) {

@@ -20,14 +20,123 @@
 
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
+#include "kernels/linear_internal.h"
 #include "kernels/onednn_internal.h"
 
 namespace tb {
+namespace kernels {
 namespace {
 
-enum class Act { kRelu, kGelu, kGeluTanh };
+dnnl::post_ops PostOps(LinearAct act) {
+  dnnl::post_ops po;
+  if (act != LinearAct::kNone) {
+    const auto alg = act == LinearAct::kRelu   ? dnnl::algorithm::eltwise_relu
+                     : act == LinearAct::kGelu ? dnnl::algorithm::eltwise_gelu_erf
+                                               : dnnl::algorithm::eltwise_gelu_tanh;
+    po.append_eltwise(1.f, alg, 0.f, 0.f);
+  }
+  return po;
+}
 
-constexpr int64_t kInnerProductRows = 8;
+// The strides oneDNN takes for a 2-D operand (row- or column-major, any leading dimension);
+// false when it needs a copy.
+bool MatrixStrides(const Tensor& t, dnnl::memory::dims* strides) {
+  const int64_t r = t.size(0), c = t.size(1), s0 = t.stride(0), s1 = t.stride(1);
+  if (s0 < 0 || s1 < 0) return false;
+  if ((c == 1 || s1 == 1) && (r == 1 || s0 >= c)) {
+    *strides = {r == 1 ? c : s0, 1};
+    return true;
+  }
+  if ((r == 1 || s0 == 1) && (c == 1 || s1 >= r)) {
+    *strides = {1, c == 1 ? r : s1};
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool OneDnnLinear(const char* op, const Tensor& bias, Tensor a, Tensor b, LinearAct act,
+                  Tensor* out) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  if (m == 0 || k == 0 || n == 0) return false;
+  dnnl::memory::dims as, bs;
+  if (!MatrixStrides(a, &as)) {
+    a = a.contiguous();
+    MatrixStrides(a, &as);
+  }
+  if (!MatrixStrides(b, &bs)) {
+    b = b.contiguous();
+    MatrixStrides(b, &bs);
+  }
+  Tensor bc = bias.contiguous();
+  using dt = dnnl::memory::data_type;
+  dnnl::memory::desc a_md({m, k}, dt::f32, as), b_md({k, n}, dt::f32, bs);
+  auto bias_md = onednn::PlainDesc({1, n}, dt::f32), c_md = onednn::PlainDesc({m, n}, dt::f32);
+  *out = Tensor::Empty({m, n}, DType::kFloat32);
+  std::string key = onednn::Key("matmul_bias_act", m, k, n, as, bs, static_cast<int>(act));
+  onednn::Guard(op, [&] {
+    auto prim = onednn::Cached(key, [&] {
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(PostOps(act));
+      dnnl::matmul::desc desc(a_md, b_md, bias_md, c_md);
+      return dnnl::primitive(
+          dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, onednn::Engine())));
+    });
+    auto am = onednn::Wrap(a_md, a.data()), bm = onednn::Wrap(b_md, b.data());
+    auto biasm = onednn::Wrap(bias_md, bc.data()), cm = onednn::Wrap(c_md, out->data());
+    prim.execute(
+        onednn::Stream(),
+        {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
+    onednn::Stream().wait();
+  });
+  return true;
+}
+
+bool OneDnnInnerProduct(const char* op, const Tensor* bias, const Tensor& a, const Tensor& b,
+                        LinearAct act, Tensor* out) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  if (m == 0 || k == 0 || n == 0 || b.stride(0) != 1 || (n > 1 && b.stride(1) != k)) return false;
+  Tensor x = a.contiguous(), bc = bias != nullptr ? bias->contiguous() : Tensor();
+  using dt = dnnl::memory::data_type;
+  auto src_md = onednn::PlainDesc({m, k}, dt::f32), w_md = onednn::PlainDesc({n, k}, dt::f32);
+  auto bias_md = onednn::PlainDesc({n}, dt::f32), dst_md = onednn::PlainDesc({m, n}, dt::f32);
+  *out = Tensor::Empty({m, n}, DType::kFloat32);
+  std::string key =
+      onednn::Key("ip_bias_act", m, k, n, static_cast<int>(act), static_cast<int>(bc.defined()));
+  onednn::Guard(op, [&] {
+    auto prim = onednn::Cached(key, [&] {
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(PostOps(act));
+      const auto prop = dnnl::prop_kind::forward_inference;
+      auto desc = bc.defined()
+                      ? dnnl::inner_product_forward::desc(prop, src_md, w_md, bias_md, dst_md)
+                      : dnnl::inner_product_forward::desc(prop, src_md, w_md, dst_md);
+      return dnnl::primitive(dnnl::inner_product_forward(
+          dnnl::inner_product_forward::primitive_desc(desc, attr, onednn::Engine())));
+    });
+    auto sm = onednn::Wrap(src_md, x.data()), wm = onednn::Wrap(w_md, b.data());
+    auto dm = onednn::Wrap(dst_md, out->data());
+    if (bc.defined()) {
+      auto bm = onednn::Wrap(bias_md, bc.data());
+      prim.execute(
+          onednn::Stream(),
+          {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dm}});
+    } else {
+      prim.execute(onednn::Stream(),
+                   {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
+    }
+    onednn::Stream().wait();
+  });
+  return true;
+}
+
+}  // namespace kernels
+
+namespace {
+
+using kernels::kInnerProductRows;
+using Act = kernels::LinearAct;
 
 Act ParseAct(const char* op, const std::string& activation, const std::string& approximate) {
   TB_CHECK(approximate == "none" || approximate == "tanh", ValueError)
@@ -66,100 +175,6 @@ void ActivateInPlace(const char* op, const Tensor& t, Act act) {
   copy(t, y);
 }
 
-// The strides oneDNN takes for a 2-D operand (row- or column-major, any leading dimension);
-// false when it needs a copy.
-bool MatrixStrides(const Tensor& t, dnnl::memory::dims* strides) {
-  const int64_t r = t.size(0), c = t.size(1), s0 = t.stride(0), s1 = t.stride(1);
-  if (s0 < 0 || s1 < 0) return false;
-  if ((c == 1 || s1 == 1) && (r == 1 || s0 >= c)) {
-    *strides = {r == 1 ? c : s0, 1};
-    return true;
-  }
-  if ((r == 1 || s0 == 1) && (c == 1 || s1 >= r)) {
-    *strides = {1, c == 1 ? r : s1};
-    return true;
-  }
-  return false;
-}
-
-// out = act(a @ b + bias) on one oneDNN matmul; false when the case is not covered.
-bool OneDnnLinearAct(const char* op, const Tensor& bias, Tensor a, Tensor b, Act act, Tensor* out) {
-  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  if (m == 0 || k == 0 || n == 0) return false;
-  dnnl::memory::dims as, bs;
-  if (!MatrixStrides(a, &as)) {
-    a = a.contiguous();
-    MatrixStrides(a, &as);
-  }
-  if (!MatrixStrides(b, &bs)) {
-    b = b.contiguous();
-    MatrixStrides(b, &bs);
-  }
-  Tensor bc = bias.contiguous();
-  using dt = dnnl::memory::data_type;
-  dnnl::memory::desc a_md({m, k}, dt::f32, as), b_md({k, n}, dt::f32, bs);
-  auto bias_md = onednn::PlainDesc({1, n}, dt::f32), c_md = onednn::PlainDesc({m, n}, dt::f32);
-  *out = Tensor::Empty({m, n}, DType::kFloat32);
-  const auto alg = act == Act::kRelu   ? dnnl::algorithm::eltwise_relu
-                   : act == Act::kGelu ? dnnl::algorithm::eltwise_gelu_erf
-                                       : dnnl::algorithm::eltwise_gelu_tanh;
-  std::string key = onednn::Key("matmul_bias_act", m, k, n, as, bs, static_cast<int>(act));
-  onednn::Guard(op, [&] {
-    auto prim = onednn::Cached(key, [&] {
-      dnnl::post_ops po;
-      po.append_eltwise(1.f, alg, 0.f, 0.f);
-      dnnl::primitive_attr attr;
-      attr.set_post_ops(po);
-      dnnl::matmul::desc desc(a_md, b_md, bias_md, c_md);
-      return dnnl::primitive(
-          dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, onednn::Engine())));
-    });
-    auto am = onednn::Wrap(a_md, a.data()), bm = onednn::Wrap(b_md, b.data());
-    auto biasm = onednn::Wrap(bias_md, bc.data()), cm = onednn::Wrap(c_md, out->data());
-    prim.execute(
-        onednn::Stream(),
-        {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
-    onednn::Stream().wait();
-  });
-  return true;
-}
-
-// The linear-layer case (mat2 = weight.t() of a row-major [N, K] weight): oneDNN's inner
-// product, which takes the weight as it is.
-bool OneDnnInnerProductAct(const char* op, const Tensor& bias, const Tensor& a, const Tensor& b,
-                           Act act, Tensor* out) {
-  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  if (m == 0 || k == 0 || n == 0 || b.stride(0) != 1 || (n > 1 && b.stride(1) != k)) return false;
-  Tensor x = a.contiguous(), bc = bias.contiguous();
-  using dt = dnnl::memory::data_type;
-  auto src_md = onednn::PlainDesc({m, k}, dt::f32), w_md = onednn::PlainDesc({n, k}, dt::f32);
-  auto bias_md = onednn::PlainDesc({n}, dt::f32), dst_md = onednn::PlainDesc({m, n}, dt::f32);
-  *out = Tensor::Empty({m, n}, DType::kFloat32);
-  const auto alg = act == Act::kRelu   ? dnnl::algorithm::eltwise_relu
-                   : act == Act::kGelu ? dnnl::algorithm::eltwise_gelu_erf
-                                       : dnnl::algorithm::eltwise_gelu_tanh;
-  std::string key = onednn::Key("ip_bias_act", m, k, n, static_cast<int>(act));
-  onednn::Guard(op, [&] {
-    auto prim = onednn::Cached(key, [&] {
-      dnnl::post_ops po;
-      po.append_eltwise(1.f, alg, 0.f, 0.f);
-      dnnl::primitive_attr attr;
-      attr.set_post_ops(po);
-      dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, w_md,
-                                             bias_md, dst_md);
-      return dnnl::primitive(dnnl::inner_product_forward(
-          dnnl::inner_product_forward::primitive_desc(desc, attr, onednn::Engine())));
-    });
-    auto sm = onednn::Wrap(src_md, x.data()), wm = onednn::Wrap(w_md, b.data());
-    auto bm = onednn::Wrap(bias_md, bc.data()), dm = onednn::Wrap(dst_md, out->data());
-    prim.execute(
-        onednn::Stream(),
-        {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dm}});
-    onednn::Stream().wait();
-  });
-  return true;
-}
-
 Tensor AddmmAct(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
                 const Scalar& alpha, const std::string& activation,
                 const std::string& approximate) {
@@ -175,10 +190,10 @@ Tensor AddmmAct(const Tensor& self, const Tensor& mat1, const Tensor& mat2, cons
     // Few rows: the inner product (a matrix-vector product at batch 1) is several times faster
     // than oneDNN 2.6's matmul on the transposed weight.
     if (mat1.size(0) <= kInnerProductRows &&
-        OneDnnInnerProductAct(op, self, mat1, mat2, act, &out)) {
+        kernels::OneDnnInnerProduct(op, &self, mat1, mat2, act, &out)) {
       return out;
     }
-    if (OneDnnLinearAct(op, self, mat1, mat2, act, &out)) return out;
+    if (kernels::OneDnnLinear(op, self, mat1, mat2, act, &out)) return out;
   }
   static const OpRef addmm("aten::addmm");
   Tensor out = addmm

@@ -12,6 +12,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/linear_internal.h"
 #include "kernels/loops_internal.h"
 #include "kernels/onednn_internal.h"
 #include "kernels/tensor_ops.h"
@@ -266,6 +267,14 @@ void CheckMm(const char* op, const Tensor& a, const Tensor& b) {
 Tensor Mm(const Tensor& self, const Tensor& mat2) {
   const char* op = "aten::mm";
   CheckMm(op, self, mat2);
+  // A few rows times a transposed row-major weight (linear layers at small batch): the inner
+  // product reads the weight as stored.
+  if (self.dtype() == DType::kFloat32 && self.size(0) <= kernels::kInnerProductRows) {
+    Tensor out;
+    if (kernels::OneDnnInnerProduct(op, nullptr, self, mat2, kernels::LinearAct::kNone, &out)) {
+      return out;
+    }
+  }
   Tensor out = Tensor::Empty({self.size(0), mat2.size(1)}, self.dtype());
   // Tiny products (k * m * n < 400) take the plain loop: a oneDNN call costs more than the
   // product itself there.
@@ -284,6 +293,19 @@ Tensor Addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const S
   CheckSameDType(op, self, mat1);
   const double b = ScalarValue(beta, self.dtype());
   const double a = ScalarValue(alpha, self.dtype());
+  // float32 linear layers (a bias vector, beta = alpha = 1): the bias is oneDNN's bias
+  // argument, not a copy into the output plus a sum post-op.
+  const bool bias_vector = (self.ndim() == 1 || (self.ndim() == 2 && self.size(0) == 1)) &&
+                           self.size(self.ndim() - 1) == mat2.size(1);
+  if (self.dtype() == DType::kFloat32 && mat1.dtype() == DType::kFloat32 && bias_vector &&
+      a == 1.0 && b == 1.0) {
+    Tensor out;
+    if (mat1.size(0) <= kernels::kInnerProductRows &&
+        kernels::OneDnnInnerProduct(op, &self, mat1, mat2, kernels::LinearAct::kNone, &out)) {
+      return out;
+    }
+    if (kernels::OneDnnLinear(op, self, mat1, mat2, kernels::LinearAct::kNone, &out)) return out;
+  }
   Tensor out = OutWithSelf(op, self, {mat1.size(0), mat2.size(1)}, b);
   BatchedGemm(op, out.unsqueeze(0), mat1.unsqueeze(0), mat2.unsqueeze(0), a, b);
   return out;
