@@ -23,10 +23,13 @@ namespace {
 
 constexpr size_t kAlign = Storage::kAlignment;
 
-// The size a request is served with: small ones rounded to the alignment; large ones up to a
-// multiple of 1/8 of their highest power of two (at least a 4 KiB page).
+// At most this many freed blocks of one small class (< kCachedMinBytes) are kept.
+constexpr size_t kSmallBlocksPerClass = 64;
+
+// The size a request is served with: up to 1 KiB, a multiple of the alignment; above, a
+// multiple of 1/8 of its highest power of two.
 size_t ClassSize(size_t nbytes) {
-  if (nbytes < kCachedMinBytes) return (nbytes + kAlign - 1) / kAlign * kAlign;
+  if (nbytes <= 1024) return (nbytes + kAlign - 1) / kAlign * kAlign;
   int top = 63 - __builtin_clzll(static_cast<unsigned long long>(nbytes));
   size_t step = size_t{1} << (top - 3);
   return (nbytes + step - 1) / step * step;
@@ -70,7 +73,7 @@ Cache& TheCache() {
 
 void* HostAllocate(size_t nbytes) {
   const size_t size = ClassSize(nbytes);
-  if (size >= kCachedMinBytes) {
+  {
     Cache& c = TheCache();
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.free.find(size);
@@ -82,7 +85,7 @@ void* HostAllocate(size_t nbytes) {
       TB_UNPOISON(p, size);
       return p;
     }
-    ++c.misses;
+    if (size >= kCachedMinBytes) ++c.misses;
   }
   void* p = std::aligned_alloc(kAlign, size);
   if (p == nullptr) {
@@ -98,12 +101,17 @@ void* HostAllocate(size_t nbytes) {
 void HostFree(void* p, size_t nbytes) noexcept {
   if (p == nullptr) return;
   const size_t size = ClassSize(nbytes);
-  if (size >= kCachedMinBytes) {
+  {
     Cache& c = TheCache();
     std::lock_guard<std::mutex> lock(c.mu);
     if (c.cached + size <= c.limit) {
       try {
-        c.free[size].push_back(p);
+        std::vector<void*>& blocks = c.free[size];
+        if (size < kCachedMinBytes && blocks.size() >= kSmallBlocksPerClass) {
+          std::free(p);
+          return;
+        }
+        blocks.push_back(p);
       } catch (...) {  // no memory for the list entry: give the block back instead
         std::free(p);
         return;

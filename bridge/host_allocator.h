@@ -3,9 +3,11 @@
 //
 // A large buffer (>= kCachedMinBytes) freshly obtained from the C library is fresh pages: the
 // kernel maps and zeroes each 4 KiB page on first touch, so a 2 MiB result costs ~500 page
-// faults before the kernel writing it does any work. Freed large blocks are kept instead, by
-// size class (sizes rounded up to 1/8 of their power of two, so a block serves any request
-// within 12.5% below its class), and handed to the next request of that class. The cache holds
+// faults before the kernel writing it does any work; a small one costs an aligned allocation
+// (the C library's slow path) that is most of a tiny op's time. Freed blocks are kept instead,
+// by size class (up to 1 KiB a multiple of 64 bytes, above sizes rounded up to 1/8 of their
+// power of two, so a block serves any request within 12.5% below its class; at most
+// 64 blocks of one small class), and handed to the next request of that class. The cache holds
 // at most a byte limit (TB_HOST_CACHE_MB in the environment at first use, default 512; 0 turns
 // caching off; SetHostCacheLimit changes it); a freed block that would exceed it goes back to
 // the C library. Thread-safe; blocks may be freed on any thread.
@@ -22,7 +24,7 @@ constexpr size_t kCachedMinBytes = size_t{64} << 10;
 
 struct HostCacheStats {
   uint64_t hits = 0;          // requests served by a cached block
-  uint64_t misses = 0;        // large requests the C library served
+  uint64_t misses = 0;        // large requests (>= kCachedMinBytes) the C library served
   uint64_t cached_bytes = 0;  // held now, free for reuse
   uint64_t limit_bytes = 0;
 };

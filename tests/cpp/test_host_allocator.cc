@@ -55,12 +55,23 @@ TEST_F(HostAllocatorTest, DifferentClassesAndSmallBlocksAreNotShared) {
   EXPECT_EQ(HostCache().misses, s.misses + 1);
   EXPECT_EQ(HostCache().hits, s.hits);
   HostFree(b, (size_t{1} << 20) * 2);
-  // Small blocks go straight back to the C library: nothing cached for them.
-  const uint64_t cached = HostCache().cached_bytes;
-  void* small = HostAllocate(1000);
+}
+
+TEST_F(HostAllocatorTest, SmallBlocksAreReusedUpToACountPerClass) {
+  SetHostCacheLimit(uint64_t{64} << 20);
+  void* small = HostAllocate(1000);  // class 1024
   EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % Storage::kAlignment, 0u);
   HostFree(small, 1000);
-  EXPECT_EQ(HostCache().cached_bytes, cached);
+  EXPECT_EQ(HostCache().cached_bytes, 1024u);
+  EXPECT_EQ(HostAllocate(990), small);
+  HostFree(small, 990);
+  // At most 64 blocks of one small class wait in the cache; the rest are freed.
+  std::vector<void*> blocks;
+  for (int i = 0; i < 70; ++i) blocks.push_back(HostAllocate(100));  // class 128
+  const uint64_t misses = HostCache().misses;
+  for (void* p : blocks) HostFree(p, 100);
+  EXPECT_EQ(HostCache().cached_bytes, 1024u + 64u * 128u);
+  EXPECT_EQ(HostCache().misses, misses);  // small requests are not counted as misses
 }
 
 TEST_F(HostAllocatorTest, LimitBoundsTheCacheAndZeroTurnsItOff) {
