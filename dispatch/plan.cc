@@ -174,7 +174,11 @@ Stack Plan::Run(Stack inputs) const {
     if (profile) {
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
       counters_[i].calls.fetch_add(1, std::memory_order_relaxed);
-      counters_[i].ns.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
+      const auto t = static_cast<uint64_t>(ns.count());
+      counters_[i].ns.fetch_add(t, std::memory_order_relaxed);
+      uint64_t m = counters_[i].min_ns.load(std::memory_order_relaxed);
+      while (t < m && !counters_[i].min_ns.compare_exchange_weak(m, t, std::memory_order_relaxed)) {
+      }
     }
   }
   Stack out;
@@ -192,6 +196,7 @@ void Plan::SetProfiling(bool on) {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       counters_[i].calls.store(0, std::memory_order_relaxed);
       counters_[i].ns.store(0, std::memory_order_relaxed);
+      counters_[i].min_ns.store(UINT64_MAX, std::memory_order_relaxed);
     }
   }
   profiling_.store(on && !nodes_.empty(), std::memory_order_relaxed);
@@ -206,6 +211,7 @@ std::vector<Plan::NodeTime> Plan::NodeTimes() const {
     if (counters_) {
       t.calls = counters_[i].calls.load(std::memory_order_relaxed);
       t.total_ns = counters_[i].ns.load(std::memory_order_relaxed);
+      t.min_ns = t.calls ? counters_[i].min_ns.load(std::memory_order_relaxed) : 0;
     }
     out.push_back(std::move(t));
   }

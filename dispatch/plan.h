@@ -88,6 +88,7 @@ class TB_API Plan {
     ServedBy served_by;
     uint64_t calls = 0;
     uint64_t total_ns = 0;  // summed over calls
+    uint64_t min_ns = 0;    // the fastest call (0 without calls)
   };
   std::vector<NodeTime> NodeTimes() const;
 
@@ -117,7 +118,7 @@ class TB_API Plan {
   size_t num_slots_ = 0;
   bool finalized_ = false;
   struct Counters {
-    std::atomic<uint64_t> calls{0}, ns{0};
+    std::atomic<uint64_t> calls{0}, ns{0}, min_ns{UINT64_MAX};
   };
   std::atomic<bool> profiling_{false};
   std::unique_ptr<Counters[]> counters_;  // one per node, made by SetProfiling(true)

@@ -221,13 +221,13 @@ void BindPlan(py::module_& m) {
           [](const Plan& p) {
             py::list out;
             for (const Plan::NodeTime& t : p.NodeTimes()) {
-              out.append(
-                  py::make_tuple(t.name, t.op, ServedByName(t.served_by), t.calls, t.total_ns));
+              out.append(py::make_tuple(t.name, t.op, ServedByName(t.served_by), t.calls,
+                                        t.total_ns, t.min_ns));
             }
             return out;
           },
-          "Per node, in plan order: (node, op, served_by, calls, total_ns) since profiling was "
-          "turned on.");
+          "Per node, in plan order: (node, op, served_by, calls, total_ns, min_ns) since profiling "
+          "was turned on.");
 }
 
 }  // namespace tb::py

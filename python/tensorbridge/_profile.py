@@ -4,7 +4,8 @@
         for _ in range(100):
             compiled(x)
     print(prof)              # per plan: the costliest nodes; then per op over all plans
-    prof.nodes               # one dict per plan node: plan, node, op, served_by, calls, us/call
+    prof.nodes               # one dict per plan node: plan, node, op, served_by, calls,
+                             # us_per_call (mean), min_us (fastest call), total_us
 
 While the block runs, every plan of ``compiled`` (or every plan, without an argument), and
 every plan built inside the block, times each node it runs (argument binding, kernel, result
@@ -51,7 +52,7 @@ class Profile:
         self.nodes = []
         for i, e in enumerate(self._entries):
             plan = e["plan"]
-            for node, op, served_by, calls, ns in plan.node_times():
+            for node, op, served_by, calls, ns, min_ns in plan.node_times():
                 self.nodes.append(
                     {
                         "plan": i,
@@ -61,6 +62,7 @@ class Profile:
                         "served_by": served_by,
                         "calls": calls,
                         "us_per_call": ns / calls / 1e3 if calls else 0.0,
+                        "min_us": min_ns / 1e3,
                         "total_us": ns / 1e3,
                     }
                 )
@@ -95,8 +97,8 @@ class Profile:
             for n in sorted(rows, key=lambda n: -n["total_us"])[:top]:
                 share = 100.0 * n["total_us"] / (per_run * runs) if per_run else 0.0
                 lines.append(
-                    f"  {n['us_per_call']:9.2f} us {share:5.1f}%  {n['node']} = {n['op']} "
-                    f"[{n['served_by']}]"
+                    f"  {n['us_per_call']:9.2f} {share:5.1f}%  {n['min_us']:9.2f}  {n['node']} = "
+                    f"{n['op']} [{n['served_by']}]"
                 )
         lines.append("by op, all plans:")
         grand = sum(t for _, t, _ in self.by_op()) or 1.0
