@@ -19,6 +19,7 @@
 #include <Eigen/Core>
 
 #include "dispatch/op_table.h"
+#include "kernels/conv_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
 #include "kernels/onednn_internal.h"
@@ -127,17 +128,6 @@ ConvParams MakeParams(const char* op, const Tensor& input, const Tensor& weight,
   return p;
 }
 
-Dims InShape(const ConvParams& p) {
-  Dims d{p.n, p.cin};
-  for (auto x : p.in) d.push_back(x);
-  return d;
-}
-Dims OutShape(const ConvParams& p) {
-  Dims d{p.n, p.cout};
-  for (auto x : p.out) d.push_back(x);
-  return d;
-}
-
 // ---- oneDNN -------------------------------------------------------------------------------
 
 enum class Pass { kForward, kBackwardData, kBackwardWeights };
@@ -173,7 +163,8 @@ OneDnnShapes ShapesOf(const ConvParams& p) {
   return s;
 }
 
-OneDnnConv MakeOneDnnConv(Pass pass, const ConvParams& p, dnnl::memory::data_type dt, bool bias) {
+OneDnnConv MakeOneDnnConv(Pass pass, const ConvParams& p, dnnl::memory::data_type dt, bool bias,
+                          bool relu) {
   using md = dnnl::memory::desc;
   const auto any = dnnl::memory::format_tag::any;
   OneDnnShapes s = ShapesOf(p);
@@ -183,12 +174,20 @@ OneDnnConv MakeOneDnnConv(Pass pass, const ConvParams& p, dnnl::memory::data_typ
                                       dnnl::algorithm::convolution_direct, src, wei, dst, s.strides,
                                       s.dil, s.pad_l, s.pad_r);
   dnnl::convolution_forward::primitive_desc fwd_pd(fwd, eng);
-  if (pass == Pass::kForward && bias) {
+  if (pass == Pass::kForward && (bias || relu)) {
+    // relu as an eltwise post-op: applied to each result before it is stored.
+    dnnl::primitive_attr attr;
+    if (relu) {
+      dnnl::post_ops po;
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      attr.set_post_ops(po);
+    }
     md b({p.cout}, dt, dnnl::memory::format_tag::a);
-    dnnl::convolution_forward::desc fb(dnnl::prop_kind::forward_training,
-                                       dnnl::algorithm::convolution_direct, src, wei, b, dst,
-                                       s.strides, s.dil, s.pad_l, s.pad_r);
-    dnnl::convolution_forward::primitive_desc pd(fb, eng);
+    auto fb = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                                     dnnl::algorithm::convolution_direct, src, wei,
+                                                     b, dst, s.strides, s.dil, s.pad_l, s.pad_r)
+                   : fwd;
+    dnnl::convolution_forward::primitive_desc pd(fb, attr, eng);
     return {dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc()};
   }
   if (pass == Pass::kForward) {
@@ -210,20 +209,22 @@ OneDnnConv MakeOneDnnConv(Pass pass, const ConvParams& p, dnnl::memory::data_typ
 }
 
 // Runs one pass on oneDNN. x, w, y are C-contiguous; the pass writes the one it computes
-// (y forward, x backward-data, w backward-weights). `bias` (forward only) may be null.
+// (y forward, x backward-data, w backward-weights). `bias` (forward only) may be null;
+// `relu` (forward only) applies relu to the results as a post-op.
 void OneDnnPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, const Tensor& w,
-                const Tensor& y, const Tensor* bias) {
+                const Tensor& y, const Tensor* bias, bool relu) {
   auto dt = onednn::DataType(x.dtype(), op);
   for (int64_t i = 0; i < p.nsp; ++i) {
     TB_CHECK(p.pad_r[i] + p.stride[i] > 0, NotImplementedError)
         << op << ": padding not supported by oneDNN";
   }
-  std::string key = onednn::Key(
-      "conv", static_cast<int>(pass), bias != nullptr, static_cast<int>(dt), p.n, p.cin, p.cout,
-      p.groups, Dnnl(p.in), Dnnl(p.k), Dnnl(p.stride), Dnnl(p.pad_l), Dnnl(p.pad_r), Dnnl(p.dil));
+  std::string key =
+      onednn::Key("conv", static_cast<int>(pass), bias != nullptr, relu, static_cast<int>(dt), p.n,
+                  p.cin, p.cout, p.groups, Dnnl(p.in), Dnnl(p.k), Dnnl(p.stride), Dnnl(p.pad_l),
+                  Dnnl(p.pad_r), Dnnl(p.dil));
   onednn::Guard(op, [&] {
     OneDnnConv c = onednn::CachedValue<OneDnnConv>(
-        key, [&] { return MakeOneDnnConv(pass, p, dt, bias != nullptr); });
+        key, [&] { return MakeOneDnnConv(pass, p, dt, bias != nullptr, relu); });
     OneDnnShapes s = ShapesOf(p);
     auto xm = onednn::Wrap(onednn::PlainDesc(s.src, dt), x.data());
     auto wm = onednn::Wrap(onednn::PlainDesc(s.wei, dt), w.data());
@@ -362,14 +363,15 @@ void GemmPass(Pass pass, const ConvParams& p, const Tensor& x, const Tensor& w, 
   }
 }
 
-// Runs one pass (see OneDnnPass) on whatever serves the dtype.
-void RunPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, const Tensor& w,
-             const Tensor& y, const Tensor* bias = nullptr) {
+// Runs one pass (see OneDnnPass) on whatever serves the dtype. With `relu` (forward), returns
+// whether the pass applied it (oneDNN's post-op); false: the caller applies it.
+bool RunPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, const Tensor& w,
+             const Tensor& y, const Tensor* bias = nullptr, bool relu = false) {
   const DType dt = x.dtype();
   if (dt == DType::kFloat32 || dt == DType::kBFloat16) {
     try {
-      OneDnnPass(op, pass, p, x, w, y, bias);
-      return;
+      OneDnnPass(op, pass, p, x, w, y, bias, relu);
+      return relu;
     } catch (const Error&) {
       // No oneDNN implementation (a bfloat16 CPU gap, an unusual padding): below.
     }
@@ -382,12 +384,12 @@ void RunPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, co
     const Tensor& src = pass == Pass::kForward ? y32 : pass == Pass::kBackwardData ? x32 : w32;
     const Tensor& dst = pass == Pass::kForward ? y : pass == Pass::kBackwardData ? x : w;
     CopyCast(dst, src);
-    return;
+    return false;
   }
   switch (dt) {
-    case DType::kFloat32: GemmPass<float>(pass, p, x, w, y, bias); return;
-    case DType::kFloat64: GemmPass<double>(pass, p, x, w, y, bias); return;
-    case DType::kInt64: GemmPass<int64_t>(pass, p, x, w, y, bias); return;
+    case DType::kFloat32: GemmPass<float>(pass, p, x, w, y, bias); return false;
+    case DType::kFloat64: GemmPass<double>(pass, p, x, w, y, bias); return false;
+    case DType::kInt64: GemmPass<int64_t>(pass, p, x, w, y, bias); return false;
     default:
       TB_THROW(NotImplementedError) << op << ": dtype " << DTypeName(dt) << " is not supported";
   }
@@ -447,11 +449,16 @@ void CheckBias(const char* op, const Tensor& bias, int64_t channels, DType dt) {
                                           << " does not match input dtype " << DTypeName(dt);
 }
 
-Tensor Convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
-                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                   const std::vector<int64_t>& dilation, bool transposed,
-                   const std::vector<int64_t>& output_padding, int64_t groups) {
-  const char* op = "aten::convolution";
+}  // namespace
+
+namespace kernels {
+
+Tensor ConvolutionAct(const char* op, const Tensor& input, const Tensor& weight,
+                      const std::optional<Tensor>& bias, const std::vector<int64_t>& stride,
+                      const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                      bool transposed, const std::vector<int64_t>& output_padding, int64_t groups,
+                      bool relu, bool* relu_applied) {
+  *relu_applied = false;
   Dims shape;
   ConvParams p = MakeParams(op, input, weight, stride, padding, dilation, transposed,
                             output_padding, groups, &shape);
@@ -460,23 +467,39 @@ Tensor Convolution(const Tensor& input, const Tensor& weight, const std::optiona
   if (transposed && bias && (dt == DType::kBFloat16 || dt == DType::kFloat16)) {
     // Bias added before the one rounding to 16 bits, as torch: in float32.
     Tensor b32 = Cast(*bias, DType::kFloat32);
-    return Cast(Convolution(Cast(input, DType::kFloat32), Cast(weight, DType::kFloat32), b32,
-                            stride, padding, dilation, transposed, output_padding, groups),
-                dt);
+    bool unused = false;
+    return Cast(
+        ConvolutionAct(op, Cast(input, DType::kFloat32), Cast(weight, DType::kFloat32), b32, stride,
+                       padding, dilation, transposed, output_padding, groups, false, &unused),
+        dt);
   }
-  Tensor out = Tensor::Zeros(shape, dt);
-  const bool work = out.numel() > 0 && input.numel() > 0 && weight.numel() > 0;
+  const bool work = ShapeNumel(shape) > 0 && input.numel() > 0 && weight.numel() > 0;
+  // Every pass writes its whole result: zeros only when there is nothing to compute.
+  Tensor out = work ? Tensor::Empty(shape, dt) : Tensor::Zeros(shape, dt);
   if (work) {
     Tensor x = input.contiguous(), w = weight.contiguous();
     if (!transposed) {
       Tensor b = bias ? bias->contiguous() : Tensor();
-      RunPass(op, Pass::kForward, p, x, w, out, bias ? &b : nullptr);
+      *relu_applied = RunPass(op, Pass::kForward, p, x, w, out, bias ? &b : nullptr, relu);
     } else {
       RunPass(op, Pass::kBackwardData, p, out, w, x);
     }
   }
   if (bias && out.numel() > 0 && (transposed || !work)) AddBias(out, *bias);
   return out;
+}
+
+}  // namespace kernels
+
+namespace {
+
+Tensor Convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                   const std::vector<int64_t>& dilation, bool transposed,
+                   const std::vector<int64_t>& output_padding, int64_t groups) {
+  bool unused = false;
+  return kernels::ConvolutionAct("aten::convolution", input, weight, bias, stride, padding,
+                                 dilation, transposed, output_padding, groups, false, &unused);
 }
 
 std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
@@ -499,8 +522,13 @@ std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
   Tensor dy = grad_output.contiguous(), x = input.contiguous(), w = weight.contiguous();
   const bool work = dy.numel() > 0 && x.numel() > 0 && w.numel() > 0;
   Tensor gi, gw, gb;
+  // Every pass writes its whole result: zeros only when there is nothing to compute.
+  auto result = [&](const Tensor& like) {
+    return work ? Tensor::Empty(like.shape(), like.dtype())
+                : Tensor::Zeros(like.shape(), like.dtype());
+  };
   if (output_mask[0]) {
-    gi = Tensor::Zeros(input.shape(), input.dtype());
+    gi = result(input);
     if (work) {
       if (!transposed)
         RunPass(op, Pass::kBackwardData, p, gi, w, dy);
@@ -509,7 +537,7 @@ std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
     }
   }
   if (output_mask[1]) {
-    gw = Tensor::Zeros(weight.shape(), weight.dtype());
+    gw = result(weight);
     if (work) {
       if (!transposed)
         RunPass(op, Pass::kBackwardWeights, p, x, gw, dy);

@@ -10,8 +10,9 @@
 //       transpose and mat1 has few rows, else a matmul). Otherwise aten::addmm then the
 //       activation in place on its fresh result.
 //   tensorbridge::convolution_relu(<aten::convolution's arguments>)
-//       = relu(convolution(...)): aten::convolution, then relu in place on its fresh result
-//       (one node and one buffer instead of two).
+//       = relu(convolution(...)): on oneDNN (float32, bfloat16) one convolution primitive with
+//       the bias as its bias argument and relu as an eltwise post-op; otherwise the
+//       convolution, then relu in place on its fresh result (one node and one buffer).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -20,6 +21,7 @@
 
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
+#include "kernels/conv_internal.h"
 #include "kernels/linear_internal.h"
 #include "kernels/onednn_internal.h"
 
@@ -208,11 +210,11 @@ Tensor ConvolutionRelu(const Tensor& input, const Tensor& weight, const std::opt
                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                        const std::vector<int64_t>& dilation, bool transposed,
                        const std::vector<int64_t>& output_padding, int64_t groups) {
-  static const OpRef conv("aten::convolution");
-  Value b = bias ? Value(*bias) : Value();
-  Tensor out = conv(input, weight, b, stride, padding, dilation, transposed, output_padding, groups)
-                   .tensor();
-  ActivateInPlace("tensorbridge::convolution_relu", out, Act::kRelu);
+  const char* op = "tensorbridge::convolution_relu";
+  bool applied = false;
+  Tensor out = kernels::ConvolutionAct(op, input, weight, bias, stride, padding, dilation,
+                                       transposed, output_padding, groups, true, &applied);
+  if (!applied) ActivateInPlace(op, out, Act::kRelu);
   return out;
 }
 
