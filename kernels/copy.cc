@@ -51,6 +51,7 @@ bool MayOverlap(const Tensor& a, const Tensor& b) {
 
 // dst <- src (src already of dst's shape and dtype), moving raw bits.
 void CopyBits(const Tensor& dst, const Tensor& src) {
+  if (CopyContiguousRows(dst, src)) return;
   auto same = [](auto v) { return v; };
   switch (dst.element_size()) {
     case 1: kernels::Map<uint8_t, uint8_t>(dst, same, src); return;

@@ -26,6 +26,7 @@ void CopySame(const Tensor& dst, const Tensor& src) {
     return;
   }
   Tensor s = src.expand(dst.shape());
+  if (CopyContiguousRows(dst, s)) return;
   auto same = [](auto v) { return v; };
   switch (dst.element_size()) {
     case 1: kernels::Map<uint8_t, uint8_t>(dst, same, s); return;

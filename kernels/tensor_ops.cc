@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
+
+#include <omp.h>
 
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
@@ -191,6 +194,85 @@ void CopyCastComplex(const Tensor& dst, const Tensor& s) {
       });
     });
   }
+}
+
+bool CopyContiguousRows(const Tensor& dst, const Tensor& src) {
+  const int64_t nd = dst.ndim();
+  if (nd == 0 || src.dtype() != dst.dtype() || IsSubByte(dst.dtype()) || src.ndim() != nd ||
+      dst.stride(nd - 1) != 1 || src.stride(nd - 1) != 1 || dst.numel() == 0) {
+    return false;
+  }
+  int64_t row = dst.size(nd - 1);
+  int64_t d = nd - 1;  // dims [d, nd) form one row
+  while (d > 0 && dst.stride(d - 1) == row && src.stride(d - 1) == row) row *= dst.size(--d);
+  const int64_t item = dst.element_size();
+  if (row * item < 64) return false;  // short rows: the element loop is as fast
+  const int64_t rows = dst.numel() / row;
+  char* pd = static_cast<char*>(dst.mutable_data());
+  const char* ps = static_cast<const char*>(src.data());
+  // Rows [begin, end): the first row's offsets from its index over dims [0, d), then an
+  // odometer over those dims. Short rows as a typed loop the compiler vectorizes (a memcpy
+  // call per 128-byte row costs more than the copy).
+  const bool whole_rows = row * item >= 1024;
+  std::vector<int64_t> size(static_cast<size_t>(d)), sd(size.size()), ss(size.size());
+  for (int64_t k = 0; k < d; ++k) {
+    size[k] = dst.size(k);
+    sd[k] = dst.stride(k);
+    ss[k] = src.stride(k);
+  }
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> idx(size.size(), 0);
+    int64_t od = 0, os = 0;
+    for (int64_t k = d - 1, r = begin; k >= 0; --k) {
+      idx[k] = r % size[k];
+      r /= size[k];
+      od += idx[k] * sd[k];
+      os += idx[k] * ss[k];
+    }
+    auto rows_of = [&](auto zero) {
+      using T = decltype(zero);
+      T* td = reinterpret_cast<T*>(pd);
+      const T* ts = reinterpret_cast<const T*>(ps);
+      const int64_t n = row * item / static_cast<int64_t>(sizeof(T));
+      const int64_t scale = item / static_cast<int64_t>(sizeof(T));
+      for (int64_t r = begin; r < end; ++r) {
+        if (whole_rows) {
+          std::memcpy(td + od * scale, ts + os * scale, static_cast<size_t>(n) * sizeof(T));
+        } else {
+          T* __restrict out = td + od * scale;
+          const T* __restrict in = ts + os * scale;
+          for (int64_t j = 0; j < n; ++j) out[j] = in[j];
+        }
+        for (int64_t k = d - 1; k >= 0; --k) {
+          od += sd[k];
+          os += ss[k];
+          if (++idx[k] < size[k]) break;
+          od -= idx[k] * sd[k];
+          os -= idx[k] * ss[k];
+          idx[k] = 0;
+        }
+      }
+    };
+    if (item % 8 == 0) {
+      rows_of(uint64_t{0});
+    } else if (item % 4 == 0) {
+      rows_of(uint32_t{0});
+    } else if (item % 2 == 0) {
+      rows_of(uint16_t{0});
+    } else {
+      rows_of(uint8_t{0});
+    }
+  };
+  if (dst.numel() <= 4 * kernels::kGrain) {
+    run(0, rows);
+    return true;
+  }
+#pragma omp parallel
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    run(rows * t / nt, rows * (t + 1) / nt);
+  }
+  return true;
 }
 
 void CopyCast(const Tensor& dst, const Tensor& src) {

@@ -27,6 +27,11 @@ TB_API PromotionOperand Operand(const Tensor& t);
 TB_API Tensor Cast(const Tensor& src, DType dtype);
 // Element-wise converting copy of `src` (broadcast to dst's shape) into `dst`.
 TB_API void CopyCast(const Tensor& dst, const Tensor& src);
+// dst <- src (same dtype, src already broadcast to dst's shape) as one memcpy per run of
+// elements contiguous in both (the innermost dims with stride 1, merged while both stay
+// contiguous), rows spread over threads for large copies. False (nothing copied) when the
+// innermost dim is not contiguous in both or the rows are too short to pay.
+bool CopyContiguousRows(const Tensor& dst, const Tensor& src);
 // The broadcast shape of several shapes; ValueError naming `op` when they do not broadcast.
 TB_API Dims BroadcastShapes(const std::vector<IntArrayRef>& shapes, const char* op);
 // A new contiguous tensor: `src` with dimension `dim` replaced by src[..., index[j], ...] for
