@@ -98,4 +98,35 @@ inline PoolGeom WindowGeom(const char* op, const Tensor& self, int64_t nsp,
 }
 
 
+// ---- vector loops of 2-d max pooling (kernels/pool_max_vec.cc), float32 / float64 --------
+// Their results are the scalar loop's: per lane, a value replaces the maximum when greater or
+// NaN. Positions are flat within a plane, which must have fewer than 2^31 elements.
+
+// Interior output columns [ow, ow_end) of one output row of a row-major W-wide plane `in`:
+// window rows h0, h0 + dh, ... < h1 (h0 < h1), columns ow * sw - pw + [0, kw), all in the
+// plane. Writes out[ow...] and idx[ow...] for the columns it does and returns the first
+// column left undone (the caller finishes the row).
+template <typename T>
+struct RowArgs {
+  const T* in;
+  int64_t W, h0, h1, dh, kw, sw, pw, ow, ow_end;
+  T* out;
+  int64_t* idx;
+};
+int64_t MaxPoolRowVec(const RowArgs<float>& a);
+int64_t MaxPoolRowVec(const RowArgs<double>& a);
+
+// One output pixel of a channels-last image `x` (H x W x C): the window's taps are rows
+// h0, h0 + dh, ... < h1 and columns w0, w0 + dw, ... < w1 (a non-empty window). Writes the
+// channels [0, c) of out and idx and returns c (the caller finishes the channels).
+template <typename T>
+struct PixelArgs {
+  const T* x;
+  int64_t W, C, h0, h1, dh, w0, w1, dw;
+  T* out;
+  int64_t* idx;
+};
+int64_t MaxPoolPixelVec(const PixelArgs<float>& a);
+int64_t MaxPoolPixelVec(const PixelArgs<double>& a);
+
 }  // namespace tb::kernels::pool

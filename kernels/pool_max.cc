@@ -16,10 +16,6 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
@@ -61,110 +57,6 @@ inline void WindowRange(int64_t o, int64_t in, int64_t k, int64_t s, int64_t p, 
   *lo = a;
 }
 
-// 16-byte GCC vectors of T and of the same-width signed integers (the type of a comparison
-// of two T vectors). The vector loops below track a window's best position in these
-// integer lanes, so a float32 plane must have fewer than 2^31 elements.
-template <typename T>
-struct MaxVec;
-template <>
-struct MaxVec<float> {
-  typedef float V __attribute__((vector_size(16)));
-  typedef int32_t I __attribute__((vector_size(16)));
-  static constexpr int kL = 4;
-};
-template <>
-struct MaxVec<double> {
-  typedef double V __attribute__((vector_size(16)));
-  typedef int64_t I __attribute__((vector_size(16)));
-  static constexpr int kL = 2;
-};
-
-// Lane-wise t ? a : b for a mask t of all-ones / all-zero lanes, in bit operations.
-template <typename I, typename V>
-inline V Select(I t, V a, V b) {
-  if constexpr (sizeof(I{}[0]) == 8) {
-#if defined(__SSE2__)
-    // GCC turns the generic form back into a lane-wise ?: and, SSE2 having no 64-bit lane
-    // compare, does that one lane at a time; the andpd / andnpd / orpd builtins stay.
-    const __m128d m = reinterpret_cast<__m128d>(t);
-    return reinterpret_cast<V>(_mm_or_pd(_mm_and_pd(m, reinterpret_cast<__m128d>(a)),
-                                         _mm_andnot_pd(m, reinterpret_cast<__m128d>(b))));
-#endif
-  }
-  return reinterpret_cast<V>((reinterpret_cast<I>(a) & t) | (reinterpret_cast<I>(b) & ~t));
-}
-
-// The lanes where v takes the place of the running maximum m (MaxTakes on each lane).
-template <typename V>
-inline auto TakesLanes(V v, V m) {
-  using I = decltype(v != v);
-  if constexpr (sizeof(v[0]) == 8) {
-#if defined(__SSE2__)
-    // In builtins: GCC treats the generic form's OR of 64-bit masks as booleans and
-    // normalises them one lane at a time.
-    const __m128d a = reinterpret_cast<__m128d>(v), b = reinterpret_cast<__m128d>(m);
-    return reinterpret_cast<I>(_mm_or_pd(_mm_cmpgt_pd(a, b), _mm_cmpunord_pd(a, a)));
-#endif
-  }
-  return static_cast<I>((v > m) | (v != v));
-}
-
-// Lanes x[0], x[s], x[2 s], ... (kS: s known at compile time, 0 for any s).
-template <typename T, int kS>
-inline typename MaxVec<T>::V LoadLanes(const T* x, int64_t s) {
-  using V = typename MaxVec<T>::V;
-  using I = typename MaxVec<T>::I;
-  V v;
-  if constexpr (kS == 1) {
-    std::memcpy(&v, x, sizeof(v));
-  } else if constexpr (kS == 2) {
-    V a, b;
-    std::memcpy(&a, x, sizeof(a));
-    std::memcpy(&b, x + MaxVec<T>::kL, sizeof(b));
-    if constexpr (MaxVec<T>::kL == 4) {
-      v = __builtin_shuffle(a, b, I{0, 2, 4, 6});
-    } else {
-      v = __builtin_shuffle(a, b, I{0, 2});
-    }
-  } else {
-    for (int l = 0; l < MaxVec<T>::kL; ++l) v[l] = x[l * s];
-  }
-  return v;
-}
-
-// Interior output columns [ow, ow_end) of one output row, kL at a time (lanes: columns),
-// rows h0, h0 + dh, ... < h1 of the window; returns the first column left undone. Loads of a
-// block stay within the row: for kS == 2 they read one element past the last tap.
-template <typename T, int kS>
-int64_t MaxPoolRowVec(const T* in, int64_t W, int64_t h0, int64_t h1, int64_t dh, int64_t kw,
-                      int64_t sw, int64_t pw, int64_t ow, int64_t ow_end, T* out, int64_t* idx) {
-  using V = typename MaxVec<T>::V;
-  using I = typename MaxVec<T>::I;
-  using Idx = std::remove_reference_t<decltype(I{}[0])>;
-  constexpr int kL = MaxVec<T>::kL;
-  const int64_t extra = kS == 2 ? 1 : 0;  // the element past the last lane LoadLanes reads
-  I lane;
-  for (int l = 0; l < kL; ++l) lane[l] = static_cast<Idx>(l * sw);
-  for (; ow + kL <= ow_end; ow += kL) {
-    const int64_t w = ow * sw - pw;
-    if (w + (kL - 1) * sw + kw - 1 + extra >= W) break;
-    V m = LoadLanes<T, kS>(in + h0 * W + w, sw);
-    I best = lane + static_cast<Idx>(h0 * W + w);
-    for (int64_t ih = h0; ih < h1; ih += dh) {
-      const T* r = in + ih * W + w;
-      for (int64_t j = ih == h0 ? 1 : 0; j < kw; ++j) {
-        const V v = LoadLanes<T, kS>(r + j, sw);
-        const I t = TakesLanes(v, m);
-        m = Select(t, v, m);
-        best = Select(t, lane + static_cast<Idx>(ih * W + w + j), best);
-      }
-    }
-    std::memcpy(out + ow, &m, sizeof(m));
-    for (int l = 0; l < kL; ++l) idx[ow + l] = best[l];
-  }
-  return ow;
-}
-
 // One plane of 2-d max pooling of a row-major H x W plane with dilation 1 along W. Output
 // columns whose windows lie inside the row run a loop without clipping; the others clip.
 template <typename T>
@@ -200,9 +92,7 @@ void MaxPoolPlane2d(const PoolGeom& g, const T* in, T* out, int64_t* idx, bool v
     int64_t ow = ow_lo;
     if constexpr (std::is_floating_point_v<T> && sizeof(T) >= 4) {
       if (vec && h0 < h1) {
-        auto row = sw == 1 ? &MaxPoolRowVec<T, 1> : sw == 2 ? &MaxPoolRowVec<T, 2>
-                                                            : &MaxPoolRowVec<T, 0>;
-        ow = row(in, W, h0, h1, dh, kw, sw, pw, ow, ow_hi, out, idx);
+        ow = MaxPoolRowVec(RowArgs<T>{in, W, h0, h1, dh, kw, sw, pw, ow, ow_hi, out, idx});
       }
     }
     if (h1 - h0 == 2 && kw == 2 && dh == 1) {
@@ -247,34 +137,6 @@ void MaxPoolPlane2d(const PoolGeom& g, const T* in, T* out, int64_t* idx, bool v
   }
 }
 
-// One output pixel of channels-last max pooling over a non-empty window, channels kL at a
-// time (lanes: channels); returns the number of channels done.
-template <typename T>
-int64_t MaxPoolPixelVec(const PoolGeom& g, int64_t C, const T* x, int64_t h0, int64_t h1,
-                        int64_t w0, int64_t w1, T* o, int64_t* oi) {
-  using V = typename MaxVec<T>::V;
-  using I = typename MaxVec<T>::I;
-  using Idx = std::remove_reference_t<decltype(I{}[0])>;
-  constexpr int kL = MaxVec<T>::kL;
-  const int64_t W = g.in[2];
-  int64_t c = 0;
-  for (; c + kL <= C; c += kL) {
-    V m = LoadLanes<T, 1>(x + (h0 * W + w0) * C + c, 1);
-    I best = I{} + static_cast<Idx>(h0 * W + w0);
-    for (int64_t ih = h0; ih < h1; ih += g.d[1]) {
-      for (int64_t iw = ih == h0 ? w0 + g.d[2] : w0; iw < w1; iw += g.d[2]) {
-        const V v = LoadLanes<T, 1>(x + (ih * W + iw) * C + c, 1);
-        const I t = TakesLanes(v, m);
-        m = Select(t, v, m);
-        best = Select(t, I{} + static_cast<Idx>(ih * W + iw), best);
-      }
-    }
-    std::memcpy(o + c, &m, sizeof(m));
-    for (int l = 0; l < kL; ++l) oi[c + l] = best[l];
-  }
-  return c;
-}
-
 // 2-d max pooling of a channels-last (N, H, W, C in memory) input into channels-last outputs:
 // one output pixel at a time, the C channels in the inner, unit-stride loop.
 template <typename T>
@@ -294,7 +156,10 @@ void MaxPoolChannelsLast(const PoolGeom& g, int64_t N, int64_t C, const T* in, T
       const int64_t first = h0 * W + w0;
       int64_t c0 = 0;  // channels [0, c0) done on vectors
       if constexpr (std::is_floating_point_v<T> && sizeof(T) >= 4) {
-        if (vec && h0 < h1 && w0 < w1) c0 = MaxPoolPixelVec(g, C, x, h0, h1, w0, w1, o, oi);
+        if (vec && h0 < h1 && w0 < w1) {
+          c0 = MaxPoolPixelVec(
+              PixelArgs<T>{x, W, C, h0, h1, g.d[1], w0, w1, g.d[2], o, oi});
+        }
       }
       for (int64_t c = c0; c < C; ++c) {
         o[c] = MaxInit<T>();
@@ -350,7 +215,7 @@ std::tuple<Tensor, Tensor> MaxPool(const char* op, const Tensor& self, int64_t n
     T* po = static_cast<T*>(out.mutable_data());
     int64_t* pi = static_cast<int64_t*>(idx.mutable_data());
     const int64_t isz = g.isz(), osz = g.osz();
-    const bool vec = isz <= std::numeric_limits<int32_t>::max();  // MaxVec<float>'s lanes
+    const bool vec = isz <= std::numeric_limits<int32_t>::max();  // positions in int32 lanes
     if constexpr (std::is_same_v<T, Acc>) {
       if (cl) {
         MaxPoolChannelsLast<T>(g, self.size(0), self.size(1), px, po, pi, vec);
