@@ -8,8 +8,10 @@
 // give the same results. A window's best position is tracked in integer lanes of T's width,
 // so a float32 plane must have fewer than 2^31 elements (callers check).
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 #if defined(__SSE2__)
@@ -151,32 +153,44 @@ TB_INLINE int64_t Row(const RowArgs<T>& a) {
   return ow;
 }
 
-// Channels [0, C) of one output pixel, kL at a time; returns the channels done.
-template <typename T, int kB>
+// Channels [c, C) of one output pixel, kU vectors of kL at a time (kU independent chains);
+// returns the first channel left undone.
+template <typename T, int kB, int kU>
 TB_INLINE int64_t PixelBlocks(const PixelArgs<T>& a, int64_t c) {
   using Vt = Vec<T, kB>;
+  using V = typename Vt::V;
   using I = typename Vt::I;
   using Idx = typename Vt::Idx;
+  constexpr int kL = Vt::kL;
   const int64_t W = a.W, C = a.C;
-  for (; c + Vt::kL <= C; c += Vt::kL) {
-    auto m = Load<typename Vt::V>(a.x + (a.h0 * W + a.w0) * C + c);
-    I best = I{} + static_cast<Idx>(a.h0 * W + a.w0);
+  for (; c + kU * kL <= C; c += kU * kL) {
+    const T* first = a.x + (a.h0 * W + a.w0) * C + c;
+    V m[kU];
+    I best[kU];
+    for (int u = 0; u < kU; ++u) {
+      m[u] = Load<V>(first + u * kL);
+      best[u] = I{} + static_cast<Idx>(a.h0 * W + a.w0);
+    }
     for (int64_t ih = a.h0; ih < a.h1; ih += a.dh) {
       for (int64_t iw = ih == a.h0 ? a.w0 + a.dw : a.w0; iw < a.w1; iw += a.dw) {
-        Step<kB>(Load<typename Vt::V>(a.x + (ih * W + iw) * C + c),
-                 I{} + static_cast<Idx>(ih * W + iw), m, best);
+        const T* x = a.x + (ih * W + iw) * C + c;
+        const I pos = I{} + static_cast<Idx>(ih * W + iw);
+        for (int u = 0; u < kU; ++u) Step<kB>(Load<V>(x + u * kL), pos, m[u], best[u]);
       }
     }
-    std::memcpy(a.out + c, &m, sizeof(m));
-    StoreIdx<Vt>(a.idx + c, best);
+    for (int u = 0; u < kU; ++u) {
+      std::memcpy(a.out + c + u * kL, &m[u], sizeof(m[u]));
+      StoreIdx<Vt>(a.idx + c + u * kL, best[u]);
+    }
   }
   return c;
 }
 
 template <typename T, int kB>
 TB_INLINE int64_t Pixel(const PixelArgs<T>& a) {
-  int64_t c = PixelBlocks<T, kB>(a, 0);
-  if constexpr (kB > 16) c = PixelBlocks<T, 16>(a, c);
+  int64_t c = PixelBlocks<T, kB, 4>(a, 0);
+  c = PixelBlocks<T, kB, 1>(a, c);
+  if constexpr (kB > 16) c = PixelBlocks<T, 16, 1>(a, c);
   return c;
 }
 
@@ -205,11 +219,15 @@ int64_t PixelBase(const PixelArgs<T>& a) {
   return Pixel<T, 16>(a);
 }
 
+// The AVX2 version where the CPU has AVX2 and the environment variable TB_MAX_CPU_ISA (as
+// for kernels/simd.cc) is not "sse2".
 template <typename T>
 Fns<T> Pick() {
 #if TB_X86_DISPATCH
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  const char* cap = std::getenv("TB_MAX_CPU_ISA");
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      !(cap && std::string(cap) == "sse2")) {
     return {&RowAvx2<T>, &PixelAvx2<T>};
   }
 #endif
