@@ -35,7 +35,7 @@ struct PoolGeom {
 
 // A list argument of a pooling op: one value for every spatial dim, or one per dim.
 inline Arr3 Param(const char* op, const char* name, const std::vector<int64_t>& v, int64_t nsp,
-           int64_t fill, std::optional<Arr3> if_empty = std::nullopt) {
+                  int64_t fill, std::optional<Arr3> if_empty = std::nullopt) {
   Arr3 r{fill, fill, fill};
   if (v.empty() && if_empty) return *if_empty;
   TB_CHECK(v.size() == 1 || static_cast<int64_t>(v.size()) == nsp, ValueError)
@@ -45,7 +45,8 @@ inline Arr3 Param(const char* op, const char* name, const std::vector<int64_t>& 
 }
 
 // torch's pooling_output_shape.
-inline int64_t PooledSize(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil) {
+inline int64_t PooledSize(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil,
+                          bool ceil) {
   const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0);
   // floor division (num may be negative)
   int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
@@ -71,9 +72,9 @@ inline void InputGeom(const char* op, const Tensor& self, int64_t nsp, PoolGeom*
 }
 
 inline PoolGeom WindowGeom(const char* op, const Tensor& self, int64_t nsp,
-                    const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
-                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-                    bool ceil_mode) {
+                           const std::vector<int64_t>& kernel_size,
+                           const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                           const std::vector<int64_t>& dilation, bool ceil_mode) {
   PoolGeom g;
   InputGeom(op, self, nsp, &g);
   TB_CHECK(!kernel_size.empty(), ValueError) << op << ": kernel_size must not be empty";
@@ -96,7 +97,6 @@ inline PoolGeom WindowGeom(const char* op, const Tensor& self, int64_t nsp,
   }
   return g;
 }
-
 
 // ---- vector loops of 2-d max pooling (kernels/pool_max_vec.cc), float32 / float64 --------
 // Their results are the scalar loop's: per lane, a value replaces the maximum when greater or

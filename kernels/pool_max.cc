@@ -65,8 +65,8 @@ void MaxPoolPlane2d(const PoolGeom& g, const T* in, T* out, int64_t* idx, bool v
   const int64_t kw = g.k[2], sw = g.s[2], pw = g.p[2];
   // interior columns: ow * sw - pw >= 0 and ow * sw - pw + kw <= W
   const int64_t ow_lo = std::min(OW, (pw + sw - 1) / sw);
-  const int64_t ow_hi = W - kw + pw >= 0 ? std::max(ow_lo, std::min(OW, (W - kw + pw) / sw + 1))
-                                         : ow_lo;
+  const int64_t ow_hi =
+      W - kw + pw >= 0 ? std::max(ow_lo, std::min(OW, (W - kw + pw) / sw + 1)) : ow_lo;
   for (int64_t oh = 0; oh < OH; ++oh, out += OW, idx += OW) {
     int64_t h0, h1;
     WindowRange(oh, H, g.k[1], g.s[1], g.p[1], g.d[1], &h0, &h1);
@@ -140,8 +140,8 @@ void MaxPoolPlane2d(const PoolGeom& g, const T* in, T* out, int64_t* idx, bool v
 // 2-d max pooling of a channels-last (N, H, W, C in memory) input into channels-last outputs:
 // one output pixel at a time, the C channels in the inner, unit-stride loop.
 template <typename T>
-void MaxPoolChannelsLast(const PoolGeom& g, int64_t N, int64_t C, const T* in, T* out,
-                         int64_t* idx, bool vec) {
+void MaxPoolChannelsLast(const PoolGeom& g, int64_t N, int64_t C, const T* in, T* out, int64_t* idx,
+                         bool vec) {
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   ParallelFor(N * OH, N * OH * OW * C > kernels::kGrain, [&](int64_t row) {
     const int64_t n = row / OH, oh = row % OH;
@@ -157,8 +157,7 @@ void MaxPoolChannelsLast(const PoolGeom& g, int64_t N, int64_t C, const T* in, T
       int64_t c0 = 0;  // channels [0, c0) done on vectors
       if constexpr (std::is_floating_point_v<T> && sizeof(T) >= 4) {
         if (vec && h0 < h1 && w0 < w1) {
-          c0 = MaxPoolPixelVec(
-              PixelArgs<T>{x, W, C, h0, h1, g.d[1], w0, w1, g.d[2], o, oi});
+          c0 = MaxPoolPixelVec(PixelArgs<T>{x, W, C, h0, h1, g.d[1], w0, w1, g.d[2], o, oi});
         }
       }
       for (int64_t c = c0; c < C; ++c) {
@@ -204,8 +203,8 @@ std::tuple<Tensor, Tensor> MaxPool(const char* op, const Tensor& self, int64_t n
   // A channels-last input gives channels-last outputs, as torch's kernel.
   const bool cl = fast && nsp == 2 && IsChannelsLast(self);
   Tensor x = cl ? self : self.contiguous();
-  Tensor out = cl ? EmptyChannelsLast(g.out_shape, self.dtype())
-                  : Tensor::Empty(g.out_shape, self.dtype());
+  Tensor out =
+      cl ? EmptyChannelsLast(g.out_shape, self.dtype()) : Tensor::Empty(g.out_shape, self.dtype());
   Tensor idx = cl ? EmptyChannelsLast(g.out_shape, DType::kInt64)
                   : Tensor::Empty(g.out_shape, DType::kInt64);
   TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {

@@ -128,8 +128,7 @@ TB_INLINE int64_t RowBlocks(const RowArgs<T>& a, int64_t ow) {
     for (int64_t ih = a.h0; ih < a.h1; ih += a.dh) {
       const T* r = a.in + ih * W + w;
       for (int64_t j = ih == a.h0 ? 1 : 0; j < a.kw; ++j) {
-        Step<kB>(LoadLanes<T, kB, kS>(r + j, sw), lane + static_cast<Idx>(ih * W + w + j), m,
-                 best);
+        Step<kB>(LoadLanes<T, kB, kS>(r + j, sw), lane + static_cast<Idx>(ih * W + w + j), m, best);
       }
     }
     std::memcpy(a.out + ow, &m, sizeof(m));
@@ -200,11 +199,17 @@ struct Fns {
   int64_t (*pixel)(const PixelArgs<T>&);
 };
 
-#define TB_POOL_ISA(NAME, ISA, BYTES)                                                     \
-  template <typename T>                                                                   \
-  TB_TARGET(ISA) int64_t Row##NAME(const RowArgs<T>& a) { return Row<T, BYTES>(a); }      \
-  template <typename T>                                                                   \
-  TB_TARGET(ISA) int64_t Pixel##NAME(const PixelArgs<T>& a) { return Pixel<T, BYTES>(a); }
+#define TB_POOL_ISA(NAME, ISA, BYTES)          \
+  template <typename T>                        \
+  TB_TARGET(ISA)                               \
+  int64_t Row##NAME(const RowArgs<T>& a) {     \
+    return Row<T, BYTES>(a);                   \
+  }                                            \
+  template <typename T>                        \
+  TB_TARGET(ISA)                               \
+  int64_t Pixel##NAME(const PixelArgs<T>& a) { \
+    return Pixel<T, BYTES>(a);                 \
+  }
 #if TB_X86_DISPATCH
 TB_POOL_ISA(Avx2, "avx2,fma", 32)
 #endif
