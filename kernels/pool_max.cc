@@ -3,11 +3,12 @@
 // The general loop (2-d and 3-d, any layout: inputs are made contiguous) follows torch's CPU
 // kernel element for element: windows clipped to the input, a value replaces the maximum when
 // greater or NaN (the first maximum, or the last NaN, of a window wins), indices are flat
-// positions within a plane (d * H * W + h * W + w). 2-d pooling of float32 / float64 / integer
-// inputs takes fast paths with the same results: row-major planes with dilation 1 along rows
-// run interior output columns without clipping, on 16-byte vectors over output columns for
-// float32 / float64; channels-last inputs run on vectors over channels and give channels-last
-// outputs, as torch's kernel.
+// positions within a plane (d * H * W + h * W + w). 2-d pooling of all but the 16-bit float
+// types takes fast paths with the same results: row-major planes with dilation 1 along W run
+// their interior output columns without clipping, float32 / float64 ones on SSE2 / AVX2
+// vectors over output columns (kernels/pool_max_vec.cc); channels-last inputs run on vectors
+// over channels and give channels-last outputs, as torch's kernel. The backward zeroes and
+// scatters into the gradient one plane (channels-last: one image) per task.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
