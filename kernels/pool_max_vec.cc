@@ -91,6 +91,7 @@ TB_INLINE typename Vec<T, kB>::V LoadLanes(const T* x, int64_t s) {
   typename Vt::V v;
   if constexpr (kS == 1) {
     v = Load<typename Vt::V>(x);
+#if !defined(__clang__)  // __builtin_shuffle is GCC's; Clang loads lane by lane below
   } else if constexpr (kS == 2) {
     // a = x[0, kL), b = x[kL - 1, 2 kL - 1): lane l is x[2 l], in a below kL, else b's
     // element 2 l - kL + 1 (shuffle index 2 l + 1).
@@ -98,6 +99,7 @@ TB_INLINE typename Vec<T, kB>::V LoadLanes(const T* x, int64_t s) {
     typename Vt::I sel;
     for (int l = 0; l < Vt::kL; ++l) sel[l] = 2 * l < Vt::kL ? 2 * l : 2 * l + 1;
     v = __builtin_shuffle(a, b, sel);
+#endif
   } else {
     for (int l = 0; l < Vt::kL; ++l) v[l] = x[l * s];
   }
