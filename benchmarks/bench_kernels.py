@@ -59,6 +59,8 @@ M1, M2 = rand(1024, 1024), rand(1024, 1024)
 BA, BB = rand(32, 128, 64), rand(32, 64, 128)
 CX, CW = rand(8, 64, 56, 56), rand(64, 64, 3, 3) * np.float32(0.05)
 PX = rand(8, 64, 112, 112)
+QX = rand(32, 16, 32, 32)  # the convnet's pool (benchmarks/bench_compile.py)
+QG = rand(32, 16, 16, 16)
 SX = rand(1024, 4096)
 LX, LW, LB = rand(4096, 768), rand(768), rand(768)
 
@@ -116,6 +118,29 @@ def tb_maxpool():
     x = tba(PX)
     return lambda: tb.call(
         "aten::max_pool2d_with_indices", x, [3, 3], [2, 2], [1, 1], [1, 1], False
+    )
+
+
+def tb_maxpool_k2():
+    x = tba(QX)
+    return lambda: tb.call(
+        "aten::max_pool2d_with_indices", x, [2, 2], [2, 2], [0, 0], [1, 1], False
+    )
+
+
+def tb_maxpool_k2_backward():
+    x, gy = tba(QX), tba(QG)
+    idx = tb.call("aten::max_pool2d_with_indices", x, [2, 2], [2, 2], [0, 0], [1, 1], False)[1]
+    return lambda: tb.call(
+        "aten::max_pool2d_with_indices_backward",
+        gy,
+        x,
+        [2, 2],
+        [2, 2],
+        [0, 0],
+        [1, 1],
+        False,
+        idx,
     )
 
 
@@ -187,6 +212,19 @@ def torch_maxpool():
     return lambda: F.max_pool2d_with_indices(x, 3, 2, 1)
 
 
+def torch_maxpool_k2():
+    x = tt(QX)
+    return lambda: torch.ops.aten.max_pool2d_with_indices(x, [2, 2], [2, 2], [0, 0], [1, 1], False)
+
+
+def torch_maxpool_k2_backward():
+    x, gy = tt(QX), tt(QG)
+    idx = torch.ops.aten.max_pool2d_with_indices(x, [2, 2], [2, 2], [0, 0], [1, 1], False)[1]
+    return lambda: torch.ops.aten.max_pool2d_with_indices_backward(
+        gy, x, [2, 2], [2, 2], [0, 0], [1, 1], False, idx
+    )
+
+
 def torch_softmax():
     x = tt(SX)
     return lambda: torch.softmax(x, 1)
@@ -222,6 +260,13 @@ CASES = [
     ("bmm", "[32,128,64]@[32,64,128]", tb_bmm, torch_bmm),
     ("conv2d 3x3 p1", "[8,64,56,56]*[64,64,3,3]", tb_conv, torch_conv),
     ("max_pool2d k3s2p1", "[8,64,112,112]", tb_maxpool, torch_maxpool),
+    ("max_pool2d k2s2", "[32,16,32,32]", tb_maxpool_k2, torch_maxpool_k2),
+    (
+        "max_pool2d k2s2 backward",
+        "[32,16,32,32]",
+        tb_maxpool_k2_backward,
+        torch_maxpool_k2_backward,
+    ),
     ("softmax dim=1", "[1024,4096]", tb_softmax, torch_softmax),
     ("log_softmax dim=1", "[1024,4096]", tb_log_softmax, torch_log_softmax),
     ("layer_norm 768", "[4096,768]", tb_layer_norm, torch_layer_norm),

@@ -1,231 +1,27 @@
-// Pooling: aten::max_pool2d_with_indices (+ backward), max_pool3d_with_indices,
-// avg_pool2d (+ backward), avg_pool3d, _adaptive_avg_pool2d (+ backward) and
-// _adaptive_avg_pool3d (+ backward).
+// Pooling: aten::avg_pool2d (+ backward), avg_pool3d, _adaptive_avg_pool2d (+ backward) and
+// _adaptive_avg_pool3d (+ backward). Max pooling is in kernels/pool_max.cc.
 //
 // float32 average pooling without ceil_mode / divisor_override runs on oneDNN's pooling
 // primitives (forward and backward). Everything else runs on loops, one implementation for
 // 2-d and 3-d pooling (a 2-d input is a 3-d one of depth 1), over (batch * channel) planes in
-// parallel, following torch's CPU kernels element for element (window clipping, NaN
-// propagation in max, the index of the first maximum, division order) so that results agree
-// bit for bit where possible. Indices are flat positions within a plane (d * H * W + h * W +
-// w), as torch's.
+// parallel, following torch's CPU kernels element for element (window clipping, division
+// order) so that results agree bit for bit where possible.
 #include <algorithm>
-#include <array>
-#include <cmath>
-#include <limits>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
-#include "kernels/loops_internal.h"
 #include "kernels/onednn_internal.h"
+#include "kernels/pool_internal.h"
 
 namespace tb {
 namespace {
 
 using kernels::Convert;
 using kernels::opmath_t;
-
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
-
-using Arr3 = std::array<int64_t, 3>;
-
-// A pooling call in 3-d terms.
-struct PoolGeom {
-  int64_t planes = 0;  // batch * channels
-  Arr3 in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, p{0, 0, 0}, d{1, 1, 1};
-  Dims out_shape;  // the call's output shape
-  int64_t isz() const { return in[0] * in[1] * in[2]; }
-  int64_t osz() const { return out[0] * out[1] * out[2]; }
-};
-
-// A list argument of a pooling op: one value for every spatial dim, or one per dim.
-Arr3 Param(const char* op, const char* name, const std::vector<int64_t>& v, int64_t nsp,
-           int64_t fill, std::optional<Arr3> if_empty = std::nullopt) {
-  Arr3 r{fill, fill, fill};
-  if (v.empty() && if_empty) return *if_empty;
-  TB_CHECK(v.size() == 1 || static_cast<int64_t>(v.size()) == nsp, ValueError)
-      << op << ": " << name << " must be a single int or a tuple of " << nsp << " ints";
-  for (int64_t i = 0; i < nsp; ++i) r[3 - nsp + i] = v.size() == 1 ? v[0] : v[i];
-  return r;
-}
-
-// torch's pooling_output_shape.
-int64_t PooledSize(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil) {
-  const int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0);
-  // floor division (num may be negative)
-  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
-  if (ceil && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
-// Checks the input of a pooling op with `nsp` spatial dims and fills the sizes in `g`.
-void InputGeom(const char* op, const Tensor& self, int64_t nsp, PoolGeom* g) {
-  const int64_t nd = self.ndim();
-  TB_CHECK(nd == nsp + 1 || nd == nsp + 2, ValueError)
-      << op << ": expected a " << nsp + 1 << "-D or " << nsp + 2 << "-D (batched) input, got shape "
-      << ShapeString(self.shape());
-  for (int64_t i = 1; i < nd; ++i) {
-    TB_CHECK(self.size(i) > 0, ValueError)
-        << op << ": expected input with non-zero sizes except the batch dim, got "
-        << ShapeString(self.shape());
-  }
-  g->planes = 1;
-  for (int64_t i = 0; i < nd - nsp; ++i) g->planes *= self.size(i);
-  for (int64_t i = 0; i < nsp; ++i) g->in[3 - nsp + i] = self.size(nd - nsp + i);
-  g->out_shape = Dims(self.shape());
-}
-
-PoolGeom WindowGeom(const char* op, const Tensor& self, int64_t nsp,
-                    const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
-                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-                    bool ceil_mode) {
-  PoolGeom g;
-  InputGeom(op, self, nsp, &g);
-  TB_CHECK(!kernel_size.empty(), ValueError) << op << ": kernel_size must not be empty";
-  g.k = Param(op, "kernel_size", kernel_size, nsp, 1);
-  g.s = Param(op, "stride", stride, nsp, 1, g.k);
-  g.p = Param(op, "padding", padding, nsp, 0);
-  g.d = Param(op, "dilation", dilation, nsp, 1);
-  const int64_t nd = self.ndim();
-  for (int i = 3 - nsp; i < 3; ++i) {
-    TB_CHECK(g.k[i] > 0, ValueError) << op << ": kernel_size must be greater than zero";
-    TB_CHECK(g.s[i] > 0, ValueError) << op << ": stride must be greater than zero";
-    TB_CHECK(g.d[i] > 0, ValueError) << op << ": dilation must be greater than zero";
-    TB_CHECK(g.p[i] >= 0 && g.p[i] <= g.k[i] / 2, ValueError)
-        << op << ": pad should be at most half of kernel size, got padding " << g.p[i]
-        << " for kernel size " << g.k[i];
-    g.out[i] = PooledSize(g.in[i], g.k[i], g.p[i], g.s[i], g.d[i], ceil_mode);
-    TB_CHECK(g.out[i] > 0, ValueError)
-        << op << ": output size is too small for input of shape " << ShapeString(self.shape());
-    g.out_shape[nd - 3 + i] = g.out[i];
-  }
-  return g;
-}
-
-// ---- max ----------------------------------------------------------------------------------
-
-std::tuple<Tensor, Tensor> MaxPool(const char* op, const Tensor& self, int64_t nsp,
-                                   const std::vector<int64_t>& kernel_size,
-                                   const std::vector<int64_t>& stride,
-                                   const std::vector<int64_t>& padding,
-                                   const std::vector<int64_t>& dilation, bool ceil_mode) {
-  PoolGeom g = WindowGeom(op, self, nsp, kernel_size, stride, padding, dilation, ceil_mode);
-  Tensor x = self.contiguous();
-  Tensor out = Tensor::Empty(g.out_shape, self.dtype());
-  Tensor idx = Tensor::Empty(g.out_shape, DType::kInt64);
-  TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
-    using T = scalar_t;
-    using Acc = opmath_t<T>;
-    const T* px = x.data_as<const T>();
-    T* po = static_cast<T*>(out.mutable_data());
-    int64_t* pi = static_cast<int64_t*>(idx.mutable_data());
-    const int64_t isz = g.isz(), osz = g.osz();
-    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
-      const T* in = px + plane * isz;
-      int64_t o = plane * osz;
-      for (int64_t od = 0; od < g.out[0]; ++od) {
-        int64_t d0 = od * g.s[0] - g.p[0];
-        const int64_t d1 = std::min(d0 + (g.k[0] - 1) * g.d[0] + 1, g.in[0]);
-        while (d0 < 0) d0 += g.d[0];
-        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-          int64_t h0 = oh * g.s[1] - g.p[1];
-          const int64_t h1 = std::min(h0 + (g.k[1] - 1) * g.d[1] + 1, g.in[1]);
-          while (h0 < 0) h0 += g.d[1];
-          for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
-            int64_t w0 = ow * g.s[2] - g.p[2];
-            const int64_t w1 = std::min(w0 + (g.k[2] - 1) * g.d[2] + 1, g.in[2]);
-            while (w0 < 0) w0 += g.d[2];
-            int64_t best = (d0 * g.in[1] + h0) * g.in[2] + w0;
-            Acc m = std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
-                                                           : std::numeric_limits<Acc>::lowest();
-            for (int64_t id = d0; id < d1; id += g.d[0]) {
-              for (int64_t ih = h0; ih < h1; ih += g.d[1]) {
-                for (int64_t iw = w0; iw < w1; iw += g.d[2]) {
-                  const int64_t i = (id * g.in[1] + ih) * g.in[2] + iw;
-                  const Acc v = Convert<Acc>(in[i]);
-                  bool nan = false;
-                  if constexpr (std::is_floating_point_v<Acc>) nan = std::isnan(v);
-                  if (v > m || nan) {
-                    m = v;
-                    best = i;
-                  }
-                }
-              }
-            }
-            po[o] = Convert<T>(m);
-            pi[o] = best;
-          }
-        }
-      }
-    });
-  });
-  return {out, idx};
-}
-
-std::tuple<Tensor, Tensor> MaxPool2d(const Tensor& self, const std::vector<int64_t>& kernel_size,
-                                     const std::vector<int64_t>& stride,
-                                     const std::vector<int64_t>& padding,
-                                     const std::vector<int64_t>& dilation, bool ceil_mode) {
-  return MaxPool("aten::max_pool2d_with_indices", self, 2, kernel_size, stride, padding, dilation,
-                 ceil_mode);
-}
-
-std::tuple<Tensor, Tensor> MaxPool3d(const Tensor& self, const std::vector<int64_t>& kernel_size,
-                                     const std::vector<int64_t>& stride,
-                                     const std::vector<int64_t>& padding,
-                                     const std::vector<int64_t>& dilation, bool ceil_mode) {
-  return MaxPool("aten::max_pool3d_with_indices", self, 3, kernel_size, stride, padding, dilation,
-                 ceil_mode);
-}
-
-Tensor MaxPoolBackward(const char* op, const Tensor& grad_output, const Tensor& self, int64_t nsp,
-                       const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
-                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-                       bool ceil_mode, const Tensor& indices) {
-  PoolGeom g = WindowGeom(op, self, nsp, kernel_size, stride, padding, dilation, ceil_mode);
-  TB_CHECK(grad_output.shape() == g.out_shape.ref() && indices.shape() == g.out_shape.ref(),
-           ValueError)
-      << op << ": expected grad_output and indices of shape " << ShapeString(g.out_shape)
-      << ", got " << ShapeString(grad_output.shape()) << " and " << ShapeString(indices.shape());
-  TB_CHECK(indices.dtype() == DType::kInt64, TypeError) << op << ": indices must be int64";
-  TB_CHECK(grad_output.dtype() == self.dtype(), TypeError)
-      << op << ": grad_output and self must have the same dtype";
-  Tensor go = grad_output.contiguous(), ind = indices.contiguous();
-  Tensor gi = Tensor::Zeros(self.shape(), self.dtype());
-  TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
-    using T = scalar_t;
-    const T* pg = go.data_as<const T>();
-    const int64_t* pi = ind.data_as<const int64_t>();
-    T* px = static_cast<T*>(gi.mutable_data());
-    const int64_t isz = g.isz(), osz = g.osz();
-    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
-      T* gin = px + plane * isz;
-      for (int64_t o = plane * osz; o < (plane + 1) * osz; ++o) {
-        const int64_t i = pi[o];
-        if (i < 0 || i >= isz) continue;  // not an index this op produced
-        gin[i] = Convert<T>(Convert<opmath_t<T>>(gin[i]) + Convert<opmath_t<T>>(pg[o]));
-      }
-    });
-  });
-  return gi;
-}
-
-Tensor MaxPool2dBackward(const Tensor& grad_output, const Tensor& self,
-                         const std::vector<int64_t>& kernel_size,
-                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                         const std::vector<int64_t>& dilation, bool ceil_mode,
-                         const Tensor& indices) {
-  return MaxPoolBackward("aten::max_pool2d_with_indices_backward", grad_output, self, 2,
-                         kernel_size, stride, padding, dilation, ceil_mode, indices);
-}
+using namespace kernels::pool;  // NOLINT(build/namespaces): PoolGeom and its helpers
 
 // ---- average ------------------------------------------------------------------------------
 
@@ -557,10 +353,6 @@ Tensor AdaptiveAvgPool3dBackward(const Tensor& grad_output, const Tensor& self) 
 
 TB_REGISTER_KERNELS(pool) {
   const auto cpu = DeviceType::kCPU;
-  table.RegisterKernel("aten::max_pool2d_with_indices", cpu, Boxed<&MaxPool2d>(), TB_HERE);
-  table.RegisterKernel("aten::max_pool2d_with_indices_backward", cpu, Boxed<&MaxPool2dBackward>(),
-                       TB_HERE);
-  table.RegisterKernel("aten::max_pool3d_with_indices", cpu, Boxed<&MaxPool3d>(), TB_HERE);
   table.RegisterKernel("aten::avg_pool2d", cpu, Boxed<&AvgPool2d>(), TB_HERE);
   table.RegisterKernel("aten::avg_pool2d_backward", cpu, Boxed<&AvgPool2dBackward>(), TB_HERE);
   table.RegisterKernel("aten::avg_pool3d", cpu, Boxed<&AvgPool3d>(), TB_HERE);
