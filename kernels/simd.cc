@@ -39,6 +39,7 @@ struct VecOf;
   struct VecOf<T, B> {                                          \
     typedef T type __attribute__((vector_size(B), aligned(B))); \
   }
+TB_VEC(float, 8);
 TB_VEC(float, 16);
 TB_VEC(float, 32);
 TB_VEC(float, 64);
@@ -133,6 +134,91 @@ TB_INLINE void ScaleShiftT(const float* x, float* y, int64_t n, float scale, flo
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
 }
 
+// ---- batch norm and ReLU-gradient rows -----------------------------------------------------
+
+// f(v, k) over x[r, r + kLanes) as kLanes double lanes held in NA registers of W doubles:
+// v[a] holds the elements r + a * W.. converted to double (float loads half a register).
+template <int kBytes, typename T>
+struct DLanes {
+  using VD = typename VecOf<double, kBytes>::type;
+  static constexpr int W = kBytes / 8, NA = kLanes / W;
+  static TB_INLINE VD At(const T* p) {
+    if constexpr (sizeof(T) == 8) {
+      return Load<VD>(p);
+    } else {
+      using VH = typename VecOf<float, kBytes / 2>::type;
+      return __builtin_convertvector(Load<VH>(p), VD);
+    }
+  }
+};
+
+// Sums in double of f(x[i]) and g(x[i], y[i]) (y may be x) over [0, n): kLanes lanes each
+// (lane k: the elements i = k mod kLanes of the whole blocks), summed in order, then the
+// tail added to lanes 0.. and the lanes merged pairwise; every width adds in the same order.
+template <int kBytes, typename T, typename F, typename G>
+TB_INLINE void DoubleSums2(const T* x, const T* y, int64_t n, const F& f, const G& g, double* sf,
+                           double* sg) {
+  using L = DLanes<kBytes, T>;
+  using VD = typename L::VD;
+  VD a[L::NA], b[L::NA];
+  for (int k = 0; k < L::NA; ++k) a[k] = b[k] = VD{};
+  const int64_t whole = n / kLanes * kLanes;
+  for (int64_t r = 0; r < whole; r += kLanes) {
+#pragma GCC unroll 16
+    for (int k = 0; k < L::NA; ++k) {
+      const VD xv = L::At(x + r + k * L::W), yv = L::At(y + r + k * L::W);
+      a[k] += f(xv);
+      b[k] += g(xv, yv);
+    }
+  }
+  double la[kLanes], lb[kLanes];
+  for (int k = 0; k < kLanes; ++k) {
+    la[k] = a[k / L::W][k % L::W];
+    lb[k] = b[k / L::W][k % L::W];
+  }
+  for (int64_t k = 0; whole + k < n; ++k) {
+    const double xv = static_cast<double>(x[whole + k]), yv = static_cast<double>(y[whole + k]);
+    la[k] += f(xv);
+    lb[k] += g(xv, yv);
+  }
+  for (int w = kLanes / 2; w > 0; w /= 2) {
+    for (int k = 0; k < w; ++k) {
+      la[k] += la[k + w];
+      lb[k] += lb[k + w];
+    }
+  }
+  *sf = la[0];
+  *sg = lb[0];
+}
+
+template <int kBytes, typename T>
+TB_INLINE void MomentsT(const T* x, int64_t n, double m, double* sum, double* sqdev) {
+  DoubleSums2<kBytes>(
+      x, x, n, [](auto v) { return v; },
+      [m](auto v, auto) { return (v - m) * (v - m); }, sum, sqdev);
+}
+
+template <int kBytes, typename T>
+TB_INLINE void SumDotT(const T* x, const T* dy, int64_t n, double m, double* sum, double* dot) {
+  DoubleSums2<kBytes>(
+      dy, x, n, [](auto g) { return g; }, [m](auto g, auto v) { return g * (v - m); }, sum, dot);
+}
+
+template <int kBytes, typename T>
+TB_INLINE void ScaleShiftAnyT(const T* x, T* y, int64_t n, T scale, T shift) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
+}
+
+template <int kBytes, typename T>
+TB_INLINE void BnBackwardT(const T* x, const T* dy, T* dx, int64_t n, T mean, T gm, T proj, T k) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = (dy[i] - gm - (x[i] - mean) * proj) * k;
+}
+
+template <int kBytes, typename T>
+TB_INLINE void ThresholdBackwardT(const T* g, const T* x, T* out, int64_t n, T th) {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] <= th ? T(0) : g[i];
+}
+
 // NAME##_512 / _256 / _128: the body `BODY<bytes>(args...)` compiled per ISA.
 #define TB_ISA_VERSIONS(RET, NAME, BODY, PARAMS, ARGS)                          \
   TB_TARGET("avx512f,avx2,fma") RET NAME##_512 PARAMS { return BODY<64> ARGS; } \
@@ -174,6 +260,33 @@ TB_ISA_VERSIONS(void, LayerNorm, LayerNormRowT,
 TB_ISA_VERSIONS(void, ScaleShift, ScaleShiftT,
                 (const float* x, float* y, int64_t n, float scale, float shift),
                 (x, y, n, scale, shift))
+TB_ISA_VERSIONS(void, MomentsF32, MomentsT,
+                (const float* x, int64_t n, double m, double* s, double* q), (x, n, m, s, q))
+TB_ISA_VERSIONS(void, MomentsF64, MomentsT,
+                (const double* x, int64_t n, double m, double* s, double* q), (x, n, m, s, q))
+TB_ISA_VERSIONS(void, SumDotF32, SumDotT,
+                (const float* x, const float* dy, int64_t n, double m, double* s, double* d),
+                (x, dy, n, m, s, d))
+TB_ISA_VERSIONS(void, SumDotF64, SumDotT,
+                (const double* x, const double* dy, int64_t n, double m, double* s, double* d),
+                (x, dy, n, m, s, d))
+TB_ISA_VERSIONS(void, ScaleShiftF64, ScaleShiftAnyT,
+                (const double* x, double* y, int64_t n, double scale, double shift),
+                (x, y, n, scale, shift))
+TB_ISA_VERSIONS(void, BnBackwardF32, BnBackwardT,
+                (const float* x, const float* dy, float* dx, int64_t n, float mean, float gm,
+                 float proj, float k),
+                (x, dy, dx, n, mean, gm, proj, k))
+TB_ISA_VERSIONS(void, BnBackwardF64, BnBackwardT,
+                (const double* x, const double* dy, double* dx, int64_t n, double mean, double gm,
+                 double proj, double k),
+                (x, dy, dx, n, mean, gm, proj, k))
+TB_ISA_VERSIONS(void, ThresholdBackwardF32, ThresholdBackwardT,
+                (const float* g, const float* x, float* out, int64_t n, float th),
+                (g, x, out, n, th))
+TB_ISA_VERSIONS(void, ThresholdBackwardF64, ThresholdBackwardT,
+                (const double* g, const double* x, double* out, int64_t n, double th),
+                (g, x, out, n, th))
 #undef TB_ISA_VERSIONS
 
 }  // namespace
@@ -198,5 +311,43 @@ void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift
   static const ScaleShift_fn f = ScaleShift_pick();
   f(x, y, n, scale, shift);
 }
+
+// The picked version of a TB_ISA_VERSIONS function, called with `args`.
+#define TB_CALL_PICKED(NAME, ...)                  \
+  do {                                             \
+    static const NAME##_fn f_ = NAME##_pick();     \
+    f_(__VA_ARGS__);                               \
+  } while (0)
+
+void Moments(const float* x, int64_t n, double m, double* sum, double* sqdev) {
+  TB_CALL_PICKED(MomentsF32, x, n, m, sum, sqdev);
+}
+void Moments(const double* x, int64_t n, double m, double* sum, double* sqdev) {
+  TB_CALL_PICKED(MomentsF64, x, n, m, sum, sqdev);
+}
+void SumDot(const float* x, const float* dy, int64_t n, double m, double* sum, double* dot) {
+  TB_CALL_PICKED(SumDotF32, x, dy, n, m, sum, dot);
+}
+void SumDot(const double* x, const double* dy, int64_t n, double m, double* sum, double* dot) {
+  TB_CALL_PICKED(SumDotF64, x, dy, n, m, sum, dot);
+}
+void ScaleShiftRow(const double* x, double* y, int64_t n, double scale, double shift) {
+  TB_CALL_PICKED(ScaleShiftF64, x, y, n, scale, shift);
+}
+void BatchNormBackwardRow(const float* x, const float* dy, float* dx, int64_t n, float mean,
+                          float gm, float proj, float k) {
+  TB_CALL_PICKED(BnBackwardF32, x, dy, dx, n, mean, gm, proj, k);
+}
+void BatchNormBackwardRow(const double* x, const double* dy, double* dx, int64_t n, double mean,
+                          double gm, double proj, double k) {
+  TB_CALL_PICKED(BnBackwardF64, x, dy, dx, n, mean, gm, proj, k);
+}
+void ThresholdBackwardRow(const float* g, const float* x, float* out, int64_t n, float th) {
+  TB_CALL_PICKED(ThresholdBackwardF32, g, x, out, n, th);
+}
+void ThresholdBackwardRow(const double* g, const double* x, double* out, int64_t n, double th) {
+  TB_CALL_PICKED(ThresholdBackwardF64, g, x, out, n, th);
+}
+#undef TB_CALL_PICKED
 
 }  // namespace tb::kernels::simd
