@@ -3,9 +3,9 @@
 // gelu_backward, silu_backward, mish_backward, log_sigmoid_backward, glu_backward.
 //
 // threshold_backward on contiguous same-shape float32 / float64 operands runs on a row loop of
-// kernels/simd.cc. Large contiguous float32 / bfloat16 gradients of gelu, silu, hardswish, mish, elu and
-// leaky_relu run on oneDNN's eltwise backward primitives; everything else is an element loop
-// over (grad_output, self) in the opmath type with torch's formula, operands broadcast and
+// kernels/simd.cc. Large contiguous float32 / bfloat16 gradients of gelu, silu, hardswish, mish,
+// elu and leaky_relu run on oneDNN's eltwise backward primitives; everything else is an element
+// loop over (grad_output, self) in the opmath type with torch's formula, operands broadcast and
 // promoted as torch's TensorIterator does.
 #include <algorithm>
 #include <cmath>
@@ -23,7 +23,8 @@ using dnnl::algorithm;
 using kernels::MapBinary;
 using kernels::OneDnnEltwiseBackward;
 
-// out = self <= th ? 0 : grad over contiguous same-shape float32 / float64 operands, in
+// out = self <= th ? 0 : grad over contiguous same-shape float32 / float64 operands (th
+// already in their type), in
 // chunks across threads. False when the operands are not such.
 bool ThresholdBackwardContiguous(const Tensor& grad, const Tensor& self, double th, Tensor* out) {
   const DType dt = self.dtype();
@@ -44,11 +45,8 @@ bool ThresholdBackwardContiguous(const Tensor& grad, const Tensor& self, double 
     }
   };
   if (dt == DType::kFloat32) {
-    // x <= th exactly when x <= the largest float not above th.
-    float t = static_cast<float>(th);
-    if (static_cast<double>(t) > th) t = std::nextafter(t, -INFINITY);
     run(grad.data_as<const float>(), self.data_as<const float>(),
-        static_cast<float*>(out->mutable_data()), t);
+        static_cast<float*>(out->mutable_data()), static_cast<float>(th));
   } else {
     run(grad.data_as<const double>(), self.data_as<const double>(),
         static_cast<double*>(out->mutable_data()), th);
@@ -56,8 +54,20 @@ bool ThresholdBackwardContiguous(const Tensor& grad, const Tensor& self, double 
   return true;
 }
 
+// torch compares with the threshold converted to the operands' type (float32: rounded to
+// nearest): th as that value, for the floating types.
+double ThresholdIn(DType dt, double th) {
+  switch (dt) {
+    case DType::kFloat32: return static_cast<double>(static_cast<float>(th));
+    case DType::kFloat16: return kernels::Convert<double>(kernels::Convert<kernels::Half>(th));
+    case DType::kBFloat16: return kernels::Convert<double>(kernels::Convert<kernels::BFloat16>(th));
+    default: return th;
+  }
+}
+
 Tensor ThresholdBackward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {
-  const double th = threshold.to_double();
+  const double th =
+      ThresholdIn(PromoteTypes(grad_output.dtype(), self.dtype()), threshold.to_double());
   Tensor fast;
   if (ThresholdBackwardContiguous(grad_output, self, th, &fast)) return fast;
   return MapBinary<true>("aten::threshold_backward", grad_output, self, [th](auto g, auto x) {

@@ -19,12 +19,13 @@ namespace {
 
 inline constexpr int64_t kPlaneMin = 16;  // plane size from which a channel runs plane by plane
 
-// Sum and sum of squares about the mean of one channel's n planes: one pass about the
-// channel's first element, and a second one about the mean when that shift lies far from it.
+// Mean and biased variance of one channel's n planes: one pass about the channel's first
+// element, and a second one about the mean when that shift lies far from it. (A pass about m
+// gives sum (x - m)^2 = sum (x - mean)^2 + cnt * (mean - m)^2, with m in T.)
 template <typename T>
 void PlaneMoments(const T* px, const BnDims& sh, int64_t c, double* mean, double* var) {
   const double cnt = static_cast<double>(sh.n * sh.s);
-  auto pass = [&](double m, double* sum, double* sq) {
+  auto pass = [&](T m, double* sum, double* sq) {
     *sum = 0;
     *sq = 0;
     for (int64_t ni = 0; ni < sh.n; ++ni) {
@@ -34,14 +35,17 @@ void PlaneMoments(const T* px, const BnDims& sh, int64_t c, double* mean, double
       *sq += b;
     }
   };
-  const double x0 = static_cast<double>(px[c * sh.s]);
+  const T x0 = px[c * sh.s];
   double sum, sq;
   pass(x0, &sum, &sq);
-  const double mu = sum / cnt, d = mu - x0;
+  const double mu = sum / cnt;
+  double d = mu - static_cast<double>(x0);
   double v = sq / cnt - d * d;
   if (!(d * d <= 16 * v)) {  // also NaN / inf
-    pass(mu, &sum, &sq);
-    v = sq / cnt;
+    const T m = static_cast<T>(mu);
+    pass(m, &sum, &sq);
+    d = mu - static_cast<double>(m);
+    v = sq / cnt - d * d;
   }
   *mean = mu;
   *var = std::max(v, 0.0);
@@ -51,9 +55,8 @@ void PlaneMoments(const T* px, const BnDims& sh, int64_t c, double* mean, double
 template <typename F>
 std::vector<Vec> RowSums(const BnDims& sh, int ncols, bool parallel, F&& f) {
   const int64_t width = sh.c * sh.s;
-  return ColumnSums(sh.n, width, ncols, parallel, [&](int64_t r, std::vector<Vec>& acc) {
-    f(r * width, acc);
-  });
+  return ColumnSums(sh.n, width, ncols, parallel,
+                    [&](int64_t r, std::vector<Vec>& acc) { f(r * width, acc); });
 }
 
 // Channel totals of per-position sums.
@@ -132,20 +135,22 @@ void Backward(const T* px, const T* pg, T* pd, const BnDims& sh, const Vec& w, c
   };
   if (sh.s >= kPlaneMin) {
     ParallelFor(sh.c, parallel && sh.c > 1, [&](int64_t c) {
+      // sum dy * (x - mean) = sum dy * (x - m) - (mean - m) * sum dy, m: the mean in T.
+      const T mt = static_cast<T>(mean[c]);
       double s = 0, d = 0;
       for (int64_t ni = 0; ni < sh.n; ++ni) {
         const int64_t off = (ni * sh.c + c) * sh.s;
         double a, b;
-        simd::SumDot(px + off, pg + off, sh.s, mean[c], &a, &b);
+        simd::SumDot(px + off, pg + off, sh.s, mt, &a, &b);
         s += a;
         d += b;
       }
       (*sum_dy)[c] = s;
-      (*dotp)[c] = d;
+      (*dotp)[c] = d - (mean[c] - static_cast<double>(mt)) * s;
       if (!pd) return;
       T gm, proj, k;
       coefs(c, &gm, &proj, &k);
-      const T m = static_cast<T>(mean[c]);
+      const T m = mt;
       for (int64_t ni = 0; ni < sh.n; ++ni) {
         const int64_t off = (ni * sh.c + c) * sh.s;
         if (train) {
@@ -213,8 +218,8 @@ bool BatchNormTrainFast(const Tensor& x, const BnDims& sh, const Vec& w, const V
     TrainForward(x.data_as<const float>(), static_cast<float*>(out.mutable_data()), sh, w, b, eps,
                  parallel, mean, var);
   } else {
-    TrainForward(x.data_as<const double>(), static_cast<double*>(out.mutable_data()), sh, w, b,
-                 eps, parallel, mean, var);
+    TrainForward(x.data_as<const double>(), static_cast<double*>(out.mutable_data()), sh, w, b, eps,
+                 parallel, mean, var);
   }
   return true;
 }

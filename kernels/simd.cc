@@ -136,50 +136,61 @@ TB_INLINE void ScaleShiftT(const float* x, float* y, int64_t n, float scale, flo
 
 // ---- batch norm and ReLU-gradient rows -----------------------------------------------------
 
-// f(v, k) over x[r, r + kLanes) as kLanes double lanes held in NA registers of W doubles:
-// v[a] holds the elements r + a * W.. converted to double (float loads half a register).
-template <int kBytes, typename T>
-struct DLanes {
-  using VD = typename VecOf<double, kBytes>::type;
-  static constexpr int W = kBytes / 8, NA = kLanes / W;
-  static TB_INLINE VD At(const T* p) {
-    if constexpr (sizeof(T) == 8) {
-      return Load<VD>(p);
-    } else {
-      using VH = typename VecOf<float, kBytes / 2>::type;
-      return __builtin_convertvector(Load<VH>(p), VD);
-    }
-  }
-};
-
-// Sums in double of f(x[i]) and g(x[i], y[i]) (y may be x) over [0, n): kLanes lanes each
-// (lane k: the elements i = k mod kLanes of the whole blocks), summed in order, then the
-// tail added to lanes 0.. and the lanes merged pairwise; every width adds in the same order.
+// Sums in double of f(x[i]) and g(x[i], y[i]) (y may be x; f and g in T) over [0, n), in
+// kLanes lanes each (lane k: the elements i = k mod kLanes of the whole blocks of kLanes).
+// float32 lanes add kJoin elements in float, then that partial into the lane's double; double
+// lanes add in order. The tail (n mod kLanes elements) goes to lanes 0.., and the lanes are
+// merged pairwise. Every width adds the same numbers in the same order.
 template <int kBytes, typename T, typename F, typename G>
 TB_INLINE void DoubleSums2(const T* x, const T* y, int64_t n, const F& f, const G& g, double* sf,
                            double* sg) {
-  using L = DLanes<kBytes, T>;
-  using VD = typename L::VD;
-  VD a[L::NA], b[L::NA];
-  for (int k = 0; k < L::NA; ++k) a[k] = b[k] = VD{};
+  using VT = typename VecOf<T, kBytes>::type;
+  using VD = typename VecOf<double, kBytes>::type;
+  constexpr int WT = kBytes / static_cast<int>(sizeof(T)), NT = kLanes / WT;
+  constexpr int WD = kBytes / 8, ND = kLanes / WD;
+  constexpr int64_t kJoin = sizeof(T) == 4 ? 8 : 1;
+  VD a[ND], b[ND];
+  for (int k = 0; k < ND; ++k) a[k] = b[k] = VD{};
   const int64_t whole = n / kLanes * kLanes;
-  for (int64_t r = 0; r < whole; r += kLanes) {
+  for (int64_t r = 0; r < whole;) {
+    const int64_t end = std::min(whole, r + kJoin * kLanes);
+    VT pa[NT], pb[NT];
+    for (int k = 0; k < NT; ++k) pa[k] = pb[k] = VT{};
+    for (; r < end; r += kLanes) {
 #pragma GCC unroll 16
-    for (int k = 0; k < L::NA; ++k) {
-      const VD xv = L::At(x + r + k * L::W), yv = L::At(y + r + k * L::W);
-      a[k] += f(xv);
-      b[k] += g(xv, yv);
+      for (int k = 0; k < NT; ++k) {
+        const VT xv = Load<VT>(x + r + k * WT), yv = Load<VT>(y + r + k * WT);
+        pa[k] += f(xv);
+        pb[k] += g(xv, yv);
+      }
+    }
+    if constexpr (sizeof(T) == 8) {
+      for (int k = 0; k < ND; ++k) {
+        a[k] += pa[k];
+        b[k] += pb[k];
+      }
+    } else {
+      // Register k of float lanes k * WT.. holds double registers 2k and 2k + 1.
+      using VH = typename VecOf<float, kBytes / 2>::type;
+#pragma GCC unroll 16
+      for (int k = 0; k < NT; ++k) {
+        const char* ca = reinterpret_cast<const char*>(&pa[k]);
+        const char* cb = reinterpret_cast<const char*>(&pb[k]);
+        a[2 * k] += __builtin_convertvector(Load<VH>(ca), VD);
+        a[2 * k + 1] += __builtin_convertvector(Load<VH>(ca + kBytes / 2), VD);
+        b[2 * k] += __builtin_convertvector(Load<VH>(cb), VD);
+        b[2 * k + 1] += __builtin_convertvector(Load<VH>(cb + kBytes / 2), VD);
+      }
     }
   }
   double la[kLanes], lb[kLanes];
   for (int k = 0; k < kLanes; ++k) {
-    la[k] = a[k / L::W][k % L::W];
-    lb[k] = b[k / L::W][k % L::W];
+    la[k] = a[k / WD][k % WD];
+    lb[k] = b[k / WD][k % WD];
   }
   for (int64_t k = 0; whole + k < n; ++k) {
-    const double xv = static_cast<double>(x[whole + k]), yv = static_cast<double>(y[whole + k]);
-    la[k] += f(xv);
-    lb[k] += g(xv, yv);
+    la[k] += static_cast<double>(f(x[whole + k]));
+    lb[k] += static_cast<double>(g(x[whole + k], y[whole + k]));
   }
   for (int w = kLanes / 2; w > 0; w /= 2) {
     for (int k = 0; k < w; ++k) {
@@ -192,14 +203,14 @@ TB_INLINE void DoubleSums2(const T* x, const T* y, int64_t n, const F& f, const 
 }
 
 template <int kBytes, typename T>
-TB_INLINE void MomentsT(const T* x, int64_t n, double m, double* sum, double* sqdev) {
+TB_INLINE void MomentsT(const T* x, int64_t n, T m, double* sum, double* sqdev) {
   DoubleSums2<kBytes>(
-      x, x, n, [](auto v) { return v; },
-      [m](auto v, auto) { return (v - m) * (v - m); }, sum, sqdev);
+      x, x, n, [](auto v) { return v; }, [m](auto v, auto) { return (v - m) * (v - m); }, sum,
+      sqdev);
 }
 
 template <int kBytes, typename T>
-TB_INLINE void SumDotT(const T* x, const T* dy, int64_t n, double m, double* sum, double* dot) {
+TB_INLINE void SumDotT(const T* x, const T* dy, int64_t n, T m, double* sum, double* dot) {
   DoubleSums2<kBytes>(
       dy, x, n, [](auto g) { return g; }, [m](auto g, auto v) { return g * (v - m); }, sum, dot);
 }
@@ -261,11 +272,11 @@ TB_ISA_VERSIONS(void, ScaleShift, ScaleShiftT,
                 (const float* x, float* y, int64_t n, float scale, float shift),
                 (x, y, n, scale, shift))
 TB_ISA_VERSIONS(void, MomentsF32, MomentsT,
-                (const float* x, int64_t n, double m, double* s, double* q), (x, n, m, s, q))
+                (const float* x, int64_t n, float m, double* s, double* q), (x, n, m, s, q))
 TB_ISA_VERSIONS(void, MomentsF64, MomentsT,
                 (const double* x, int64_t n, double m, double* s, double* q), (x, n, m, s, q))
 TB_ISA_VERSIONS(void, SumDotF32, SumDotT,
-                (const float* x, const float* dy, int64_t n, double m, double* s, double* d),
+                (const float* x, const float* dy, int64_t n, float m, double* s, double* d),
                 (x, dy, n, m, s, d))
 TB_ISA_VERSIONS(void, SumDotF64, SumDotT,
                 (const double* x, const double* dy, int64_t n, double m, double* s, double* d),
@@ -313,19 +324,19 @@ void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift
 }
 
 // The picked version of a TB_ISA_VERSIONS function, called with `args`.
-#define TB_CALL_PICKED(NAME, ...)                  \
-  do {                                             \
-    static const NAME##_fn f_ = NAME##_pick();     \
-    f_(__VA_ARGS__);                               \
+#define TB_CALL_PICKED(NAME, ...)              \
+  do {                                         \
+    static const NAME##_fn f_ = NAME##_pick(); \
+    f_(__VA_ARGS__);                           \
   } while (0)
 
-void Moments(const float* x, int64_t n, double m, double* sum, double* sqdev) {
+void Moments(const float* x, int64_t n, float m, double* sum, double* sqdev) {
   TB_CALL_PICKED(MomentsF32, x, n, m, sum, sqdev);
 }
 void Moments(const double* x, int64_t n, double m, double* sum, double* sqdev) {
   TB_CALL_PICKED(MomentsF64, x, n, m, sum, sqdev);
 }
-void SumDot(const float* x, const float* dy, int64_t n, double m, double* sum, double* dot) {
+void SumDot(const float* x, const float* dy, int64_t n, float m, double* sum, double* dot) {
   TB_CALL_PICKED(SumDotF32, x, dy, n, m, sum, dot);
 }
 void SumDot(const double* x, const double* dy, int64_t n, double m, double* sum, double* dot) {

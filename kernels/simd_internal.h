@@ -29,12 +29,12 @@ void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift
 
 void ScaleShiftRow(const double* x, double* y, int64_t n, double scale, double shift);
 
-// Batch norm statistics of a row, accumulated in double in kLanes lanes (as SumRow, without
-// the pairwise leaves): *sum = sum of x, *sqdev = sum of (x - m)^2.
-void Moments(const float* x, int64_t n, double m, double* sum, double* sqdev);
+// Batch norm statistics of a row in double, in kLanes lanes (float32 lanes add 8 elements in
+// float before each step in double): *sum = sum of x, *sqdev = sum of (x - m)^2 (in x's type).
+void Moments(const float* x, int64_t n, float m, double* sum, double* sqdev);
 void Moments(const double* x, int64_t n, double m, double* sum, double* sqdev);
-// *sum = sum of dy, *dot = sum of dy * (x - m), in double as Moments.
-void SumDot(const float* x, const float* dy, int64_t n, double m, double* sum, double* dot);
+// *sum = sum of dy, *dot = sum of dy * (x - m), as Moments.
+void SumDot(const float* x, const float* dy, int64_t n, float m, double* sum, double* dot);
 void SumDot(const double* x, const double* dy, int64_t n, double m, double* sum, double* dot);
 
 // dx[i] = (dy[i] - gm - (x[i] - mean) * proj) * k over [0, n) (not fused).
