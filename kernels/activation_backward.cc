@@ -7,14 +7,11 @@
 // elu and leaky_relu run on oneDNN's eltwise backward primitives; everything else is an element
 // loop over (grad_output, self) in the opmath type with torch's formula, operands broadcast and
 // promoted as torch's TensorIterator does.
-#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "dispatch/op_table.h"
 #include "kernels/activation_internal.h"
-#include "kernels/loops_internal.h"
-#include "kernels/simd_internal.h"
 
 namespace tb {
 namespace {
@@ -22,37 +19,6 @@ namespace {
 using dnnl::algorithm;
 using kernels::MapBinary;
 using kernels::OneDnnEltwiseBackward;
-
-// out = self <= th ? 0 : grad over contiguous same-shape float32 / float64 operands (th
-// already in their type), in
-// chunks across threads. False when the operands are not such.
-bool ThresholdBackwardContiguous(const Tensor& grad, const Tensor& self, double th, Tensor* out) {
-  const DType dt = self.dtype();
-  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || grad.dtype() != dt ||
-      grad.shape() != self.shape() || !grad.is_contiguous() || !self.is_contiguous() ||
-      std::isnan(th)) {
-    return false;
-  }
-  *out = Tensor::Empty(self.shape(), dt);
-  const int64_t n = self.numel();
-  constexpr int64_t kChunk = 16384;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  auto run = [&](auto* g, auto* x, auto* o, auto t) {
-#pragma omp parallel for schedule(static) if (n >= 2 * kernels::kGrain)
-    for (int64_t i = 0; i < chunks; ++i) {
-      const int64_t b = i * kChunk;
-      kernels::simd::ThresholdBackwardRow(g + b, x + b, o + b, std::min(kChunk, n - b), t);
-    }
-  };
-  if (dt == DType::kFloat32) {
-    run(grad.data_as<const float>(), self.data_as<const float>(),
-        static_cast<float*>(out->mutable_data()), static_cast<float>(th));
-  } else {
-    run(grad.data_as<const double>(), self.data_as<const double>(),
-        static_cast<double*>(out->mutable_data()), th);
-  }
-  return true;
-}
 
 // torch compares with the threshold converted to the operands' type (float32: rounded to
 // nearest): th as that value, for the floating types.
@@ -69,7 +35,7 @@ Tensor ThresholdBackward(const Tensor& grad_output, const Tensor& self, const Sc
   const double th =
       ThresholdIn(PromoteTypes(grad_output.dtype(), self.dtype()), threshold.to_double());
   Tensor fast;
-  if (ThresholdBackwardContiguous(grad_output, self, th, &fast)) return fast;
+  if (kernels::ThresholdRows(grad_output, self, th, &fast)) return fast;
   return MapBinary<true>("aten::threshold_backward", grad_output, self, [th](auto g, auto x) {
     using A = decltype(g);
     return static_cast<double>(x) <= th ? A(0) : g;

@@ -167,3 +167,19 @@ def test_threshold_backward_shapes_and_nan_threshold():
     torch.testing.assert_close(tbcall("aten::threshold_backward", gy[0], x, 0.0), want)
     want = torch.ops.aten.threshold_backward(gy.double(), x, 0.1)
     torch.testing.assert_close(tbcall("aten::threshold_backward", gy.double(), x, 0.1), want)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [1, 17, 1000, 70001])
+def test_relu_row_loop(n, dtype):
+    """relu on contiguous float32 / float64 runs on the same row loop (NaN stays NaN)."""
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(n, generator=g, dtype=dtype)
+    x[::5] = 0.0
+    x[::11] = -0.0
+    if n > 3:
+        x[1], x[2], x[3] = float("nan"), float("inf"), float("-inf")
+    for t in (x, x[::3]):
+        torch.testing.assert_close(
+            tbcall("aten::relu", t), torch.relu(t), rtol=0, atol=0, equal_nan=True
+        )
