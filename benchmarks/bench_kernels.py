@@ -2,8 +2,9 @@
 
 Question: for the ops that dominate real models (elementwise add/mul, reductions, matmul,
 batched matmul, a ResNet 3x3 convolution, max pooling, softmax/log_softmax, layer_norm,
-gelu/silu), is ``tb.call("aten::...", arrays...)`` on ``tb.Array``s (made with
-``tb.from_dlpack`` over numpy memory) as fast as PyTorch?
+gelu/silu, and a convnet's training batch norm forward / backward and relu gradient), is
+``tb.call("aten::...", arrays...)`` on ``tb.Array``s (made with ``tb.from_dlpack`` over numpy
+memory) as fast as PyTorch?
 
 Baseline: torch eager (the public torch function for the same ATen op, on torch tensors
 over the very same memory), measured in the same run. The tensorbridge figure includes the
@@ -63,6 +64,21 @@ QX = rand(32, 16, 32, 32)  # the convnet's pool (benchmarks/bench_compile.py)
 QG = rand(32, 16, 16, 16)
 SX = rand(1024, 4096)
 LX, LW, LB = rand(4096, 768), rand(768), rand(768)
+# batch norm (training) / relu gradient on a small convnet's activation
+BN_X, BN_DY = rand(32, 16, 32, 32), rand(32, 16, 32, 32)
+BN_W, BN_B = np.abs(rand(16)) + np.float32(0.5), rand(16)
+BN_RM, BN_RV = np.zeros(16, np.float32), np.ones(16, np.float32)
+_, _BN_SM, _BN_SI = torch.ops.aten.native_batch_norm(
+    torch.from_numpy(BN_X),
+    torch.from_numpy(BN_W),
+    torch.from_numpy(BN_B),
+    torch.from_numpy(BN_RM.copy()),
+    torch.from_numpy(BN_RV.copy()),
+    True,
+    0.1,
+    1e-5,
+)
+BN_SM, BN_SI = _BN_SM.numpy(), _BN_SI.numpy()
 
 
 def tba(x: np.ndarray):
@@ -169,7 +185,27 @@ def tb_silu():
     return lambda: tb.call("aten::silu", x)
 
 
-# torch eager: the public torch function for the same ATen op, same memory
+def tb_bn_train():
+    x, w, b, rm, rv = (tba(a) for a in (BN_X, BN_W, BN_B, BN_RM, BN_RV))
+    return lambda: tb.call(
+        "aten::_native_batch_norm_legit_functional", x, w, b, rm, rv, True, 0.1, 1e-5
+    )
+
+
+def tb_bn_backward():
+    dy, x, w, rm, rv, sm, si = (tba(a) for a in (BN_DY, BN_X, BN_W, BN_RM, BN_RV, BN_SM, BN_SI))
+    return lambda: tb.call(
+        "aten::native_batch_norm_backward", dy, x, w, rm, rv, sm, si, True, 1e-5, [True] * 3
+    )
+
+
+def tb_threshold_backward():
+    dy, x = tba(BN_DY), tba(BN_X)
+    return lambda: tb.call("aten::threshold_backward", dy, x, 0.0)
+
+
+# torch eager: the public torch function for the same ATen op, same memory (torch.ops.aten
+# for the autograd-internal ops: training batch norm and the two gradients)
 
 
 def torch_add():
@@ -250,6 +286,25 @@ def torch_silu():
     return lambda: F.silu(x)
 
 
+def torch_bn_train():
+    x, w, b, rm, rv = (tt(a) for a in (BN_X, BN_W, BN_B, BN_RM, BN_RV))
+    return lambda: torch.ops.aten._native_batch_norm_legit_functional(
+        x, w, b, rm, rv, True, 0.1, 1e-5
+    )
+
+
+def torch_bn_backward():
+    dy, x, w, rm, rv, sm, si = (tt(a) for a in (BN_DY, BN_X, BN_W, BN_RM, BN_RV, BN_SM, BN_SI))
+    return lambda: torch.ops.aten.native_batch_norm_backward(
+        dy, x, w, rm, rv, sm, si, True, 1e-5, [True] * 3
+    )
+
+
+def torch_threshold_backward():
+    dy, x = tt(BN_DY), tt(BN_X)
+    return lambda: torch.ops.aten.threshold_backward(dy, x, 0.0)
+
+
 # (label, shape, tb path, torch path)
 CASES = [
     ("add", "[16M] + [16M]", tb_add, torch_add),
@@ -272,6 +327,9 @@ CASES = [
     ("layer_norm 768", "[4096,768]", tb_layer_norm, torch_layer_norm),
     ("gelu", "[16M]", tb_gelu, torch_gelu),
     ("silu", "[16M]", tb_silu, torch_silu),
+    ("batch_norm train fwd", "[32,16,32,32]", tb_bn_train, torch_bn_train),
+    ("batch_norm backward", "[32,16,32,32]", tb_bn_backward, torch_bn_backward),
+    ("threshold_backward", "[32,16,32,32]", tb_threshold_backward, torch_threshold_backward),
 ]
 
 

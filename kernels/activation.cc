@@ -3,8 +3,9 @@
 // gelu, gelu_, silu, silu_, mish, mish_, log_sigmoid_forward, glu.
 //
 // Large contiguous float32 / bfloat16 tensors go to oneDNN's eltwise primitives where oneDNN
-// has the function (relu, leaky_relu, elu, gelu, silu, hardswish, mish); everything else runs
-// on element loops in the opmath type, following torch's formulas. The in-place variants
+// has the function (relu, leaky_relu, elu, gelu, silu, hardswish, mish), but contiguous
+// float32 / float64 relu runs on threshold_backward's row loop; everything else runs on
+// element loops in the opmath type, following torch's formulas. The in-place variants
 // compute a new tensor and copy it back into `self`.
 #include <algorithm>
 #include <cmath>
@@ -43,6 +44,10 @@ Tensor Relu(const Tensor& self) {
   const char* op = "aten::relu";
   TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
       << op << ": dtype bool is not supported";
+  // Contiguous float32 / float64: x <= 0 ? 0 : x on threshold_backward's row loop with
+  // grad = x (NaN stays NaN, as in torch; oneDNN's relu gives 0).
+  Tensor out;
+  if (kernels::ThresholdRows(self, self, 0.0, &out)) return out;
   return EltwiseOr(self, algorithm::eltwise_relu, 0.f, 0.f, [&] {
     return MapNumeric(op, self, [](auto x) {
       using A = decltype(x);

@@ -2,9 +2,10 @@
 // hardtanh_backward, hardsigmoid_backward, hardswish_backward, softplus_backward,
 // gelu_backward, silu_backward, mish_backward, log_sigmoid_backward, glu_backward.
 //
-// Large contiguous float32 / bfloat16 gradients of gelu, silu, hardswish, mish, elu and
-// leaky_relu run on oneDNN's eltwise backward primitives; everything else is an element loop
-// over (grad_output, self) in the opmath type with torch's formula, operands broadcast and
+// threshold_backward on contiguous same-shape float32 / float64 operands runs on a row loop of
+// kernels/simd.cc. Large contiguous float32 / bfloat16 gradients of gelu, silu, hardswish, mish,
+// elu and leaky_relu run on oneDNN's eltwise backward primitives; everything else is an element
+// loop over (grad_output, self) in the opmath type with torch's formula, operands broadcast and
 // promoted as torch's TensorIterator does.
 #include <cmath>
 #include <string>
@@ -19,8 +20,22 @@ using dnnl::algorithm;
 using kernels::MapBinary;
 using kernels::OneDnnEltwiseBackward;
 
+// torch compares with the threshold converted to the operands' type (float32: rounded to
+// nearest): th as that value, for the floating types.
+double ThresholdIn(DType dt, double th) {
+  switch (dt) {
+    case DType::kFloat32: return static_cast<double>(static_cast<float>(th));
+    case DType::kFloat16: return kernels::Convert<double>(kernels::Convert<kernels::Half>(th));
+    case DType::kBFloat16: return kernels::Convert<double>(kernels::Convert<kernels::BFloat16>(th));
+    default: return th;
+  }
+}
+
 Tensor ThresholdBackward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {
-  const double th = threshold.to_double();
+  const double th =
+      ThresholdIn(PromoteTypes(grad_output.dtype(), self.dtype()), threshold.to_double());
+  Tensor fast;
+  if (kernels::ThresholdRows(grad_output, self, th, &fast)) return fast;
   return MapBinary<true>("aten::threshold_backward", grad_output, self, [th](auto g, auto x) {
     using A = decltype(g);
     return static_cast<double>(x) <= th ? A(0) : g;

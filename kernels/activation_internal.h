@@ -5,6 +5,8 @@
 // type itself otherwise) and produce a new C-contiguous tensor; inputs may be strided.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -12,6 +14,7 @@
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
 #include "kernels/onednn_internal.h"
+#include "kernels/simd_internal.h"
 #include "kernels/tensor_ops.h"
 
 namespace tb::kernels {
@@ -144,6 +147,37 @@ inline Tensor OneDnnEltwiseBackward(const Tensor& grad, const Tensor& src, dnnl:
   } catch (const dnnl::error&) {
     return Tensor();
   }
+}
+
+// out = self <= th ? 0 : grad over contiguous same-shape float32 / float64 operands (th already
+// in their type; NaN self passes grad through) on kernels/simd.cc's row loop, in chunks across
+// threads: threshold_backward, and relu with grad = self. False when the operands are not such.
+inline bool ThresholdRows(const Tensor& grad, const Tensor& self, double th, Tensor* out) {
+  const DType dt = self.dtype();
+  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || grad.dtype() != dt ||
+      grad.shape() != self.shape() || !grad.is_contiguous() || !self.is_contiguous() ||
+      std::isnan(th)) {
+    return false;
+  }
+  *out = Tensor::Empty(self.shape(), dt);
+  const int64_t n = self.numel();
+  constexpr int64_t kChunk = 16384;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  auto run = [&](auto* g, auto* x, auto* o, auto t) {
+#pragma omp parallel for schedule(static) if (n >= 2 * kGrain)
+    for (int64_t i = 0; i < chunks; ++i) {
+      const int64_t b = i * kChunk;
+      simd::ThresholdBackwardRow(g + b, x + b, o + b, std::min(kChunk, n - b), t);
+    }
+  };
+  if (dt == DType::kFloat32) {
+    run(grad.data_as<const float>(), self.data_as<const float>(),
+        static_cast<float*>(out->mutable_data()), static_cast<float>(th));
+  } else {
+    run(grad.data_as<const double>(), self.data_as<const double>(),
+        static_cast<double*>(out->mutable_data()), th);
+  }
+  return true;
 }
 
 }  // namespace tb::kernels

@@ -1,10 +1,11 @@
 // Batch normalisation: aten::native_batch_norm (+ backward), _native_batch_norm_legit
 // (+ .no_stats) and _native_batch_norm_legit_no_training.
 //
-// float32 training runs on oneDNN's batch_normalization primitives (the backward gets the
-// training statistics back as mean and 1 / invstd^2 with epsilon 0; in evaluation it uses
-// the running ones as global statistics); evaluation forward and other dtypes run on loops
-// that accumulate in double, one channel per task. In training the running statistics are
+// Contiguous float32 / float64 training forward and backward (both modes) run on the loops of
+// kernels/norm_batch_fast.cc. Other float32 ones run on oneDNN's batch_normalization
+// primitives (the backward gets the training statistics back as mean and 1 / invstd^2 with
+// epsilon 0; in evaluation it uses the running ones as global statistics); evaluation
+// forward and other dtypes run on loops that accumulate in double, one channel per task. In training the running statistics are
 // updated in place (momentum; unbiased variance) and the batch mean and invstd returned; in
 // evaluation two empty tensors are.
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/norm_batch_internal.h"
 #include "kernels/norm_internal.h"
 #include "kernels/simd_internal.h"
 
@@ -25,9 +27,7 @@ using namespace kernels::norm;  // NOLINT(build/namespaces)
 
 // ---- batch norm ---------------------------------------------------------------------------
 
-struct BnShape {
-  int64_t n, c, s;  // batch, channels, elements per (batch, channel)
-};
+using BnShape = BnDims;
 
 BnShape BatchNormShape(const char* op, const Tensor& input) {
   TB_CHECK(input.ndim() >= 2, ValueError)
@@ -94,13 +94,13 @@ void UpdateRunningStats(const std::optional<Tensor>& running_mean,
   if (running_mean) {
     Vec nm(c);
     for (int64_t i = 0; i < c; ++i) nm[i] = (1 - momentum) * rm[i] + momentum * mean[i];
-    CopyCast(*running_mean, FromDoubles(nm, {c}, DType::kFloat64).view(running_mean->shape()));
+    StoreDoubles(nm, *running_mean);
   }
   if (running_var) {
     Vec nv(c);
     const double unbias = static_cast<double>(cnt) / static_cast<double>(cnt - 1);
     for (int64_t i = 0; i < c; ++i) nv[i] = (1 - momentum) * rv[i] + momentum * var[i] * unbias;
-    CopyCast(*running_var, FromDoubles(nv, {c}, DType::kFloat64).view(running_var->shape()));
+    StoreDoubles(nv, *running_var);
   }
 }
 
@@ -136,15 +136,24 @@ std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input
       << op << ": running_mean and running_var must be defined in evaluation mode";
   Vec rm = Doubles(op, "running_mean", running_mean, sh.c, 0.0);
   Vec rv = Doubles(op, "running_var", running_var, sh.c, 1.0);
-  Tensor x = input.contiguous();
   Tensor out = Tensor::Empty(input.shape(), input.dtype());
+  Vec mean, var;
+  if (training && BatchNormTrainFast(input, sh, w, b, eps, out, &mean, &var)) {
+    UpdateRunningStats(running_mean, running_var, rm, rv, mean, var, cnt, momentum);
+    Vec invstd(sh.c);
+    for (int64_t c = 0; c < sh.c; ++c) invstd[c] = 1.0 / std::sqrt(var[c] + eps);
+    return {out, FromDoubles(mean, {sh.c}, pdt), FromDoubles(invstd, {sh.c}, pdt)};
+  }
+  Tensor x = input.contiguous();
   Tensor tmean, tvar;
   if (training && OneDnnBatchNormTraining(x, weight, bias, running_mean, running_var, eps, sh, out,
                                           &tmean, &tvar)) {
     UpdateRunningStats(running_mean, running_var, rm, rv, ToVec(tmean), ToVec(tvar), cnt, momentum);
     return {out, Cast(tmean, pdt), Cast(InvStd(tvar, eps), pdt)};
   }
-  Vec mean(sh.c), invstd(sh.c), var(sh.c);
+  mean.assign(sh.c, 0.0);
+  var.assign(sh.c, 0.0);
+  Vec invstd(sh.c);
   TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     using A = kernels::opmath_t<T>;
@@ -304,21 +313,7 @@ std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackward(
       << " does not match input of shape " << ShapeString(input.shape());
   const BnShape sh = BatchNormShape(op, input);
   const int64_t cnt = sh.n * sh.s;
-  Tensor x = input.contiguous(), dy = Cast(grad_out, input.dtype()).contiguous();
-  {
-    // oneDNN: training statistics as (save_mean, 1 / save_invstd^2) with epsilon 0.
-    const auto& m = train ? save_mean : running_mean;
-    const auto& v = train ? save_invstd : running_var;
-    Tensor gx, gw, gb;
-    if (m && v && m->dtype() == DType::kFloat32 && v->dtype() == DType::kFloat32 &&
-        m->numel() == sh.c && v->numel() == sh.c &&
-        OneDnnBatchNormBackward(x, dy, weight, *m, train ? VarianceFromRstd(*v) : *v,
-                                train ? 0.0 : eps, train, sh, &gx, &gw, &gb)) {
-      const DType wdt = weight ? weight->dtype() : input.dtype();
-      return {output_mask[0] ? gx : Tensor(), output_mask[1] ? Cast(gw, wdt) : Tensor(),
-              output_mask[2] ? Cast(gb, wdt) : Tensor()};
-    }
-  }
+  const DType wdt = weight ? weight->dtype() : input.dtype();
   Vec w = Doubles(op, "weight", weight, sh.c, 1.0);
   Vec mean, invstd;
   if (train) {
@@ -336,48 +331,67 @@ std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackward(
   }
   Tensor dx;
   if (output_mask[0]) dx = Tensor::Empty(input.shape(), input.dtype());
-  Vec sum_dy(sh.c), dotp(sh.c);
-  TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
-    using T = scalar_t;
-    const T* px = x.data_as<const T>();
-    const T* pg = dy.data_as<const T>();
-    T* pd = output_mask[0] ? static_cast<T*>(dx.mutable_data()) : nullptr;
-    ParallelFor(sh.c, sh.c > 1 && input.numel() > kernels::kGrain, [&](int64_t c) {
-      double s = 0, d = 0;
-      for (int64_t ni = 0; ni < sh.n; ++ni) {
-        const int64_t base = (ni * sh.c + c) * sh.s;
-        for (int64_t j = 0; j < sh.s; ++j) {
-          const double g = Convert<double>(pg[base + j]);
-          s += g;
-          d += g * (Convert<double>(px[base + j]) - mean[c]);
-        }
+  Vec sum_dy, dotp;
+  if (!BatchNormBackwardFast(input, grad_out, sh, w, mean, invstd, train,
+                             output_mask[0] ? &dx : nullptr, &sum_dy, &dotp)) {
+    Tensor x = input.contiguous(), dy = Cast(grad_out, input.dtype()).contiguous();
+    {
+      // oneDNN: training statistics as (save_mean, 1 / save_invstd^2) with epsilon 0.
+      const auto& m = train ? save_mean : running_mean;
+      const auto& v = train ? save_invstd : running_var;
+      Tensor gx, gw, gb;
+      if (m && v && m->dtype() == DType::kFloat32 && v->dtype() == DType::kFloat32 &&
+          m->numel() == sh.c && v->numel() == sh.c &&
+          OneDnnBatchNormBackward(x, dy, weight, *m, train ? VarianceFromRstd(*v) : *v,
+                                  train ? 0.0 : eps, train, sh, &gx, &gw, &gb)) {
+        return {output_mask[0] ? gx : Tensor(), output_mask[1] ? Cast(gw, wdt) : Tensor(),
+                output_mask[2] ? Cast(gb, wdt) : Tensor()};
       }
-      sum_dy[c] = s;
-      dotp[c] = d;
-      if (!pd) return;
-      const double is = invstd[c];
-      if (train) {
-        const double proj = cnt > 0 ? d / cnt * is * is : 0.0;
-        const double gm = cnt > 0 ? s / cnt : 0.0;
+    }
+    sum_dy.assign(sh.c, 0.0);
+    dotp.assign(sh.c, 0.0);
+    TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+      using T = scalar_t;
+      const T* px = x.data_as<const T>();
+      const T* pg = dy.data_as<const T>();
+      T* pd = output_mask[0] ? static_cast<T*>(dx.mutable_data()) : nullptr;
+      ParallelFor(sh.c, sh.c > 1 && input.numel() > kernels::kGrain, [&](int64_t c) {
+        double s = 0, d = 0;
         for (int64_t ni = 0; ni < sh.n; ++ni) {
           const int64_t base = (ni * sh.c + c) * sh.s;
           for (int64_t j = 0; j < sh.s; ++j) {
-            const double xm = Convert<double>(px[base + j]) - mean[c];
-            pd[base + j] = Convert<T>((Convert<double>(pg[base + j]) - gm - xm * proj) * is * w[c]);
+            const double g = Convert<double>(pg[base + j]);
+            s += g;
+            d += g * (Convert<double>(px[base + j]) - mean[c]);
           }
         }
-      } else {
-        for (int64_t ni = 0; ni < sh.n; ++ni) {
-          const int64_t base = (ni * sh.c + c) * sh.s;
-          for (int64_t j = 0; j < sh.s; ++j) {
-            pd[base + j] = Convert<T>(Convert<double>(pg[base + j]) * is * w[c]);
+        sum_dy[c] = s;
+        dotp[c] = d;
+        if (!pd) return;
+        const double is = invstd[c];
+        if (train) {
+          const double proj = cnt > 0 ? d / cnt * is * is : 0.0;
+          const double gm = cnt > 0 ? s / cnt : 0.0;
+          for (int64_t ni = 0; ni < sh.n; ++ni) {
+            const int64_t base = (ni * sh.c + c) * sh.s;
+            for (int64_t j = 0; j < sh.s; ++j) {
+              const double xm = Convert<double>(px[base + j]) - mean[c];
+              pd[base + j] =
+                  Convert<T>((Convert<double>(pg[base + j]) - gm - xm * proj) * is * w[c]);
+            }
+          }
+        } else {
+          for (int64_t ni = 0; ni < sh.n; ++ni) {
+            const int64_t base = (ni * sh.c + c) * sh.s;
+            for (int64_t j = 0; j < sh.s; ++j) {
+              pd[base + j] = Convert<T>(Convert<double>(pg[base + j]) * is * w[c]);
+            }
           }
         }
-      }
+      });
     });
-  });
+  }
   Tensor dw, db;
-  const DType wdt = weight ? weight->dtype() : input.dtype();
   if (output_mask[1]) {
     Vec v(sh.c);
     for (int64_t c = 0; c < sh.c; ++c) v[c] = dotp[c] * invstd[c];

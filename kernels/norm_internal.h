@@ -65,12 +65,36 @@ inline Vec Doubles(const char* op, const char* name, const std::optional<Tensor>
                                         << " elements, got shape " << ShapeString(t->shape());
   TB_CHECK(IsFloatingPoint(t->dtype()), TypeError)
       << op << ": " << name << " must be floating point, got " << DTypeName(t->dtype());
+  if (t->dtype() == DType::kFloat32 && t->is_contiguous()) {
+    const float* p = t->data_as<const float>();
+    return Vec(p, p + n);
+  }
   Tensor d = Cast(*t, DType::kFloat64).contiguous();
   const double* p = d.data_as<const double>();
   return Vec(p, p + n);
 }
 
+// v's values (rounded) into `t` of v.size() elements, any layout and dtype.
+inline void StoreDoubles(const Vec& v, const Tensor& t) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  if (t.is_contiguous() && t.dtype() == DType::kFloat64) {
+    std::copy(v.begin(), v.end(), static_cast<double*>(t.mutable_data()));
+  } else if (t.is_contiguous() && t.dtype() == DType::kFloat32) {
+    float* p = static_cast<float*>(t.mutable_data());
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(v[i]);
+  } else {
+    Tensor d = Tensor::Empty({n}, DType::kFloat64);
+    std::copy(v.begin(), v.end(), static_cast<double*>(d.mutable_data()));
+    CopyCast(t, d.view(t.shape()));
+  }
+}
+
 inline Tensor FromDoubles(const Vec& v, IntArrayRef shape, DType dtype) {
+  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
+    Tensor r = Tensor::Empty(shape, dtype);
+    StoreDoubles(v, r);
+    return r;
+  }
   Tensor d = Tensor::Empty(shape, DType::kFloat64);
   std::copy(v.begin(), v.end(), static_cast<double*>(d.mutable_data()));
   return Cast(d, dtype);

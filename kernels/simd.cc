@@ -39,6 +39,7 @@ struct VecOf;
   struct VecOf<T, B> {                                          \
     typedef T type __attribute__((vector_size(B), aligned(B))); \
   }
+TB_VEC(float, 8);
 TB_VEC(float, 16);
 TB_VEC(float, 32);
 TB_VEC(float, 64);
@@ -133,6 +134,102 @@ TB_INLINE void ScaleShiftT(const float* x, float* y, int64_t n, float scale, flo
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
 }
 
+// ---- batch norm and ReLU-gradient rows -----------------------------------------------------
+
+// Sums in double of f(x[i]) and g(x[i], y[i]) (y may be x; f and g in T) over [0, n), in
+// kLanes lanes each (lane k: the elements i = k mod kLanes of the whole blocks of kLanes).
+// float32 lanes add kJoin elements in float, then that partial into the lane's double; double
+// lanes add in order. The tail (n mod kLanes elements) goes to lanes 0.., and the lanes are
+// merged pairwise. Every width adds the same numbers in the same order.
+template <int kBytes, typename T, typename F, typename G>
+TB_INLINE void DoubleSums2(const T* x, const T* y, int64_t n, const F& f, const G& g, double* sf,
+                           double* sg) {
+  using VT = typename VecOf<T, kBytes>::type;
+  using VD = typename VecOf<double, kBytes>::type;
+  constexpr int WT = kBytes / static_cast<int>(sizeof(T)), NT = kLanes / WT;
+  constexpr int WD = kBytes / 8, ND = kLanes / WD;
+  constexpr int64_t kJoin = sizeof(T) == 4 ? 8 : 1;
+  VD a[ND], b[ND];
+  for (int k = 0; k < ND; ++k) a[k] = b[k] = VD{};
+  const int64_t whole = n / kLanes * kLanes;
+  for (int64_t r = 0; r < whole;) {
+    const int64_t end = std::min(whole, r + kJoin * kLanes);
+    VT pa[NT], pb[NT];
+    for (int k = 0; k < NT; ++k) pa[k] = pb[k] = VT{};
+    for (; r < end; r += kLanes) {
+#pragma GCC unroll 16
+      for (int k = 0; k < NT; ++k) {
+        const VT xv = Load<VT>(x + r + k * WT), yv = Load<VT>(y + r + k * WT);
+        pa[k] += f(xv);
+        pb[k] += g(xv, yv);
+      }
+    }
+    if constexpr (sizeof(T) == 8) {
+      for (int k = 0; k < ND; ++k) {
+        a[k] += pa[k];
+        b[k] += pb[k];
+      }
+    } else {
+      // Register k of float lanes k * WT.. holds double registers 2k and 2k + 1.
+      using VH = typename VecOf<float, kBytes / 2>::type;
+#pragma GCC unroll 16
+      for (int k = 0; k < NT; ++k) {
+        const char* ca = reinterpret_cast<const char*>(&pa[k]);
+        const char* cb = reinterpret_cast<const char*>(&pb[k]);
+        a[2 * k] += __builtin_convertvector(Load<VH>(ca), VD);
+        a[2 * k + 1] += __builtin_convertvector(Load<VH>(ca + kBytes / 2), VD);
+        b[2 * k] += __builtin_convertvector(Load<VH>(cb), VD);
+        b[2 * k + 1] += __builtin_convertvector(Load<VH>(cb + kBytes / 2), VD);
+      }
+    }
+  }
+  double la[kLanes], lb[kLanes];
+  for (int k = 0; k < kLanes; ++k) {
+    la[k] = a[k / WD][k % WD];
+    lb[k] = b[k / WD][k % WD];
+  }
+  for (int64_t k = 0; whole + k < n; ++k) {
+    la[k] += static_cast<double>(f(x[whole + k]));
+    lb[k] += static_cast<double>(g(x[whole + k], y[whole + k]));
+  }
+  for (int w = kLanes / 2; w > 0; w /= 2) {
+    for (int k = 0; k < w; ++k) {
+      la[k] += la[k + w];
+      lb[k] += lb[k + w];
+    }
+  }
+  *sf = la[0];
+  *sg = lb[0];
+}
+
+template <int kBytes, typename T>
+TB_INLINE void MomentsT(const T* x, int64_t n, T m, double* sum, double* sqdev) {
+  DoubleSums2<kBytes>(
+      x, x, n, [](auto v) { return v; }, [m](auto v, auto) { return (v - m) * (v - m); }, sum,
+      sqdev);
+}
+
+template <int kBytes, typename T>
+TB_INLINE void SumDotT(const T* x, const T* dy, int64_t n, T m, double* sum, double* dot) {
+  DoubleSums2<kBytes>(
+      dy, x, n, [](auto g) { return g; }, [m](auto g, auto v) { return g * (v - m); }, sum, dot);
+}
+
+template <int kBytes, typename T>
+TB_INLINE void ScaleShiftAnyT(const T* x, T* y, int64_t n, T scale, T shift) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
+}
+
+template <int kBytes, typename T>
+TB_INLINE void BnBackwardT(const T* x, const T* dy, T* dx, int64_t n, T mean, T gm, T proj, T k) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = (dy[i] - gm - (x[i] - mean) * proj) * k;
+}
+
+template <int kBytes, typename T>
+TB_INLINE void ThresholdBackwardT(const T* g, const T* x, T* out, int64_t n, T th) {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] <= th ? T(0) : g[i];
+}
+
 // NAME##_512 / _256 / _128: the body `BODY<bytes>(args...)` compiled per ISA.
 #define TB_ISA_VERSIONS(RET, NAME, BODY, PARAMS, ARGS)                          \
   TB_TARGET("avx512f,avx2,fma") RET NAME##_512 PARAMS { return BODY<64> ARGS; } \
@@ -174,6 +271,33 @@ TB_ISA_VERSIONS(void, LayerNorm, LayerNormRowT,
 TB_ISA_VERSIONS(void, ScaleShift, ScaleShiftT,
                 (const float* x, float* y, int64_t n, float scale, float shift),
                 (x, y, n, scale, shift))
+TB_ISA_VERSIONS(void, MomentsF32, MomentsT,
+                (const float* x, int64_t n, float m, double* s, double* q), (x, n, m, s, q))
+TB_ISA_VERSIONS(void, MomentsF64, MomentsT,
+                (const double* x, int64_t n, double m, double* s, double* q), (x, n, m, s, q))
+TB_ISA_VERSIONS(void, SumDotF32, SumDotT,
+                (const float* x, const float* dy, int64_t n, float m, double* s, double* d),
+                (x, dy, n, m, s, d))
+TB_ISA_VERSIONS(void, SumDotF64, SumDotT,
+                (const double* x, const double* dy, int64_t n, double m, double* s, double* d),
+                (x, dy, n, m, s, d))
+TB_ISA_VERSIONS(void, ScaleShiftF64, ScaleShiftAnyT,
+                (const double* x, double* y, int64_t n, double scale, double shift),
+                (x, y, n, scale, shift))
+TB_ISA_VERSIONS(void, BnBackwardF32, BnBackwardT,
+                (const float* x, const float* dy, float* dx, int64_t n, float mean, float gm,
+                 float proj, float k),
+                (x, dy, dx, n, mean, gm, proj, k))
+TB_ISA_VERSIONS(void, BnBackwardF64, BnBackwardT,
+                (const double* x, const double* dy, double* dx, int64_t n, double mean, double gm,
+                 double proj, double k),
+                (x, dy, dx, n, mean, gm, proj, k))
+TB_ISA_VERSIONS(void, ThresholdBackwardF32, ThresholdBackwardT,
+                (const float* g, const float* x, float* out, int64_t n, float th),
+                (g, x, out, n, th))
+TB_ISA_VERSIONS(void, ThresholdBackwardF64, ThresholdBackwardT,
+                (const double* g, const double* x, double* out, int64_t n, double th),
+                (g, x, out, n, th))
 #undef TB_ISA_VERSIONS
 
 }  // namespace
@@ -198,5 +322,43 @@ void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift
   static const ScaleShift_fn f = ScaleShift_pick();
   f(x, y, n, scale, shift);
 }
+
+// The picked version of a TB_ISA_VERSIONS function, called with `args`.
+#define TB_CALL_PICKED(NAME, ...)              \
+  do {                                         \
+    static const NAME##_fn f_ = NAME##_pick(); \
+    f_(__VA_ARGS__);                           \
+  } while (0)
+
+void Moments(const float* x, int64_t n, float m, double* sum, double* sqdev) {
+  TB_CALL_PICKED(MomentsF32, x, n, m, sum, sqdev);
+}
+void Moments(const double* x, int64_t n, double m, double* sum, double* sqdev) {
+  TB_CALL_PICKED(MomentsF64, x, n, m, sum, sqdev);
+}
+void SumDot(const float* x, const float* dy, int64_t n, float m, double* sum, double* dot) {
+  TB_CALL_PICKED(SumDotF32, x, dy, n, m, sum, dot);
+}
+void SumDot(const double* x, const double* dy, int64_t n, double m, double* sum, double* dot) {
+  TB_CALL_PICKED(SumDotF64, x, dy, n, m, sum, dot);
+}
+void ScaleShiftRow(const double* x, double* y, int64_t n, double scale, double shift) {
+  TB_CALL_PICKED(ScaleShiftF64, x, y, n, scale, shift);
+}
+void BatchNormBackwardRow(const float* x, const float* dy, float* dx, int64_t n, float mean,
+                          float gm, float proj, float k) {
+  TB_CALL_PICKED(BnBackwardF32, x, dy, dx, n, mean, gm, proj, k);
+}
+void BatchNormBackwardRow(const double* x, const double* dy, double* dx, int64_t n, double mean,
+                          double gm, double proj, double k) {
+  TB_CALL_PICKED(BnBackwardF64, x, dy, dx, n, mean, gm, proj, k);
+}
+void ThresholdBackwardRow(const float* g, const float* x, float* out, int64_t n, float th) {
+  TB_CALL_PICKED(ThresholdBackwardF32, g, x, out, n, th);
+}
+void ThresholdBackwardRow(const double* g, const double* x, double* out, int64_t n, double th) {
+  TB_CALL_PICKED(ThresholdBackwardF64, g, x, out, n, th);
+}
+#undef TB_CALL_PICKED
 
 }  // namespace tb::kernels::simd

@@ -46,6 +46,22 @@ x = rng.standard_normal((2, 5, 7, 9)).astype(np.float32)
 p = [rng.random(5, dtype=np.float32) for _ in range(4)]
 outs.append(arr(tb.call("aten::native_batch_norm", tb.from_dlpack(x),
                         *[tb.from_dlpack(v) for v in p], False, 0.1, 1e-5)[0]))
+# batch norm training statistics and backward (double-lane row sums), threshold_backward
+for dt in (np.float32, np.float64):
+    for shape in [(3, 4, 37), (2, 3, 16, 33), (8, 5)]:
+        x = (rng.standard_normal(shape) * 2 + 3).astype(dt)
+        dy = rng.standard_normal(shape).astype(dt)
+        c = shape[1]
+        w, b, rm, rv = (rng.random(c).astype(dt) + 0.5 for _ in range(4))
+        fw = tb.call("aten::_native_batch_norm_legit_functional", tb.from_dlpack(x),
+                     tb.from_dlpack(w), tb.from_dlpack(b), tb.from_dlpack(rm),
+                     tb.from_dlpack(rv), True, 0.1, 1e-5)
+        outs += [arr(r) for r in fw]
+        bw = tb.call("aten::native_batch_norm_backward", tb.from_dlpack(dy), tb.from_dlpack(x),
+                     tb.from_dlpack(w), None, None, fw[1], fw[2], True, 1e-5, [True] * 3)
+        outs += [arr(r) for r in bw]
+        outs.append(arr(tb.call("aten::threshold_backward", tb.from_dlpack(dy),
+                                tb.from_dlpack(x), 3.0)))
 np.savez(sys.argv[1], *outs)
 """
 
@@ -60,7 +76,7 @@ def _run(cap: str, path: str) -> list[np.ndarray]:
 def test_isa_versions_give_the_same_bits(tmp_path):
     runs = {cap: _run(cap, str(tmp_path / f"{cap}.npz")) for cap in ("sse2", "avx2", "avx512")}
     base = runs["sse2"]
-    assert len(base) == 2 * 5 * 2 + 3 * 3 + 1
+    assert len(base) == 2 * 5 * 2 + 3 * 3 + 1 + 2 * 3 * (5 + 3 + 1)
     for cap, outs in runs.items():
         for i, (a, b) in enumerate(zip(base, outs, strict=True)):
             assert a.dtype == b.dtype and a.shape == b.shape, (cap, i)
