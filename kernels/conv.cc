@@ -163,8 +163,7 @@ OneDnnShapes ShapesOf(const ConvParams& p) {
   return s;
 }
 
-OneDnnConv MakeOneDnnConv(Pass pass, const ConvParams& p, dnnl::memory::data_type dt, bool bias,
-                          bool relu) {
+OneDnnConv MakeOneDnnConv(Pass pass, const ConvParams& p, dnnl::memory::data_type dt, bool bias) {
   using md = dnnl::memory::desc;
   const auto any = dnnl::memory::format_tag::any;
   OneDnnShapes s = ShapesOf(p);
@@ -174,20 +173,12 @@ OneDnnConv MakeOneDnnConv(Pass pass, const ConvParams& p, dnnl::memory::data_typ
                                       dnnl::algorithm::convolution_direct, src, wei, dst, s.strides,
                                       s.dil, s.pad_l, s.pad_r);
   dnnl::convolution_forward::primitive_desc fwd_pd(fwd, eng);
-  if (pass == Pass::kForward && (bias || relu)) {
-    // relu as an eltwise post-op: applied to each result before it is stored.
-    dnnl::primitive_attr attr;
-    if (relu) {
-      dnnl::post_ops po;
-      po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-      attr.set_post_ops(po);
-    }
+  if (pass == Pass::kForward && bias) {
     md b({p.cout}, dt, dnnl::memory::format_tag::a);
-    auto fb = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                                     dnnl::algorithm::convolution_direct, src, wei,
-                                                     b, dst, s.strides, s.dil, s.pad_l, s.pad_r)
-                   : fwd;
-    dnnl::convolution_forward::primitive_desc pd(fb, attr, eng);
+    dnnl::convolution_forward::desc fb(dnnl::prop_kind::forward_training,
+                                       dnnl::algorithm::convolution_direct, src, wei, b, dst,
+                                       s.strides, s.dil, s.pad_l, s.pad_r);
+    dnnl::convolution_forward::primitive_desc pd(fb, eng);
     return {dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc()};
   }
   if (pass == Pass::kForward) {
@@ -209,22 +200,20 @@ OneDnnConv MakeOneDnnConv(Pass pass, const ConvParams& p, dnnl::memory::data_typ
 }
 
 // Runs one pass on oneDNN. x, w, y are C-contiguous; the pass writes the one it computes
-// (y forward, x backward-data, w backward-weights). `bias` (forward only) may be null;
-// `relu` (forward only) applies relu to the results as a post-op.
+// (y forward, x backward-data, w backward-weights). `bias` (forward only) may be null.
 void OneDnnPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, const Tensor& w,
-                const Tensor& y, const Tensor* bias, bool relu) {
+                const Tensor& y, const Tensor* bias) {
   auto dt = onednn::DataType(x.dtype(), op);
   for (int64_t i = 0; i < p.nsp; ++i) {
     TB_CHECK(p.pad_r[i] + p.stride[i] > 0, NotImplementedError)
         << op << ": padding not supported by oneDNN";
   }
-  std::string key =
-      onednn::Key("conv", static_cast<int>(pass), bias != nullptr, relu, static_cast<int>(dt), p.n,
-                  p.cin, p.cout, p.groups, Dnnl(p.in), Dnnl(p.k), Dnnl(p.stride), Dnnl(p.pad_l),
-                  Dnnl(p.pad_r), Dnnl(p.dil));
+  std::string key = onednn::Key(
+      "conv", static_cast<int>(pass), bias != nullptr, static_cast<int>(dt), p.n, p.cin, p.cout,
+      p.groups, Dnnl(p.in), Dnnl(p.k), Dnnl(p.stride), Dnnl(p.pad_l), Dnnl(p.pad_r), Dnnl(p.dil));
   onednn::Guard(op, [&] {
     OneDnnConv c = onednn::CachedValue<OneDnnConv>(
-        key, [&] { return MakeOneDnnConv(pass, p, dt, bias != nullptr, relu); });
+        key, [&] { return MakeOneDnnConv(pass, p, dt, bias != nullptr); });
     OneDnnShapes s = ShapesOf(p);
     auto xm = onednn::Wrap(onednn::PlainDesc(s.src, dt), x.data());
     auto wm = onednn::Wrap(onednn::PlainDesc(s.wei, dt), w.data());
@@ -363,15 +352,14 @@ void GemmPass(Pass pass, const ConvParams& p, const Tensor& x, const Tensor& w, 
   }
 }
 
-// Runs one pass (see OneDnnPass) on whatever serves the dtype. With `relu` (forward), returns
-// whether the pass applied it (oneDNN's post-op); false: the caller applies it.
-bool RunPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, const Tensor& w,
-             const Tensor& y, const Tensor* bias = nullptr, bool relu = false) {
+// Runs one pass (see OneDnnPass) on whatever serves the dtype.
+void RunPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, const Tensor& w,
+             const Tensor& y, const Tensor* bias = nullptr) {
   const DType dt = x.dtype();
   if (dt == DType::kFloat32 || dt == DType::kBFloat16) {
     try {
-      OneDnnPass(op, pass, p, x, w, y, bias, relu);
-      return relu;
+      OneDnnPass(op, pass, p, x, w, y, bias);
+      return;
     } catch (const Error&) {
       // No oneDNN implementation (a bfloat16 CPU gap, an unusual padding): below.
     }
@@ -384,12 +372,12 @@ bool RunPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, co
     const Tensor& src = pass == Pass::kForward ? y32 : pass == Pass::kBackwardData ? x32 : w32;
     const Tensor& dst = pass == Pass::kForward ? y : pass == Pass::kBackwardData ? x : w;
     CopyCast(dst, src);
-    return false;
+    return;
   }
   switch (dt) {
-    case DType::kFloat32: GemmPass<float>(pass, p, x, w, y, bias); return false;
-    case DType::kFloat64: GemmPass<double>(pass, p, x, w, y, bias); return false;
-    case DType::kInt64: GemmPass<int64_t>(pass, p, x, w, y, bias); return false;
+    case DType::kFloat32: GemmPass<float>(pass, p, x, w, y, bias); return;
+    case DType::kFloat64: GemmPass<double>(pass, p, x, w, y, bias); return;
+    case DType::kInt64: GemmPass<int64_t>(pass, p, x, w, y, bias); return;
     default:
       TB_THROW(NotImplementedError) << op << ": dtype " << DTypeName(dt) << " is not supported";
   }
@@ -453,12 +441,10 @@ void CheckBias(const char* op, const Tensor& bias, int64_t channels, DType dt) {
 
 namespace kernels {
 
-Tensor ConvolutionAct(const char* op, const Tensor& input, const Tensor& weight,
-                      const std::optional<Tensor>& bias, const std::vector<int64_t>& stride,
-                      const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-                      bool transposed, const std::vector<int64_t>& output_padding, int64_t groups,
-                      bool relu, bool* relu_applied) {
-  *relu_applied = false;
+Tensor Convolution(const char* op, const Tensor& input, const Tensor& weight,
+                   const std::optional<Tensor>& bias, const std::vector<int64_t>& stride,
+                   const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                   bool transposed, const std::vector<int64_t>& output_padding, int64_t groups) {
   Dims shape;
   ConvParams p = MakeParams(op, input, weight, stride, padding, dilation, transposed,
                             output_padding, groups, &shape);
@@ -467,11 +453,9 @@ Tensor ConvolutionAct(const char* op, const Tensor& input, const Tensor& weight,
   if (transposed && bias && (dt == DType::kBFloat16 || dt == DType::kFloat16)) {
     // Bias added before the one rounding to 16 bits, as torch: in float32.
     Tensor b32 = Cast(*bias, DType::kFloat32);
-    bool unused = false;
-    return Cast(
-        ConvolutionAct(op, Cast(input, DType::kFloat32), Cast(weight, DType::kFloat32), b32, stride,
-                       padding, dilation, transposed, output_padding, groups, false, &unused),
-        dt);
+    return Cast(Convolution(op, Cast(input, DType::kFloat32), Cast(weight, DType::kFloat32), b32,
+                            stride, padding, dilation, transposed, output_padding, groups),
+                dt);
   }
   const bool work = ShapeNumel(shape) > 0 && input.numel() > 0 && weight.numel() > 0;
   // Every pass writes its whole result: zeros only when there is nothing to compute.
@@ -480,7 +464,7 @@ Tensor ConvolutionAct(const char* op, const Tensor& input, const Tensor& weight,
     Tensor x = input.contiguous(), w = weight.contiguous();
     if (!transposed) {
       Tensor b = bias ? bias->contiguous() : Tensor();
-      *relu_applied = RunPass(op, Pass::kForward, p, x, w, out, bias ? &b : nullptr, relu);
+      RunPass(op, Pass::kForward, p, x, w, out, bias ? &b : nullptr);
     } else {
       RunPass(op, Pass::kBackwardData, p, out, w, x);
     }
@@ -493,13 +477,12 @@ Tensor ConvolutionAct(const char* op, const Tensor& input, const Tensor& weight,
 
 namespace {
 
-Tensor Convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
-                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                   const std::vector<int64_t>& dilation, bool transposed,
-                   const std::vector<int64_t>& output_padding, int64_t groups) {
-  bool unused = false;
-  return kernels::ConvolutionAct("aten::convolution", input, weight, bias, stride, padding,
-                                 dilation, transposed, output_padding, groups, false, &unused);
+Tensor AtenConvolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                       const std::vector<int64_t>& dilation, bool transposed,
+                       const std::vector<int64_t>& output_padding, int64_t groups) {
+  return kernels::Convolution("aten::convolution", input, weight, bias, stride, padding, dilation,
+                              transposed, output_padding, groups);
 }
 
 std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
@@ -552,7 +535,7 @@ std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
 }  // namespace
 
 TB_REGISTER_KERNELS(conv) {
-  table.RegisterKernel("aten::convolution", DeviceType::kCPU, Boxed<&Convolution>(), TB_HERE);
+  table.RegisterKernel("aten::convolution", DeviceType::kCPU, Boxed<&AtenConvolution>(), TB_HERE);
   table.RegisterKernel("aten::convolution_backward", DeviceType::kCPU,
                        Boxed<&ConvolutionBackward>(), TB_HERE);
 }

@@ -5,14 +5,14 @@
 //       = activation(addmm(self, mat1, mat2, beta, alpha)); activation "relu" or "gelu"
 //       (approximate "none" or "tanh", as aten::gelu).
 //       float32 with a bias vector, beta = alpha = 1 and row- or column-major operands: one
-//       oneDNN primitive with the bias as its bias argument and the activation as an eltwise
-//       post-op (an inner product on the weight as stored when mat2 is a row-major weight's
-//       transpose and mat1 has few rows, else a matmul). Otherwise aten::addmm then the
-//       activation in place on its fresh result.
+//       oneDNN primitive with the bias as its bias argument and gelu as an eltwise post-op
+//       (relu in place after it, keeping NaN as torch does) (an inner product on the weight as
+//       stored when mat2 is a row-major weight's transpose and mat1 has few rows, else a matmul).
+//       Otherwise aten::addmm then the activation in place on its fresh result.
 //   tensorbridge::convolution_relu(<aten::convolution's arguments>)
-//       = relu(convolution(...)): on oneDNN (float32, bfloat16) one convolution primitive with
-//       the bias as its bias argument and relu as an eltwise post-op; otherwise the
-//       convolution, then relu in place on its fresh result (one node and one buffer).
+//       = relu(convolution(...)): the convolution, then relu in place on its fresh result (one
+//       node and one buffer). Not oneDNN's relu post-op: it turns NaN into 0 where torch's
+//       relu keeps NaN.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -189,13 +189,17 @@ Tensor AddmmAct(const Tensor& self, const Tensor& mat1, const Tensor& mat2, cons
   if (f32 && bias_vector && mat1.ndim() == 2 && mat1.size(1) == mat2.size(0) &&
       beta.to_double() == 1.0 && alpha.to_double() == 1.0) {
     Tensor out;
+    // gelu is oneDNN's post-op; relu runs after, in place: oneDNN's relu turns NaN into 0
+    // where torch's keeps it.
+    const Act post = act == Act::kRelu ? Act::kNone : act;
     // Few rows: the inner product (a matrix-vector product at batch 1) is several times faster
     // than oneDNN 2.6's matmul on the transposed weight.
-    if (mat1.size(0) <= kInnerProductRows &&
-        kernels::OneDnnInnerProduct(op, &self, mat1, mat2, act, &out)) {
+    if ((mat1.size(0) <= kInnerProductRows &&
+         kernels::OneDnnInnerProduct(op, &self, mat1, mat2, post, &out)) ||
+        kernels::OneDnnLinear(op, self, mat1, mat2, post, &out)) {
+      if (post != act) ActivateInPlace(op, out, act);
       return out;
     }
-    if (kernels::OneDnnLinear(op, self, mat1, mat2, act, &out)) return out;
   }
   static const OpRef addmm("aten::addmm");
   Tensor out = addmm
@@ -211,10 +215,9 @@ Tensor ConvolutionRelu(const Tensor& input, const Tensor& weight, const std::opt
                        const std::vector<int64_t>& dilation, bool transposed,
                        const std::vector<int64_t>& output_padding, int64_t groups) {
   const char* op = "tensorbridge::convolution_relu";
-  bool applied = false;
-  Tensor out = kernels::ConvolutionAct(op, input, weight, bias, stride, padding, dilation,
-                                       transposed, output_padding, groups, true, &applied);
-  if (!applied) ActivateInPlace(op, out, Act::kRelu);
+  Tensor out = kernels::Convolution(op, input, weight, bias, stride, padding, dilation, transposed,
+                                    output_padding, groups);
+  ActivateInPlace(op, out, Act::kRelu);
   return out;
 }
 

@@ -8,6 +8,8 @@
 
 namespace tb::kernels {
 
+// The eltwise post-op. kRelu is oneDNN's relu, which turns NaN into 0 (torch's keeps NaN):
+// callers matching torch run relu after the primitive instead.
 enum class LinearAct : uint8_t { kNone, kRelu, kGelu, kGeluTanh };
 
 // Up to this many rows, the inner product on the weight as stored (a matrix-vector product at

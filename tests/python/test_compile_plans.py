@@ -328,3 +328,29 @@ def test_convolution_relu_node_equals_relu_of_convolution(dtype, bias, transpose
     # relu of tensorbridge's own convolution, bit for bit; torch's within its tolerance
     assert torch.equal(got, torch.relu(conv))
     torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("rows", [1, 20])  # inner product / matmul
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_fused_linear_keeps_nan_as_torch(rows, activation):
+    # oneDNN's relu post-op turns NaN into 0; torch's relu keeps NaN, and so must the fused node.
+    torch.manual_seed(0)
+    x = torch.randn(rows, 16)
+    x[0, 3] = float("nan")
+    w, b = torch.randn(8, 16), torch.randn(8)
+    act = torch.relu if activation == "relu" else torch.nn.functional.gelu
+    want = act(torch.addmm(b, x, w.t()))
+    got = tb.to_torch(tb.call("tensorbridge::addmm_act", b, x, w.t(), activation=activation))
+    assert torch.equal(got.isnan(), want.isnan()) and want.isnan().sum() == 8
+    torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_convolution_relu_keeps_nan_as_torch():
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 8, 8)
+    x[0, 0, 3, 3] = float("nan")
+    args = (x, torch.randn(4, 3, 3, 3), torch.randn(4), [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    want = torch.relu(torch.ops.aten.convolution(*args))
+    got = tb.to_torch(tb.call("tensorbridge::convolution_relu", *args))
+    assert torch.equal(got.isnan(), want.isnan()) and want.isnan().sum() == 36
+    torch.testing.assert_close(got, want, equal_nan=True)
