@@ -88,6 +88,12 @@ def step3_compile() -> None:
         torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-5)
     print("  ", tb.plan_metrics())
     print("   " + tb._compile._plans[-1].dump().replace("\n", "\n   "))
+    with torch.no_grad(), tb.profile(compiled) as prof:
+        for _ in range(50):
+            compiled(x)
+    print("   where the plan's time goes (tb.profile):")
+    print("   " + prof.table(top=4).replace("\n", "\n   "))
+    print("   buffers reused from tensorbridge's cache:", tb.memory_stats()["cache_hits"])
 
 
 def step4_call_torch_from_jax() -> None:
