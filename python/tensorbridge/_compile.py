@@ -348,74 +348,8 @@ def _describe_input(x) -> str:
     return type(x).__name__
 
 
-# Inference graphs (compiled with grad mode off) are lowered to ATen directly and run by their
-# plan with no AOT autograd runtime around it (~10 us less per call), when the ATen graph is
-# purely functional: no op mutates anything and no output aliases an input. Others take AOT
-# autograd's path, whose runtime handles mutations and aliasing. False: always AOT.
-direct_inference = True
-
-
-def _aliases_input(node: torch.fx.Node) -> bool:
-    """Whether an output node value is an input or a view of one."""
-    while isinstance(node, torch.fx.Node):
-        if node.op == "placeholder":
-            return True
-        target = node.target
-        if not isinstance(target, torch._ops.OpOverload):
-            return False
-        returns = target._schema.returns
-        if not (returns and returns[0].alias_info is not None and node.args):
-            return False
-        node = node.args[0]
-    return False
-
-
-def _inference_graph(gm: torch.fx.GraphModule, example_inputs):
-    """The functional ATen graph of `gm` traced on fake copies of the inputs, or None when it
-    needs AOT autograd's runtime (a mutation, an output aliasing an input, a non-tensor input)
-    or cannot be traced so."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    if not all(type(x) in _PLAIN_TENSORS for x in example_inputs):
-        return None
-    fake_mode = torch._guards.detect_fake_mode(example_inputs)
-    if fake_mode is None:
-        return None
-    try:
-        with fake_mode:
-            fakes = [fake_mode.from_tensor(x) for x in example_inputs]
-            g = make_fx(gm, decomposition_table=_decompositions(autograd=False))(*fakes)
-    except Exception:  # anything make_fx cannot trace: AOT autograd's path takes it
-        return None
-    for n in g.graph.nodes:
-        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload):
-            if n.target._schema.is_mutable:
-                return None
-        elif n.op == "output":
-            outs = n.args[0] if isinstance(n.args[0], (list, tuple)) else [n.args[0]]
-            if any(_aliases_input(o) for o in outs):
-                return None
-        elif n.op not in ("placeholder", "get_attr", "call_function"):
-            return None
-    return g
-
-
-def _direct(g: torch.fx.GraphModule, record) -> object:
-    run = compile_graph(g, record=record, kind="inference")
-    out = next(n for n in g.graph.nodes if n.op == "output")
-    single = not isinstance(out.args[0], (list, tuple))
-
-    def call(*args):
-        outs = run(list(args))
-        return outs[0] if single else outs
-
-    call.plan = run.plan
-    return call
-
-
 def backend(gm: torch.fx.GraphModule, example_inputs):
-    """The torch.compile backend: AOT autograd to ATen, then one plan per graph (inference
-    graphs without mutations or aliasing: lowered directly, see ``direct_inference``)."""
+    """The torch.compile backend: AOT autograd to ATen, then one plan per graph."""
     from torch._dynamo.backends.common import aot_autograd
 
     key = tuple(str(n.target) for n in gm.graph.nodes)
@@ -430,11 +364,6 @@ def backend(gm: torch.fx.GraphModule, example_inputs):
     )
     _frames_seen.add(frame_key)
     _compilations.append(record)
-
-    if direct_inference and not torch.is_grad_enabled():
-        g = _inference_graph(gm, example_inputs)
-        if g is not None:
-            return _direct(g, record)
 
     def fw(g, inputs):
         return compile_graph(g, inputs, record=record, kind="forward")

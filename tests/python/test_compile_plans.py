@@ -73,7 +73,7 @@ def test_explain_shows_each_plan_and_counts_recompilations():
     assert "float32[4, 20]" in first and "float32[7, 20]" not in first
     assert second.startswith("compilation 2 (recompilation): frame Sequential.forward")
     assert "float32[7, 20]" in second
-    assert "inference plan, 3 calls:" in text and "inference plan, 1 calls:" in text
+    assert "forward plan, 3 calls:" in text and "forward plan, 1 calls:" in text
     assert text.count("fallback nodes: none") == 2
     assert "tensorbridge::addmm_act(" in text and "[kernel: kernels/fused.cc" in text
     assert "slots" in text and "frees s" in text
@@ -354,59 +354,3 @@ def test_convolution_relu_keeps_nan_as_torch():
     got = tb.to_torch(tb.call("tensorbridge::convolution_relu", *args))
     assert torch.equal(got.isnan(), want.isnan()) and want.isnan().sum() == 36
     torch.testing.assert_close(got, want, equal_nan=True)
-
-
-def _plan_kinds(compiled):
-    return [e["kind"] for r in _compile._records_of(compiled) for e in r.plans]
-
-
-def test_inference_graphs_run_their_plan_without_aot_autograd():
-    torch.manual_seed(0)
-    model = _relu_mlp().eval()
-    compiled = torch.compile(model, backend="tensorbridge")
-    x = torch.randn(3, 20)
-    with torch.no_grad():
-        out = compiled(x)
-    torch.testing.assert_close(out, model(x).detach())
-    assert _plan_kinds(compiled) == ["inference"]
-    assert "inference plan, 1 calls" in tb.explain(compiled)
-    # With grad mode on, dynamo's guard fails and the graph is compiled again through AOT
-    # autograd: a forward and a backward plan, gradients as eager.
-    out = compiled(x)
-    out.sum().backward()
-    assert _plan_kinds(compiled) == ["inference", "forward", "backward"]
-    w = model[0].weight
-    g = w.grad.clone()
-    w.grad = None
-    model(x).sum().backward()
-    torch.testing.assert_close(g, w.grad)
-
-
-def test_inference_graphs_with_mutation_or_aliasing_take_aot_autograd():
-    def mutate(x):
-        x.add_(1)
-        return x * 2
-
-    def alias(x):
-        return x.view(-1), x + 1
-
-    a = torch.zeros(2, 3)
-    with torch.no_grad():
-        cm = torch.compile(mutate, backend="tensorbridge")
-        out = cm(a)
-        assert torch.equal(a, torch.ones(2, 3)) and torch.equal(out, torch.full((2, 3), 2.0))
-        ca = torch.compile(alias, backend="tensorbridge")
-        v, w = ca(a)
-    assert _plan_kinds(cm) == ["forward"] and _plan_kinds(ca) == ["forward"]
-    assert v.data_ptr() == a.data_ptr() and v.shape == (6,)
-    assert torch.equal(w, a + 1)
-
-
-def test_direct_inference_can_be_turned_off(monkeypatch):
-    monkeypatch.setattr(_compile, "direct_inference", False)
-    model = _relu_mlp().eval()
-    compiled = torch.compile(model, backend="tensorbridge")
-    x = torch.randn(2, 20)
-    with torch.no_grad():
-        torch.testing.assert_close(compiled(x), model(x))
-    assert _plan_kinds(compiled) == ["forward"]
