@@ -98,14 +98,21 @@ bool OneDnnLinear(const char* op, const Tensor& bias, Tensor a, Tensor b, Linear
 bool OneDnnInnerProduct(const char* op, const Tensor* bias, const Tensor& a, const Tensor& b,
                         LinearAct act, Tensor* out) {
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  if (m == 0 || k == 0 || n == 0 || b.stride(0) != 1 || (n > 1 && b.stride(1) != k)) return false;
+  if (m == 0 || k == 0 || n == 0) return false;
+  // The weight is [n, k]: b's transpose. Stored as such (b = weight.t(), b.stride(0) == 1) or
+  // as b itself, row-major (the weight's "io" layout).
+  const bool oi = b.stride(0) == 1 && (n == 1 || b.stride(1) == k);
+  const bool io = !oi && b.stride(1) == 1 && (k == 1 || b.stride(0) == n);
+  if (!oi && !io) return false;
   Tensor x = a.contiguous(), bc = bias != nullptr ? bias->contiguous() : Tensor();
   using dt = dnnl::memory::data_type;
-  auto src_md = onednn::PlainDesc({m, k}, dt::f32), w_md = onednn::PlainDesc({n, k}, dt::f32);
+  auto src_md = onednn::PlainDesc({m, k}, dt::f32);
+  dnnl::memory::desc w_md = oi ? onednn::PlainDesc({n, k}, dt::f32)
+                               : dnnl::memory::desc({n, k}, dt::f32, dnnl::memory::dims{1, n});
   auto bias_md = onednn::PlainDesc({n}, dt::f32), dst_md = onednn::PlainDesc({m, n}, dt::f32);
   *out = Tensor::Empty({m, n}, DType::kFloat32);
-  std::string key =
-      onednn::Key("ip_bias_act", m, k, n, static_cast<int>(act), static_cast<int>(bc.defined()));
+  std::string key = onednn::Key("ip_bias_act", m, k, n, static_cast<int>(act),
+                                static_cast<int>(bc.defined()), static_cast<int>(oi));
   onednn::Guard(op, [&] {
     auto prim = onednn::Cached(key, [&] {
       dnnl::primitive_attr attr;

@@ -21,8 +21,9 @@ constexpr int64_t kInnerProductRows = 8;
 bool OneDnnLinear(const char* op, const Tensor& bias, Tensor a, Tensor b, LinearAct act,
                   Tensor* out);
 
-// oneDNN's inner product when b is the transpose of a row-major [n, k] weight (b.stride(0) ==
-// 1); `bias` may be null. False when b is not laid out so, or the product is empty.
+// oneDNN's inner product on b read in place, when b is the transpose of a row-major [n, k]
+// weight or is itself row-major; `bias` may be null. False for other layouts, or when the
+// product is empty.
 bool OneDnnInnerProduct(const char* op, const Tensor* bias, const Tensor& a, const Tensor& b,
                         LinearAct act, Tensor* out);
 

@@ -264,9 +264,39 @@ void CheckMm(const char* op, const Tensor& a, const Tensor& b) {
       << " cannot be multiplied (" << a.size(1) << " != " << b.size(0) << ")";
 }
 
+// out = a @ b for k = 1 (an outer product, as weight gradients at batch 1 are) on small
+// results, where a oneDNN call costs more than the products: each element is one product,
+// exactly what a GEMM computes, written row by row.
+template <typename T>
+void OuterProduct(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const int64_t m = out.size(0), n = out.size(1), sa = a.stride(0), sb = b.stride(1);
+  const T* pa = a.data_as<const T>();
+  const T* pb = b.data_as<const T>();
+  T* po = static_cast<T*>(out.mutable_data());
+  for (int64_t i = 0; i < m; ++i) {
+    const T ai = pa[i * sa];
+    T* __restrict row = po + i * n;
+    if (sb == 1) {
+      for (int64_t j = 0; j < n; ++j) row[j] = ai * pb[j];
+    } else {
+      for (int64_t j = 0; j < n; ++j) row[j] = ai * pb[j * sb];
+    }
+  }
+}
+
 Tensor Mm(const Tensor& self, const Tensor& mat2) {
   const char* op = "aten::mm";
   CheckMm(op, self, mat2);
+  if (self.size(1) == 1 && self.size(0) * mat2.size(1) <= 16384 &&
+      (self.dtype() == DType::kFloat32 || self.dtype() == DType::kFloat64)) {
+    Tensor out = Tensor::Empty({self.size(0), mat2.size(1)}, self.dtype());
+    if (self.dtype() == DType::kFloat32) {
+      OuterProduct<float>(out, self, mat2);
+    } else {
+      OuterProduct<double>(out, self, mat2);
+    }
+    return out;
+  }
   // A few rows times a transposed row-major weight (linear layers at small batch): the inner
   // product reads the weight as stored.
   if (self.dtype() == DType::kFloat32 && self.size(0) <= kernels::kInnerProductRows) {
