@@ -11,22 +11,8 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/isa_internal.h"
 #include "kernels/simd_internal.h"
-
-// The vector helpers below pass vectors by value between inline functions of this file only;
-// no vector crosses the library's ABI.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define TB_X86_DISPATCH 1
-#define TB_TARGET(isa) __attribute__((target(isa)))
-#else
-#define TB_X86_DISPATCH 0
-#define TB_TARGET(isa)
-#endif
-#define TB_INLINE inline __attribute__((always_inline))
 
 namespace tb::kernels::simd {
 namespace {
