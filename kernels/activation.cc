@@ -61,7 +61,11 @@ Tensor Threshold(const Tensor& self, const Scalar& threshold, const Scalar& valu
   const char* op = "aten::threshold";
   TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
       << op << ": dtype bool is not supported";
-  const double th = threshold.to_double(), v = value.to_double();
+  // The forward compares in opmath: float for the 16-bit floats (its backward in their own type).
+  const DType dt = self.dtype();
+  const bool half = dt == DType::kFloat16 || dt == DType::kBFloat16;
+  const double th = kernels::ThresholdIn(half ? DType::kFloat32 : dt, threshold.to_double());
+  const double v = value.to_double();
   return MapNumeric(op, self, [th, v](auto x) {
     using A = decltype(x);
     return static_cast<double>(x) <= th ? static_cast<A>(v) : x;

@@ -20,20 +20,9 @@ using dnnl::algorithm;
 using kernels::MapBinary;
 using kernels::OneDnnEltwiseBackward;
 
-// torch compares with the threshold converted to the operands' type (float32: rounded to
-// nearest): th as that value, for the floating types.
-double ThresholdIn(DType dt, double th) {
-  switch (dt) {
-    case DType::kFloat32: return static_cast<double>(static_cast<float>(th));
-    case DType::kFloat16: return kernels::Convert<double>(kernels::Convert<kernels::Half>(th));
-    case DType::kBFloat16: return kernels::Convert<double>(kernels::Convert<kernels::BFloat16>(th));
-    default: return th;
-  }
-}
-
 Tensor ThresholdBackward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {
   const double th =
-      ThresholdIn(PromoteTypes(grad_output.dtype(), self.dtype()), threshold.to_double());
+      kernels::ThresholdIn(PromoteTypes(grad_output.dtype(), self.dtype()), threshold.to_double());
   Tensor fast;
   if (kernels::ThresholdRows(grad_output, self, th, &fast)) return fast;
   return MapBinary<true>("aten::threshold_backward", grad_output, self, [th](auto g, auto x) {

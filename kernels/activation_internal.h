@@ -19,6 +19,17 @@
 
 namespace tb::kernels {
 
+// torch compares with a threshold converted to the operands' type (threshold and its backward;
+// float32: rounded to nearest): th as that value, for the floating types.
+inline double ThresholdIn(DType dt, double th) {
+  switch (dt) {
+    case DType::kFloat32: return static_cast<double>(static_cast<float>(th));
+    case DType::kFloat16: return Convert<double>(Convert<Half>(th));
+    case DType::kBFloat16: return Convert<double>(Convert<BFloat16>(th));
+    default: return th;
+  }
+}
+
 // Below this many elements the loops are used even where oneDNN could run.
 inline constexpr int64_t kEltwiseOneDnnMin = 1 << 14;
 

@@ -183,3 +183,15 @@ def test_relu_row_loop(n, dtype):
         torch.testing.assert_close(
             tbcall("aten::relu", t), torch.relu(t), rtol=0, atol=0, equal_nan=True
         )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("th", [0.1, 0.3, 0.2, -0.7])
+def test_threshold_forward_rounds_the_threshold_as_torch(dtype, th):
+    # torch compares float32 with the threshold rounded to float32 (x = 0.1f <= 0.1 holds) and
+    # the 16-bit floats in float: values next to the threshold decide it.
+    torch.manual_seed(0)
+    x = torch.cat([torch.tensor([0.1, 0.2, 0.3, -0.7, -1.0]), torch.randn(500)]).to(dtype)
+    want = torch.threshold(x, th, 5.0)
+    got = tb.to_torch(tb.call("aten::threshold", x, th, 5.0))
+    assert torch.equal(got, want)
