@@ -31,6 +31,8 @@ struct EagerState {
   py::object tensor_cls;    // tensorbridge.Tensor
   py::object make_wrapper;  // torch.Tensor._make_wrapper_subclass
   py::object torch_tensor;  // torch.Tensor
+  py::object parameter;     // torch.nn.Parameter
+  py::object stand_in;      // f(tensor) -> bool: a tracer's tensor without memory (FakeTensor, ...)
   py::object traced;        // the Python path for traced stand-ins: f(func, args, kwargs)
   py::object metadata;      // the Python path of in-place metadata ops: f(func, args, kwargs)
   std::array<py::object, kNumDTypes> torch_dtypes;  // DType -> torch.dtype (unset: none)
@@ -94,6 +96,14 @@ bool Unwrap(py::handle obj, Value* out) {
     return true;
   }
   if (PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(st.torch_tensor.ptr()))) {
+    // Under torch.compile's tracing, plain arguments are fake or functional tensors: they have
+    // no memory to bind, and the op goes to the traced path with the stand-ins (as a traced
+    // tensorbridge.Tensor does). Only subclasses can be such stand-ins.
+    if (type != reinterpret_cast<PyTypeObject*>(st.torch_tensor.ptr()) &&
+        type != reinterpret_cast<PyTypeObject*>(st.parameter.ptr()) &&
+        st.stand_in(obj).cast<bool>()) {
+      return false;
+    }
     if (obj.attr("is_conj")().cast<bool>() || obj.attr("is_neg")().cast<bool>()) {
       obj = obj.attr("resolve_conj")().attr("resolve_neg")();
     }
@@ -310,10 +320,12 @@ PyMethodDef kTorchDispatchDef = {
 
 void BindEager(py::module_& m) {
   m.def("_eager_init", [](py::object tensor_cls, py::object torch_tensor, py::dict dtypes,
-                          py::object traced, py::object metadata) {
+                          py::object traced, py::object metadata, py::object stand_in) {
     EagerState& st = State();
     st.tensor_cls = tensor_cls;
     st.torch_tensor = torch_tensor;
+    st.parameter = py::module_::import("torch").attr("nn").attr("Parameter");
+    st.stand_in = stand_in;
     st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
     st.traced = traced;
     st.metadata = metadata;

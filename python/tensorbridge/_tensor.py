@@ -177,6 +177,14 @@ def _is_real(t: torch.Tensor) -> bool:
     return type(t) is torch.Tensor and t.device.type == "cpu" and not torch._is_functional_tensor(t)
 
 
+def _stand_in(t: torch.Tensor) -> bool:
+    """A tracer's tensor subclass without memory of its own (fake or functional tensors)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    return isinstance(t, (FakeTensor, FunctionalTensor)) or t.device.type == "meta"
+
+
 def _traced_dispatch(func, args, kwargs):
     # Tracing for torch.compile: run the op on the inner stand-ins so that the tracer records
     # plain ATen ops, and wrap the results again.
@@ -298,4 +306,4 @@ def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Modu
     return module
 
 
-_C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch, _metadata_dispatch)
+_C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch, _metadata_dispatch, _stand_in)

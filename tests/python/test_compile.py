@@ -225,6 +225,34 @@ def test_export_runs_on_a_plan():
     assert run.plan.num_nodes > 3
 
 
+@pytest.mark.parametrize("wrapped", ["x", "w", "b", "xw", "wb", "xb", "xwb"])
+def test_wrapped_and_plain_tensors_mix_in_compiled_calls(wrapped):
+    # Any mix of wrapped and plain inputs and parameters traces (a plain argument is a fake
+    # tensor while dynamo traces; it must not be bound as memory) and runs on the wrapped
+    # memory itself.
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    w = model.weight.detach().numpy().copy()
+    b = model.bias.detach().numpy().copy()
+    if "w" in wrapped:
+        model.weight = torch.nn.Parameter(tb.wrap(w))
+    if "b" in wrapped:
+        model.bias = torch.nn.Parameter(tb.wrap(b))
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    x = tb.wrap(a) if "x" in wrapped else torch.from_numpy(a)
+    compiled = torch.compile(model, backend="tensorbridge", dynamic=False)
+    y = compiled(x)
+    expected = torch.from_numpy(a @ w.T + b)
+    torch.testing.assert_close(tb.to_torch(y.detach()) if isinstance(y, tb.Tensor) else y, expected)
+    if "w" in wrapped:
+        w *= 2  # the plan reads the numpy array in place
+        y = compiled(x)
+        expected = torch.from_numpy(a @ w.T + b)
+        got = tb.to_torch(y.detach()) if isinstance(y, tb.Tensor) else y.detach()
+        torch.testing.assert_close(got, expected)
+    assert tb.plan_metrics(compiled)["plans_built"] == 1
+
+
 def test_wrapped_numpy_parameters_are_used_in_place():
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3)
