@@ -50,7 +50,8 @@ def plan_metrics(fn=None) -> dict:
     """With ``fn`` (a ``torch.compile``'d module or function): ``compiled_metrics(fn)``.
     Without: counters of the compile backend: ``graphs`` captured by dynamo (distinct), ``compilations``
     (backend calls: a graph captured again for new shapes or failed guards counts as a
-    ``recompilation``), ``plans_built`` (forward and backward plans) and ``plan_calls``."""
+    ``recompilation``), ``plans_built`` (forward and backward plans; ``shape_plans`` of them
+    built for the concrete shapes of a graph traced with symbolic sizes) and ``plan_calls``."""
     if fn is not None:
         return compiled_metrics(fn)
     return {
@@ -58,6 +59,7 @@ def plan_metrics(fn=None) -> dict:
         "compilations": _stats["compilations"],
         "recompilations": _stats["compilations"] - _stats["graphs"],
         "plans_built": _stats["plans_built"],
+        "shape_plans": _stats["shape_plans"],
         "plan_calls": _plan_calls(),
     }
 
@@ -232,9 +234,103 @@ def _to_torch(x):
     return x
 
 
+def _symbolic(gm: torch.fx.GraphModule) -> bool:
+    """Whether the graph was traced with symbolic sizes (dynamo's automatic dynamic shapes,
+    ``dynamic=True``, ``mark_dynamic``, an export with ``dynamic_shapes``)."""
+    sym = (torch.SymInt, torch.SymFloat, torch.SymBool)
+    for n in gm.graph.nodes:
+        if n.op != "placeholder":
+            continue
+        v = n.meta.get("val", n.meta.get("example_value"))
+        if isinstance(v, sym):
+            return True
+        if isinstance(v, torch.Tensor) and any(
+            isinstance(s, torch.SymInt) for s in (*v.shape, *v.stride())
+        ):
+            return True
+    return False
+
+
+def _signature(args) -> tuple:
+    """What a plan specialized to these call arguments depends on."""
+    return tuple(
+        (tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else (type(a), a)
+        for a in args
+    )
+
+
+def _specialize(gm: torch.fx.GraphModule, args) -> torch.fx.GraphModule:
+    """The graph re-traced (on fake tensors: no data is read or written) with the sizes of
+    ``args``: size arithmetic folds into constants. Its inputs are the tensor arguments."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    tensor_at = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    fixed = list(args)
+
+    def run(*tensors):
+        full = list(fixed)
+        for i, t in zip(tensor_at, tensors, strict=True):
+            full[i] = t
+        return torch.fx.Interpreter(gm).run(*full)
+
+    mode = FakeTensorMode()
+    with mode:
+        fakes = [
+            torch.empty_strided(args[i].shape, args[i].stride(), dtype=args[i].dtype)
+            for i in tensor_at
+        ]
+    for i in tensor_at:
+        fixed[i] = None  # the trace reads the fakes, never the call's tensors
+    with torch.no_grad():
+        return make_fx(run, tracing_mode="fake")(*fakes)
+
+
+# Shape-specialized plans kept per symbolic graph; the least recently used is dropped beyond.
+MAX_SHAPE_PLANS = 32
+
+
 def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None, kind="forward"):
     """Builds the plan of an ATen FX graph once and returns the function that runs it.
-    ``record`` (a ``_Compilation``) collects the plan for ``explain``."""
+    ``record`` (a ``_Compilation``) collects the plan for ``explain``.
+
+    Plans take static shapes. A graph traced with symbolic sizes gets one plan per distinct
+    set of input shapes and strides, built at the first call with them (the graph re-traced
+    with those sizes), kept for the next (up to ``MAX_SHAPE_PLANS`` per graph)."""
+    if _symbolic(gm):
+        return _shape_specializing(gm, record, kind)
+    return _compile_static(gm, record, kind)
+
+
+def _shape_specializing(gm, record, kind):
+    runs: collections.OrderedDict = collections.OrderedDict()
+
+    def run(args):
+        key = _signature(args)
+        r = runs.get(key)
+        if r is None:
+            static = _specialize(gm, args)
+            tensor_at = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+            r = runs[key] = (_compile_static(static, record, kind, specialized=key), tensor_at)
+            _stats["shape_plans"] += 1
+            if len(runs) > MAX_SHAPE_PLANS:
+                _, (old, _) = runs.popitem(last=False)
+                if record is not None:  # the plan and its buffers go with the last reference
+                    record.plans.remove(old.entry)
+                    record.evicted += 1
+        else:
+            runs.move_to_end(key)
+        fn, tensor_at = r
+        tensors = [args[i] for i in tensor_at]
+        args.clear()
+        return fn(tensors)
+
+    run._boxed_call = True
+    run.plans = lambda: [fn.plan for fn, _ in runs.values()]
+    return run
+
+
+def _compile_static(gm, record, kind, specialized=None):
     plan = _Builder(gm).build()
     _stats["plans_built"] += 1
     _all_plans[plan] = kind
@@ -243,6 +339,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None,
     if _profiling:
         plan.profiling = True
     entry = {"kind": kind, "plan": plan}
+    if specialized is not None:
+        entry["shapes"] = [list(k[0]) for k in specialized if isinstance(k[0], tuple)]
     if record is not None:
         record.plans.append(entry)
 
@@ -258,6 +356,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None,
         return run_torch(args, _to_array)
 
     run.plan = plan
+    run.entry = entry
     run._boxed_call = True
     return run
 
@@ -318,6 +417,7 @@ class _Compilation:
         self.inputs = inputs
         self.recompilation = recompilation
         self.plans: list = []
+        self.evicted = 0  # shape-specialized plans dropped (MAX_SHAPE_PLANS)
 
     @property
     def owner(self):
@@ -421,12 +521,14 @@ def _records_of(fn) -> list:
 def compiled_metrics(fn) -> dict:
     """The compile backend's counters for one ``torch.compile``'d module or function:
     ``compilations`` (frames dynamo handed the backend), ``recompilations`` (a frame compiled
-    again: new shapes or failed guards), ``plans_built`` and ``plan_calls``."""
+    again: new shapes or failed guards), ``plans_built`` (``shape_plans`` of them for the
+    concrete shapes of a graph traced with symbolic sizes) and ``plan_calls``."""
     records = _records_of(fn)
     return {
         "compilations": len(records),
         "recompilations": sum(r.recompilation for r in records),
-        "plans_built": sum(len(r.plans) for r in records),
+        "plans_built": sum(len(r.plans) + r.evicted for r in records),
+        "shape_plans": sum(sum("shapes" in p for p in r.plans) + r.evicted for r in records),
         "plan_calls": sum(p["calls"][0] for r in records for p in r.plans),
     }
 
@@ -471,8 +573,11 @@ def explain_compiled(fn) -> str:
             counts = {k: p.count(k) for k in ("kernel", "composite", "decomposition", "fallback")}
             fused = dump.count("= tensorbridge::")
             fallbacks = _FALLBACK_LINE.findall(dump)
+            shapes = ""
+            if "shapes" in e:
+                shapes = " for input shapes " + ", ".join(str(x) for x in e["shapes"])
             lines.append(
-                f"  {e['kind']} plan, {e['calls'][0]} calls: {p.num_nodes} nodes ("
+                f"  {e['kind']} plan{shapes}, {e['calls'][0]} calls: {p.num_nodes} nodes ("
                 + ", ".join(f"{v} {k}" for k, v in counts.items())
                 + f"; {fused} fused); {p.num_values} values in {p.num_slots} slots "
                 f"({p.num_values - p.num_slots} reuse a freed slot)"
@@ -520,5 +625,5 @@ def load_exported(ep: torch.export.ExportedProgram):
                 user.append(out)
         return user[0] if len(user) == 1 else tuple(user)
 
-    call.plan = run.plan
+    call.plan = getattr(run, "plan", None)  # None: one plan per input shape (see run.plans)
     return call
