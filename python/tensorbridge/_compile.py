@@ -10,8 +10,10 @@ the inputs zero-copy through DLPack and runs the plan in C++ with the GIL releas
 from __future__ import annotations
 
 import collections
+import copy
 import operator
 import re
+import threading
 import weakref
 
 import torch
@@ -260,30 +262,46 @@ def _signature(args) -> tuple:
 
 
 def _specialize(gm: torch.fx.GraphModule, args) -> torch.fx.GraphModule:
-    """The graph re-traced (on fake tensors: no data is read or written) with the sizes of
-    ``args``: size arithmetic folds into constants. Its inputs are the tensor arguments."""
+    """The graph with the sizes of ``args``: it runs once on fake tensors of those shapes (no
+    data read or written), every node that computes a size (or returns nothing, as size
+    assertions do) is replaced by the value it took, and the tensor inputs remain.
+
+    (Not a re-trace with make_fx: that sets a process-wide flag under which every other
+    thread's compiled calls fail while the trace runs.)"""
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.proxy_tensor import make_fx
 
-    tensor_at = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-    fixed = list(args)
+    values: dict = {}
 
-    def run(*tensors):
-        full = list(fixed)
-        for i, t in zip(tensor_at, tensors, strict=True):
-            full[i] = t
-        return torch.fx.Interpreter(gm).run(*full)
+    class Record(torch.fx.Interpreter):
+        def run_node(self, n):
+            values[n] = out = super().run_node(n)
+            return out
 
-    mode = FakeTensorMode()
-    with mode:
-        fakes = [
-            torch.empty_strided(args[i].shape, args[i].stride(), dtype=args[i].dtype)
-            for i in tensor_at
+    with FakeTensorMode() as mode:
+        fake_args = [
+            torch.empty_strided(a.shape, a.stride(), dtype=a.dtype)
+            if isinstance(a, torch.Tensor)
+            else a
+            for a in args
         ]
-    for i in tensor_at:
-        fixed[i] = None  # the trace reads the fakes, never the call's tensors
-    with torch.no_grad():
-        return make_fx(run, tracing_mode="fake")(*fakes)
+        Record(gm).run(*fake_args)
+    del mode
+    graph = copy.deepcopy(gm.graph)
+    node_of = dict(zip(gm.graph.nodes, graph.nodes, strict=True))
+    sym = (torch.SymInt, torch.SymFloat, torch.SymBool)
+    for old, n in node_of.items():
+        v = values.get(old)
+        if n.op == "output" or isinstance(v, (torch.Tensor, list, tuple)):
+            continue
+        if isinstance(v, sym):
+            raise NotImplementedError(
+                f"tensorbridge plans take static shapes; node {n.name} computes a size that "
+                f"depends on the data ({v})"
+            )
+        n.replace_all_uses_with(v)  # type: ignore[arg-type]
+        graph.erase_node(n)
+    graph.lint()
+    return torch.fx.GraphModule(gm, graph)
 
 
 # Shape-specialized plans kept per symbolic graph; the least recently used is dropped beyond.
@@ -304,11 +322,13 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None,
 
 def _shape_specializing(gm, record, kind):
     runs: collections.OrderedDict = collections.OrderedDict()
+    lock = threading.Lock()  # threads calling with a new shape at once build its plan once
 
-    def run(args):
-        key = _signature(args)
-        r = runs.get(key)
-        if r is None:
+    def build(args, key):
+        with lock:
+            r = runs.get(key)
+            if r is not None:
+                return r
             static = _specialize(gm, args)
             tensor_at = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
             r = runs[key] = (_compile_static(static, record, kind, specialized=key), tensor_at)
@@ -318,8 +338,17 @@ def _shape_specializing(gm, record, kind):
                 if record is not None:  # the plan and its buffers go with the last reference
                     record.plans.remove(old.entry)
                     record.evicted += 1
+            return r
+
+    def run(args):
+        key = _signature(args)
+        r = runs.get(key)
+        if r is None:
+            r = build(args, key)
         else:
-            runs.move_to_end(key)
+            with lock:  # most recently used last
+                if key in runs:
+                    runs.move_to_end(key)
         fn, tensor_at = r
         tensors = [args[i] for i in tensor_at]
         args.clear()
@@ -471,9 +500,14 @@ def backend(gm: torch.fx.GraphModule, example_inputs):
     def bw(g, inputs):
         return compile_graph(g, inputs, record=record, kind="backward")
 
-    return aot_autograd(fw_compiler=fw, bw_compiler=bw, decompositions=_decompositions())(
-        gm, example_inputs
+    # AOT autograd's own test: a training graph only when grad mode is on (dynamo guards on it)
+    # and an input requires grad. Inference graphs may take every core decomposition.
+    needs_autograd = torch.is_grad_enabled() and any(
+        isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
     )
+    return aot_autograd(
+        fw_compiler=fw, bw_compiler=bw, decompositions=_decompositions(needs_autograd)
+    )(gm, example_inputs)
 
 
 def _codes_of(fn):

@@ -62,6 +62,7 @@ def test_explain_shows_each_plan_and_counts_recompilations():
         "compilations": 2,
         "recompilations": 1,
         "plans_built": 2,
+        "shape_plans": 0,
         "plan_calls": 4,
     }
     text = tb.explain(compiled)
@@ -109,7 +110,13 @@ def test_explain_follows_graph_breaks_and_keeps_functions_apart():
     cg(torch.randn(3))
     mf, mg = tb.plan_metrics(cf), tb.plan_metrics(cg)
     assert mf["compilations"] == 2 and mf["plans_built"] == 2  # f and its resume function
-    assert mg == {"compilations": 1, "recompilations": 0, "plans_built": 1, "plan_calls": 1}
+    assert mg == {
+        "compilations": 1,
+        "recompilations": 0,
+        "plans_built": 1,
+        "shape_plans": 0,
+        "plan_calls": 1,
+    }
     text = tb.explain(cf)
     assert "aten::relu(" in text and "aten::sin(" in text and "aten::cos(" not in text
     assert "torch_dynamo_resume_in_f" in text
