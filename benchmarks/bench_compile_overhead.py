@@ -8,7 +8,9 @@ per node, in C++), and how much the kernels of its nodes -- with and without the
 Measured side by side (min of interleaved repeats): torch eager; the compiled call; the same
 dynamo + AOT path with a compiled graph that does nothing (the wrapper overhead); ``plan.run``
 on the bound inputs (the plan alone). Kernel time: the op table's per-op timers
-(``tb.set_profiling``) over ``plan.run`` calls, per call; plan overhead = plan.run - kernels.
+(``tb.set_profiling``) over ``plan.run`` calls, per call; plan overhead = plan.run - kernels. Last, at batch 4: a static graph's call next to
+a call of the graph traced with a symbolic batch size (``dynamic=True``), which finds the plan
+built for the call's shapes.
 
 Usage: python benchmarks/bench_compile_overhead.py [--quick] [--repeats N] [--threads N]
 """
@@ -143,6 +145,35 @@ def main() -> None:
                 f"{op} {fmt_time(ns)}" for op, ns in sorted(k.items(), key=lambda kv: -kv[1])
             )
         )
+    _shape_plans(model)
+
+
+def _shape_plans(model) -> None:
+    """A graph traced with a symbolic batch size runs on one plan per batch size: what does
+    finding that plan (the call's shape signature, a lock) cost next to a static graph's call?
+    Batch 4 (batch 1 is never symbolic: dynamo specializes sizes 0 and 1)."""
+    x = torch.randn(4, 784)
+    torch._dynamo.reset()
+    static = torch.compile(model, backend="tensorbridge", dynamic=False)
+    static(x)
+    symbolic = torch.compile(model, backend="tensorbridge", dynamic=True)
+    symbolic(x)
+    symbolic(torch.randn(5, 784))
+    built = tb.plan_metrics(symbolic)["shape_plans"]
+    t = measure_interleaved(
+        [
+            ("eager", lambda: lambda: model(x)),
+            ("static graph", lambda: lambda: static(x)),
+            ("symbolic graph, shape plan", lambda: lambda: symbolic(x)),
+        ],
+        repeats=ARGS.repeats,
+        target_s=ARGS.target_s,
+    )
+    print_table(
+        f"batch 4, one call (min of repeats); the symbolic graph holds {built} shape plans",
+        ["", "eager", "static graph", "symbolic graph, shape plan"],
+        [["fusion on", t["eager"], t["static graph"], t["symbolic graph, shape plan"]]],
+    )
 
 
 if __name__ == "__main__":

@@ -89,22 +89,37 @@ Tensor WrapBuffer(const ffi::AnyBuffer& buf, bool read_only, const char* what, s
                 Device{}, read_only);
 }
 
-// Applies g_threads to the calling (XLA) thread's OpenMP settings, once per change.
-void ApplyThreads() {
+// g_threads applied to the calling thread's OpenMP settings for one handler call, and the
+// thread's own setting restored after it: XLA may run the handler on the caller's thread (the
+// Python main thread), whose thread count torch reads (torch.get_num_threads) and dynamo
+// guards on.
+class ThreadsForCall {
+ public:
+  ThreadsForCall() {
 #ifdef _OPENMP
-  thread_local const int original = omp_get_max_threads();
-  thread_local int applied = original;
-  const int want = g_threads.load(std::memory_order_relaxed);
-  const int n = want > 0 ? want : original;
-  if (n != applied) {
-    omp_set_num_threads(n);
-    applied = n;
-  }
+    const int want = g_threads.load(std::memory_order_relaxed);
+    saved_ = omp_get_max_threads();
+    if (want > 0 && want != saved_) {
+      omp_set_num_threads(want);
+      changed_ = true;
+    }
 #endif
-}
+  }
+  ~ThreadsForCall() {
+#ifdef _OPENMP
+    if (changed_) omp_set_num_threads(saved_);
+#endif
+  }
+  ThreadsForCall(const ThreadsForCall&) = delete;
+  ThreadsForCall& operator=(const ThreadsForCall&) = delete;
+
+ private:
+  int saved_ = 0;
+  bool changed_ = false;
+};
 
 void RunPlan(int64_t plan_id, ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  ApplyThreads();
+  ThreadsForCall threads;
   std::shared_ptr<const Plan> plan = FindPlan(plan_id);
   TB_CHECK(plan != nullptr, ValueError) << "tensorbridge_plan: no plan with id " << plan_id;
   Stack inputs;

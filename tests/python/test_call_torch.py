@@ -360,3 +360,29 @@ def test_ffi_refuses_writing_into_an_input():
         f = jax.jit(functools.partial(tb.call_torch, bump, jit_mode=mode))
         with pytest.raises(BufferError, match="writes into its input 0"):
             f(jnp.ones(3))
+
+
+def test_ffi_handler_leaves_the_callers_thread_count(tmp_path):
+    # XLA may run the custom call on the calling thread; the handler's thread count
+    # (config.ffi_threads, default 1) holds for the call only, so torch's setting on that
+    # thread (torch.get_num_threads, which dynamo guards on) is unchanged after it. In a fresh
+    # process: the first handler call on a thread is the one that used to change it.
+    import subprocess
+    import sys
+
+    script = tmp_path / "threads.py"
+    script.write_text(
+        "import jax, jax.numpy as jnp, torch, tensorbridge as tb\n"
+        "torch.set_num_threads(3)\n"
+        "assert torch.get_num_threads() == 3\n"  # torch's per-thread set-up done before
+        "f = jax.jit(lambda a: tb.call_torch(lambda u: torch.tanh(u) * 2, a, jit_mode='ffi'))\n"
+        "for n in (3, 4):\n"
+        "    f(jnp.ones(n)).block_until_ready()\n"
+        "assert tb.call_torch_metrics()['ffi_runs'] == 2, tb.call_torch_metrics()\n"
+        "print(torch.get_num_threads())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "3", out.stdout
