@@ -32,12 +32,7 @@ MODELS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    tb.reset_plan_metrics()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -51,15 +46,23 @@ def test_compiled_inference_matches_eager(name):
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
 
 
+def training_pair(name, **compile_kwargs):
+    """A model and its compiled copy with an SGD optimizer each: ((ref, opt), (ours, compiled,
+    opt))."""
+    torch.manual_seed(0)
+    ref = MODELS[name][0]()
+    ours = copy.deepcopy(ref)
+    compiled = torch.compile(ours, backend="tensorbridge", **compile_kwargs)
+    return (
+        (ref, torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)),
+        (ours, compiled, torch.optim.SGD(ours.parameters(), lr=0.05, momentum=0.9)),
+    )
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_compiled_training_matches_torch(name):
-    make, data, classes = MODELS[name]
-    torch.manual_seed(0)
-    ref = make()
-    ours = copy.deepcopy(ref)
-    compiled = torch.compile(ours, backend="tensorbridge")
-    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)
-    opt_ours = torch.optim.SGD(ours.parameters(), lr=0.05, momentum=0.9)
+    _, data, classes = MODELS[name]
+    (ref, opt_ref), (ours, compiled, opt_ours) = training_pair(name)
     g = torch.Generator().manual_seed(2)
     for _ in range(20):
         x, y = data(g), torch.randint(0, classes, (4,), generator=g)

@@ -1,24 +1,17 @@
 """Graphs traced with symbolic sizes (dynamo's automatic dynamic shapes, dynamic=True, exports
 with dynamic_shapes) run on one static plan per distinct input shape, built at first use."""
 
-import copy
 import threading
 
 import numpy as np
 import pytest
 import torch
-from test_compile import MODELS
+from test_compile import MODELS, training_pair
 
 import tensorbridge as tb
 from tensorbridge import _compile
 
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    tb.reset_plan_metrics()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _batch(data, g, n):
@@ -59,13 +52,8 @@ def test_default_compile_follows_batch_size_changes(name):
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_dynamic_training_matches_torch(name):
-    make, data, classes = MODELS[name]
-    torch.manual_seed(0)
-    ref = make()
-    ours = copy.deepcopy(ref)
-    compiled = torch.compile(ours, backend="tensorbridge", dynamic=True)
-    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)
-    opt_ours = torch.optim.SGD(ours.parameters(), lr=0.05, momentum=0.9)
+    _, data, classes = MODELS[name]
+    (ref, opt_ref), (ours, compiled, opt_ours) = training_pair(name, dynamic=True)
     g = torch.Generator().manual_seed(2)
 
     def steps(sizes):

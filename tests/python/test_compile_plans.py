@@ -9,14 +9,7 @@ import torch
 import tensorbridge as tb
 from tensorbridge import _compile
 
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    tb.reset_plan_metrics()
-    yield
-    torch._dynamo.reset()
-    _compile.fusion = True
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _relu_mlp():
