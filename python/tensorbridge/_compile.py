@@ -277,7 +277,7 @@ def _specialize(gm: torch.fx.GraphModule, args) -> torch.fx.GraphModule:
             values[n] = out = super().run_node(n)
             return out
 
-    with FakeTensorMode() as mode:
+    with FakeTensorMode():
         fake_args = [
             torch.empty_strided(a.shape, a.stride(), dtype=a.dtype)
             if isinstance(a, torch.Tensor)
@@ -285,7 +285,6 @@ def _specialize(gm: torch.fx.GraphModule, args) -> torch.fx.GraphModule:
             for a in args
         ]
         Record(gm).run(*fake_args)
-    del mode
     graph = copy.deepcopy(gm.graph)
     node_of = dict(zip(gm.graph.nodes, graph.nodes, strict=True))
     sym = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -313,8 +312,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None,
     ``record`` (a ``_Compilation``) collects the plan for ``explain``.
 
     Plans take static shapes. A graph traced with symbolic sizes gets one plan per distinct
-    set of input shapes and strides, built at the first call with them (the graph re-traced
-    with those sizes), kept for the next (up to ``MAX_SHAPE_PLANS`` per graph)."""
+    set of input shapes and strides, built at the first call with them (the graph specialized
+    to those sizes, see ``_specialize``), kept for the next (up to ``MAX_SHAPE_PLANS`` per
+    graph)."""
     if _symbolic(gm):
         return _shape_specializing(gm, record, kind)
     return _compile_static(gm, record, kind)
