@@ -1,0 +1,193 @@
+// aten::nll_loss_forward and aten::nll_loss_backward: the negative log-likelihood loss that
+// cross_entropy ends in, on a [N, C] (or [C]) input of log-probabilities and class targets.
+//
+// As torch's CPU kernel:
+// * reduction none on a 2-D input: one loss per row, -weight[t] * input[i, t] (0 for a target
+//   equal to ignore_index), and total_weight 0;
+// * otherwise (sum, mean, or a 1-D input): one scalar, summed over the rows in torch's cascade
+//   (partial sums in levels of 2^k rows, k >= 4), in the input's type; total_weight is the sum
+//   of the weights of the counted rows (without weights: their number); mean divides by it
+//   (0 / 0 = NaN when every row is ignored).
+// The backward writes -weight[t] * g (g = grad_output, divided by total_weight for mean) into
+// a zero gradient at each row's target. A target outside [0, C) other than ignore_index is an
+// IndexError naming it.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "dispatch/op_table.h"
+#include "kernels/dtype_internal.h"
+#include "kernels/tensor_ops.h"
+
+namespace tb {
+namespace {
+
+enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+
+struct NllArgs {
+  Tensor input;  // contiguous, 1-D or 2-D
+  std::vector<int64_t> target;
+  Tensor weight;  // contiguous, input's dtype, or undefined
+  int64_t batch = 1, classes = 0;
+};
+
+NllArgs Check(const char* op, const Tensor& self, const Tensor& target,
+              const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
+  TB_CHECK(self.device().is_host_accessible() && target.device().is_host_accessible(),
+           NotImplementedError)
+      << op << ": tensors on " << DeviceString(self.device())
+      << " are not supported; tensorbridge computes on the CPU";
+  TB_CHECK(IsFloatingPoint(self.dtype()), TypeError)
+      << op << ": input must be a floating-point tensor, got " << DTypeName(self.dtype());
+  TB_CHECK(self.ndim() == 1 || self.ndim() == 2, ValueError)
+      << op << ": input must be 1-D or 2-D, got shape " << ShapeString(self.shape());
+  TB_CHECK(target.dtype() == DType::kInt64 || target.dtype() == DType::kInt32 ||
+               target.dtype() == DType::kUInt8,
+           TypeError)
+      << op << ": target must be int64 (or int32, uint8), got " << DTypeName(target.dtype());
+  TB_CHECK(target.ndim() <= 1, ValueError)
+      << op << ": target must be 0-D or 1-D, got shape " << ShapeString(target.shape());
+  TB_CHECK(reduction >= kNone && reduction <= kSum, ValueError)
+      << op << ": reduction must be 0 (none), 1 (mean) or 2 (sum), got " << reduction;
+  NllArgs a;
+  a.batch = self.ndim() == 2 ? self.size(0) : 1;
+  a.classes = self.size(self.ndim() - 1);
+  const int64_t target_batch = target.ndim() == 1 ? target.size(0) : 1;
+  TB_CHECK((self.ndim() == 1 && target.ndim() == 0) ||
+               (self.ndim() == 2 && target.ndim() == 1 && target_batch == a.batch),
+           ValueError)
+      << op << ": expected input batch_size (" << a.batch << ") to match target batch_size ("
+      << target_batch << "): input " << ShapeString(self.shape()) << ", target "
+      << ShapeString(target.shape());
+  if (weight && weight->defined()) {
+    TB_CHECK(weight->numel() == a.classes, ValueError)
+        << op << ": weight must hold one value per class (" << a.classes << "), got shape "
+        << ShapeString(weight->shape());
+    a.weight = Cast(*weight, self.dtype()).contiguous();
+  }
+  a.input = self.contiguous();
+  Tensor t = Cast(target, DType::kInt64).contiguous();
+  const int64_t* tp = t.data_as<const int64_t>();
+  a.target.assign(tp, tp + t.numel());
+  for (int64_t v : a.target) {
+    TB_CHECK(v == ignore_index || (v >= 0 && v < a.classes), IndexError)
+        << op << ": target " << v << " is out of bounds for " << a.classes << " classes";
+  }
+  return a;
+}
+
+std::tuple<Tensor, Tensor> NllLossForward(const Tensor& self, const Tensor& target,
+                                          const std::optional<Tensor>& weight, int64_t reduction,
+                                          int64_t ignore_index) {
+  constexpr const char* kOp = "aten::nll_loss_forward";
+  NllArgs a = Check(kOp, self, target, weight, reduction, ignore_index);
+  const bool per_row = reduction == kNone && self.ndim() == 2;
+  Tensor output =
+      per_row ? Tensor::Empty({a.batch}, self.dtype()) : Tensor::Empty({}, self.dtype());
+  Tensor total_weight = Tensor::Empty({}, self.dtype());
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    const T* x = a.input.data_as<const T>();
+    const T* w = a.weight.defined() ? a.weight.data_as<const T>() : nullptr;
+    const int64_t c = a.classes;
+    if (per_row) {
+      T* o = output.data_as<T>();
+      for (int64_t i = 0; i < a.batch; ++i) {
+        const int64_t t = a.target[i];
+        o[i] = t == ignore_index ? T(0) : static_cast<T>(-(w ? w[t] * x[i * c + t] : x[i * c + t]));
+      }
+      *total_weight.data_as<T>() = T(0);
+      return;
+    }
+    // torch's cascade: level 0 takes each row; every 2^k rows a level is added into the next.
+    constexpr int kLevels = 8;
+    int64_t log2 = 0;
+    while ((int64_t{1} << log2) < a.batch) ++log2;
+    const int64_t power = std::max<int64_t>(4, log2 / kLevels);
+    const int64_t mask = (int64_t{1} << power) - 1;
+    T loss[kLevels] = {}, wsum[kLevels] = {};
+    int64_t ignored = 0;
+    for (int64_t b = 0; b < a.batch; ++b) {
+      const int64_t t = a.target[b];
+      if (t == ignore_index) {
+        ++ignored;
+        continue;
+      }
+      const T v = x[b * c + t];
+      if (w) {
+        loss[0] = static_cast<T>(loss[0] - v * w[t]);
+        wsum[0] = static_cast<T>(wsum[0] + w[t]);
+      } else {
+        loss[0] = static_cast<T>(loss[0] - v);
+      }
+      for (int j = 0; j + 1 < kLevels; ++j) {
+        if ((b & (mask << (j * power))) != 0) break;
+        wsum[j + 1] = static_cast<T>(wsum[j + 1] + wsum[j]);
+        loss[j + 1] = static_cast<T>(loss[j + 1] + loss[j]);
+        wsum[j] = T(0);
+        loss[j] = T(0);
+      }
+    }
+    T total = T(0), out = T(0);
+    for (int j = 0; j < kLevels; ++j) {
+      total = static_cast<T>(total + wsum[j]);
+      out = static_cast<T>(out + loss[j]);
+    }
+    if (!w) total = static_cast<T>(a.batch - ignored);
+    if (reduction == kMean) out = static_cast<T>(out / total);
+    *output.data_as<T>() = out;
+    *total_weight.data_as<T>() = total;
+  });
+  return {output, total_weight};
+}
+
+Tensor NllLossBackward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                       const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
+                       const Tensor& total_weight) {
+  constexpr const char* kOp = "aten::nll_loss_backward";
+  NllArgs a = Check(kOp, self, target, weight, reduction, ignore_index);
+  const bool per_row = reduction == kNone && self.ndim() == 2;
+  TB_CHECK(per_row ? grad_output.numel() == a.batch : grad_output.numel() == 1, ValueError)
+      << kOp << ": grad_output of shape " << ShapeString(grad_output.shape())
+      << " does not match the loss of input " << ShapeString(self.shape()) << " (reduction "
+      << reduction << ")";
+  TB_CHECK(total_weight.numel() == 1, ValueError)
+      << kOp << ": total_weight must hold one value, got shape "
+      << ShapeString(total_weight.shape());
+  Tensor g = Cast(grad_output, self.dtype()).contiguous();
+  Tensor tw = Cast(total_weight, self.dtype()).contiguous();
+  Tensor grad_input = Tensor::Zeros(self.shape(), self.dtype());
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    const T* gp = g.data_as<const T>();
+    const T* w = a.weight.defined() ? a.weight.data_as<const T>() : nullptr;
+    T* o = grad_input.data_as<T>();
+    const int64_t c = a.classes;
+    if (per_row) {
+      for (int64_t i = 0; i < a.batch; ++i) {
+        const int64_t t = a.target[i];
+        if (t != ignore_index) o[i * c + t] = static_cast<T>(-(w ? w[t] : T(1)) * gp[i]);
+      }
+      return;
+    }
+    const T scale = static_cast<T>(
+        -(reduction == kMean ? static_cast<T>(gp[0] / *tw.data_as<const T>()) : gp[0]));
+    for (int64_t i = 0; i < a.batch; ++i) {
+      const int64_t t = a.target[i];
+      if (t != ignore_index) o[i * c + t] = w ? static_cast<T>(w[t] * scale) : scale;
+    }
+  });
+  return grad_input;
+}
+
+}  // namespace
+
+TB_REGISTER_KERNELS(loss_nll) {
+  const DeviceType cpu = DeviceType::kCPU;
+  table.RegisterKernel("aten::nll_loss_forward", cpu, Boxed<&NllLossForward>(), TB_HERE);
+  table.RegisterKernel("aten::nll_loss_backward", cpu, Boxed<&NllLossBackward>(), TB_HERE);
+}
+
+}  // namespace tb

@@ -1,0 +1,140 @@
+"""aten::nll_loss_forward / nll_loss_backward (the end of cross_entropy) against torch's CPU
+kernel: bit for bit over dtypes, reductions, class weights and ignore_index (torch's cascade
+sum over the rows), the OpInfo sweeps of nn.functional.nll_loss and cross_entropy with their
+gradients, eager training without fallbacks, and argument errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import tensorbridge as tb
+from tensorbridge._opinfo import find_opinfos, run_samples
+
+
+def _tb(x):
+    return tb.from_dlpack(x.detach()) if isinstance(x, torch.Tensor) else x
+
+
+def tbcall(name, *args):
+    out = tb.call(name, *[_tb(a) for a in args])
+    return (
+        tuple(torch.from_dlpack(t) for t in out)
+        if isinstance(out, tuple)
+        else (torch.from_dlpack(out),)
+    )
+
+
+def _same(actual, expected):
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert torch.equal(actual.isnan(), expected.isnan())
+    assert torch.equal(actual.nan_to_num(), expected.nan_to_num()), (actual, expected)
+
+
+SHAPES = [(5, 7), (7,), (300, 4), (1000, 3), (0, 3)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_nll_loss_forward_and_backward_equal_torch(dtype, reduction, weighted, ignore_index):
+    g = torch.Generator().manual_seed(reduction * 10 + weighted)
+    for shape in SHAPES:
+        c = shape[-1]
+        x = torch.randn(*shape, generator=g).to(dtype)
+        if len(shape) == 2:
+            t = torch.randint(0, c, shape[:1], generator=g)
+            if shape[0] > 2:
+                t[1] = ignore_index  # a row left out (of the sum and of total_weight)
+        else:
+            t = torch.tensor(1)
+        w = torch.rand(c, generator=g).to(dtype) if weighted else None
+        expected = torch.ops.aten.nll_loss_forward(x, t, w, reduction, ignore_index)
+        actual = tbcall("aten::nll_loss_forward", x, t, w, reduction, ignore_index)
+        for a, e in zip(actual, expected, strict=True):
+            _same(a, e)
+        go = torch.randn(expected[0].shape, generator=g).to(dtype)
+        args = (go, x, t, w, reduction, ignore_index, expected[1])
+        _same(
+            tbcall("aten::nll_loss_backward", *args)[0],
+            torch.ops.aten.nll_loss_backward(*args),
+        )
+
+
+def test_every_row_ignored_gives_nan_mean_as_torch():
+    x = torch.randn(3, 4)
+    t = torch.full((3,), -100)
+    out, total = tbcall("aten::nll_loss_forward", x, t, None, 1, -100)
+    assert out.isnan() and total.item() == 0.0
+
+
+@pytest.mark.parametrize("name", ["nn.functional.nll_loss", "nn.functional.cross_entropy"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_opinfo_samples_run_in_the_table(name, dtype):
+    # Every sample that reaches nll_loss (2-D and 1-D inputs) passes, gradients included.
+    # Samples with [N, C, d1, ...] inputs go to nll_loss2d (not in the table: they fall back),
+    # and cross_entropy's probability-target samples never call nll_loss.
+    nll = {"aten::nll_loss_forward", "aten::nll_loss_backward"}
+    ran = []
+    for info in find_opinfos([name]):
+        r = run_samples(info, dtype, grad=True)
+        ran += [s for s in r.samples if s.hit & nll]
+    assert len(ran) >= 5
+    assert all(nll <= s.hit for s in ran if s.status == "pass")
+    assert [(s.index, s.message) for s in ran if s.status != "pass"] == []
+
+
+def test_eager_classifier_training_runs_without_fallback():
+    # cross_entropy on wrapped numpy weights: log_softmax + nll_loss, forward and backward, all
+    # in the table; the numpy arrays take the SGD steps in place.
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(6, 4)
+    w = ref.weight.detach().numpy().copy()
+    b = ref.bias.detach().numpy().copy()
+    ours = torch.nn.Linear(6, 4)
+    ours.weight = torch.nn.Parameter(tb.wrap(w))
+    ours.bias = torch.nn.Parameter(tb.wrap(b))
+    x = torch.randn(8, 6)
+    y = torch.tensor([0, 1, 2, 3, 0, -100, 2, 1])
+    tb.reset_metrics()
+    for m in (ref, ours):
+        opt = torch.optim.SGD(m.parameters(), lr=0.5)
+        for _ in range(3):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            opt.step()
+    np.testing.assert_allclose(w, ref.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(b, ref.bias.detach().numpy(), rtol=1e-6, atol=1e-6)
+    m = tb.metrics()
+    assert m["aten::nll_loss_forward"]["kernel"] == 3
+    assert m["aten::nll_loss_backward"]["kernel"] == 3
+    assert sum(v["fallback"] for v in m.values()) == 0
+
+
+def test_argument_errors_name_the_op_and_the_value():
+    x = torch.randn(3, 4)
+    with pytest.raises(IndexError, match=r"nll_loss_forward: target 4 is out of bounds for 4"):
+        tbcall("aten::nll_loss_forward", x, torch.tensor([0, 4, 1]), None, 1, -100)
+    with pytest.raises(IndexError, match=r"nll_loss_backward: target -1 is out of bounds"):
+        tbcall(
+            "aten::nll_loss_backward",
+            torch.tensor(1.0),
+            x,
+            torch.tensor([0, -1, 1]),
+            None,
+            1,
+            -100,
+            torch.tensor(3.0),
+        )
+    with pytest.raises(ValueError, match=r"batch_size \(3\) to match target batch_size \(2\)"):
+        tbcall("aten::nll_loss_forward", x, torch.tensor([0, 1]), None, 1, -100)
+    with pytest.raises(TypeError, match="target must be int64"):
+        tbcall("aten::nll_loss_forward", x, torch.zeros(3), None, 1, -100)
+    with pytest.raises(ValueError, match="weight must hold one value per class"):
+        tbcall("aten::nll_loss_forward", x, torch.tensor([0, 1, 2]), torch.ones(3), 1, -100)
+    with pytest.raises(ValueError, match="reduction must be"):
+        tbcall("aten::nll_loss_forward", x, torch.tensor([0, 1, 2]), None, 3, -100)
+    with pytest.raises(ValueError, match="input must be 1-D or 2-D"):
+        tbcall("aten::nll_loss_forward", torch.randn(2, 3, 4), torch.tensor([0, 1]), None, 1, -1)
