@@ -1,9 +1,11 @@
-// aten::nll_loss_forward and aten::nll_loss_backward: the negative log-likelihood loss that
-// cross_entropy ends in, on a [N, C] (or [C]) input of log-probabilities and class targets.
+// aten::nll_loss_forward / nll_loss_backward and aten::nll_loss2d_forward / nll_loss2d_backward:
+// the negative log-likelihood loss that cross_entropy ends in, on an input of log-probabilities
+// [N, C] (or [C]) with class targets [N] (or []), or [N, C, H, W] with targets [N, H, W].
+// A "row" below is one target: a sample, or one pixel (n, h, w) of the spatial form.
 //
-// As torch's CPU kernel:
-// * reduction none on a 2-D input: one loss per row, -weight[t] * input[i, t] (0 for a target
-//   equal to ignore_index), and total_weight 0;
+// As torch's CPU kernels:
+// * reduction none on a 2-D or 4-D input: one loss per row, -weight[t] * input[row, t] (0 for
+//   a target equal to ignore_index), and total_weight 0;
 // * otherwise (sum, mean, or a 1-D input): one scalar, summed over the rows in torch's cascade
 //   (partial sums in levels of 2^k rows, k >= 4), in the input's type; total_weight is the sum
 //   of the weights of the counted rows (without weights: their number); mean divides by it
@@ -27,13 +29,19 @@ namespace {
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
 struct NllArgs {
-  Tensor input;  // contiguous, 1-D or 2-D
+  Tensor input;  // contiguous: [C], [N, C] or [N, C, H, W]
   std::vector<int64_t> target;
   Tensor weight;  // contiguous, input's dtype, or undefined
   int64_t batch = 1, classes = 0;
+  int64_t map = 1;                // rows per sample: H * W in the spatial form, else 1
+  Dims per_row_shape;             // reduction none's output: [N] or [N, H, W]
+  bool per_row_possible = false;  // reduction none gives one loss per row (not a 1-D input)
+  int64_t rows() const { return batch * map; }
+  // The input's offset of row r's class t.
+  int64_t at(int64_t r, int64_t t) const { return (r / map) * classes * map + t * map + r % map; }
 };
 
-NllArgs Check(const char* op, const Tensor& self, const Tensor& target,
+NllArgs Check(const char* op, bool spatial, const Tensor& self, const Tensor& target,
               const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
   TB_CHECK(self.device().is_host_accessible() && target.device().is_host_accessible(),
            NotImplementedError)
@@ -41,26 +49,46 @@ NllArgs Check(const char* op, const Tensor& self, const Tensor& target,
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(IsFloatingPoint(self.dtype()), TypeError)
       << op << ": input must be a floating-point tensor, got " << DTypeName(self.dtype());
-  TB_CHECK(self.ndim() == 1 || self.ndim() == 2, ValueError)
-      << op << ": input must be 1-D or 2-D, got shape " << ShapeString(self.shape());
+  if (spatial) {
+    TB_CHECK(self.ndim() == 4, ValueError)
+        << op << ": input must be 4-D [N, C, H, W], got shape " << ShapeString(self.shape());
+  } else {
+    TB_CHECK(self.ndim() == 1 || self.ndim() == 2, ValueError)
+        << op << ": input must be 1-D or 2-D, got shape " << ShapeString(self.shape());
+  }
   TB_CHECK(target.dtype() == DType::kInt64 || target.dtype() == DType::kInt32 ||
                target.dtype() == DType::kUInt8,
            TypeError)
       << op << ": target must be int64 (or int32, uint8), got " << DTypeName(target.dtype());
-  TB_CHECK(target.ndim() <= 1, ValueError)
-      << op << ": target must be 0-D or 1-D, got shape " << ShapeString(target.shape());
   TB_CHECK(reduction >= kNone && reduction <= kSum, ValueError)
       << op << ": reduction must be 0 (none), 1 (mean) or 2 (sum), got " << reduction;
   NllArgs a;
-  a.batch = self.ndim() == 2 ? self.size(0) : 1;
-  a.classes = self.size(self.ndim() - 1);
-  const int64_t target_batch = target.ndim() == 1 ? target.size(0) : 1;
-  TB_CHECK((self.ndim() == 1 && target.ndim() == 0) ||
-               (self.ndim() == 2 && target.ndim() == 1 && target_batch == a.batch),
-           ValueError)
-      << op << ": expected input batch_size (" << a.batch << ") to match target batch_size ("
-      << target_batch << "): input " << ShapeString(self.shape()) << ", target "
-      << ShapeString(target.shape());
+  if (spatial) {
+    a.batch = self.size(0);
+    a.classes = self.size(1);
+    a.map = self.size(2) * self.size(3);
+    a.per_row_shape = {self.size(0), self.size(2), self.size(3)};
+    a.per_row_possible = true;
+    TB_CHECK(target.ndim() == 3 && target.size(0) == self.size(0) &&
+                 target.size(1) == self.size(2) && target.size(2) == self.size(3),
+             ValueError)
+        << op << ": target must be [N, H, W] " << ShapeString(a.per_row_shape) << " for input "
+        << ShapeString(self.shape()) << ", got shape " << ShapeString(target.shape());
+  } else {
+    TB_CHECK(target.ndim() <= 1, ValueError)
+        << op << ": target must be 0-D or 1-D, got shape " << ShapeString(target.shape());
+    a.batch = self.ndim() == 2 ? self.size(0) : 1;
+    a.classes = self.size(self.ndim() - 1);
+    a.per_row_shape = {a.batch};
+    a.per_row_possible = self.ndim() == 2;
+    const int64_t target_batch = target.ndim() == 1 ? target.size(0) : 1;
+    TB_CHECK((self.ndim() == 1 && target.ndim() == 0) ||
+                 (self.ndim() == 2 && target.ndim() == 1 && target_batch == a.batch),
+             ValueError)
+        << op << ": expected input batch_size (" << a.batch << ") to match target batch_size ("
+        << target_batch << "): input " << ShapeString(self.shape()) << ", target "
+        << ShapeString(target.shape());
+  }
   if (weight && weight->defined()) {
     TB_CHECK(weight->numel() == a.classes, ValueError)
         << op << ": weight must hold one value per class (" << a.classes << "), got shape "
@@ -78,25 +106,26 @@ NllArgs Check(const char* op, const Tensor& self, const Tensor& target,
   return a;
 }
 
+template <bool kSpatial>
 std::tuple<Tensor, Tensor> NllLossForward(const Tensor& self, const Tensor& target,
                                           const std::optional<Tensor>& weight, int64_t reduction,
                                           int64_t ignore_index) {
-  constexpr const char* kOp = "aten::nll_loss_forward";
-  NllArgs a = Check(kOp, self, target, weight, reduction, ignore_index);
-  const bool per_row = reduction == kNone && self.ndim() == 2;
-  Tensor output =
-      per_row ? Tensor::Empty({a.batch}, self.dtype()) : Tensor::Empty({}, self.dtype());
+  const char* kOp = kSpatial ? "aten::nll_loss2d_forward" : "aten::nll_loss_forward";
+  NllArgs a = Check(kOp, kSpatial, self, target, weight, reduction, ignore_index);
+  const bool per_row = reduction == kNone && a.per_row_possible;
+  Tensor output = Tensor::Empty(per_row ? a.per_row_shape : Dims{}, self.dtype());
   Tensor total_weight = Tensor::Empty({}, self.dtype());
   TB_DISPATCH(self.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     const T* x = a.input.data_as<const T>();
     const T* w = a.weight.defined() ? a.weight.data_as<const T>() : nullptr;
-    const int64_t c = a.classes;
+    const int64_t rows = a.rows();
     if (per_row) {
       T* o = output.data_as<T>();
-      for (int64_t i = 0; i < a.batch; ++i) {
+      for (int64_t i = 0; i < rows; ++i) {
         const int64_t t = a.target[i];
-        o[i] = t == ignore_index ? T(0) : static_cast<T>(-(w ? w[t] * x[i * c + t] : x[i * c + t]));
+        const T v = t == ignore_index ? T(0) : x[a.at(i, t)];
+        o[i] = t == ignore_index ? T(0) : static_cast<T>(-(w ? w[t] * v : v));
       }
       *total_weight.data_as<T>() = T(0);
       return;
@@ -104,18 +133,18 @@ std::tuple<Tensor, Tensor> NllLossForward(const Tensor& self, const Tensor& targ
     // torch's cascade: level 0 takes each row; every 2^k rows a level is added into the next.
     constexpr int kLevels = 8;
     int64_t log2 = 0;
-    while ((int64_t{1} << log2) < a.batch) ++log2;
+    while ((int64_t{1} << log2) < rows) ++log2;
     const int64_t power = std::max<int64_t>(4, log2 / kLevels);
     const int64_t mask = (int64_t{1} << power) - 1;
     T loss[kLevels] = {}, wsum[kLevels] = {};
     int64_t ignored = 0;
-    for (int64_t b = 0; b < a.batch; ++b) {
+    for (int64_t b = 0; b < rows; ++b) {
       const int64_t t = a.target[b];
       if (t == ignore_index) {
         ++ignored;
         continue;
       }
-      const T v = x[b * c + t];
+      const T v = x[a.at(b, t)];
       if (w) {
         loss[0] = static_cast<T>(loss[0] - v * w[t]);
         wsum[0] = static_cast<T>(wsum[0] + w[t]);
@@ -135,7 +164,7 @@ std::tuple<Tensor, Tensor> NllLossForward(const Tensor& self, const Tensor& targ
       total = static_cast<T>(total + wsum[j]);
       out = static_cast<T>(out + loss[j]);
     }
-    if (!w) total = static_cast<T>(a.batch - ignored);
+    if (!w) total = static_cast<T>(rows - ignored);
     if (reduction == kMean) out = static_cast<T>(out / total);
     *output.data_as<T>() = out;
     *total_weight.data_as<T>() = total;
@@ -143,13 +172,14 @@ std::tuple<Tensor, Tensor> NllLossForward(const Tensor& self, const Tensor& targ
   return {output, total_weight};
 }
 
+template <bool kSpatial>
 Tensor NllLossBackward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
                        const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
                        const Tensor& total_weight) {
-  constexpr const char* kOp = "aten::nll_loss_backward";
-  NllArgs a = Check(kOp, self, target, weight, reduction, ignore_index);
-  const bool per_row = reduction == kNone && self.ndim() == 2;
-  TB_CHECK(per_row ? grad_output.numel() == a.batch : grad_output.numel() == 1, ValueError)
+  const char* kOp = kSpatial ? "aten::nll_loss2d_backward" : "aten::nll_loss_backward";
+  NllArgs a = Check(kOp, kSpatial, self, target, weight, reduction, ignore_index);
+  const bool per_row = reduction == kNone && a.per_row_possible;
+  TB_CHECK(per_row ? grad_output.numel() == a.rows() : grad_output.numel() == 1, ValueError)
       << kOp << ": grad_output of shape " << ShapeString(grad_output.shape())
       << " does not match the loss of input " << ShapeString(self.shape()) << " (reduction "
       << reduction << ")";
@@ -164,19 +194,19 @@ Tensor NllLossBackward(const Tensor& grad_output, const Tensor& self, const Tens
     const T* gp = g.data_as<const T>();
     const T* w = a.weight.defined() ? a.weight.data_as<const T>() : nullptr;
     T* o = grad_input.data_as<T>();
-    const int64_t c = a.classes;
+    const int64_t rows = a.rows();
     if (per_row) {
-      for (int64_t i = 0; i < a.batch; ++i) {
+      for (int64_t i = 0; i < rows; ++i) {
         const int64_t t = a.target[i];
-        if (t != ignore_index) o[i * c + t] = static_cast<T>(-(w ? w[t] : T(1)) * gp[i]);
+        if (t != ignore_index) o[a.at(i, t)] = static_cast<T>(-(w ? w[t] : T(1)) * gp[i]);
       }
       return;
     }
     const T scale = static_cast<T>(
         -(reduction == kMean ? static_cast<T>(gp[0] / *tw.data_as<const T>()) : gp[0]));
-    for (int64_t i = 0; i < a.batch; ++i) {
+    for (int64_t i = 0; i < rows; ++i) {
       const int64_t t = a.target[i];
-      if (t != ignore_index) o[i * c + t] = w ? static_cast<T>(w[t] * scale) : scale;
+      if (t != ignore_index) o[a.at(i, t)] = w ? static_cast<T>(w[t] * scale) : scale;
     }
   });
   return grad_input;
@@ -186,8 +216,10 @@ Tensor NllLossBackward(const Tensor& grad_output, const Tensor& self, const Tens
 
 TB_REGISTER_KERNELS(loss_nll) {
   const DeviceType cpu = DeviceType::kCPU;
-  table.RegisterKernel("aten::nll_loss_forward", cpu, Boxed<&NllLossForward>(), TB_HERE);
-  table.RegisterKernel("aten::nll_loss_backward", cpu, Boxed<&NllLossBackward>(), TB_HERE);
+  table.RegisterKernel("aten::nll_loss_forward", cpu, Boxed<&NllLossForward<false>>(), TB_HERE);
+  table.RegisterKernel("aten::nll_loss_backward", cpu, Boxed<&NllLossBackward<false>>(), TB_HERE);
+  table.RegisterKernel("aten::nll_loss2d_forward", cpu, Boxed<&NllLossForward<true>>(), TB_HERE);
+  table.RegisterKernel("aten::nll_loss2d_backward", cpu, Boxed<&NllLossBackward<true>>(), TB_HERE);
 }
 
 }  // namespace tb

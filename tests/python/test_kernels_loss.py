@@ -1,7 +1,7 @@
-"""aten::nll_loss_forward / nll_loss_backward (the end of cross_entropy) against torch's CPU
-kernel: bit for bit over dtypes, reductions, class weights and ignore_index (torch's cascade
-sum over the rows), the OpInfo sweeps of nn.functional.nll_loss and cross_entropy with their
-gradients, eager training without fallbacks, and argument errors."""
+"""aten::nll_loss_forward / nll_loss_backward and their spatial form nll_loss2d_* (the end of
+cross_entropy) against torch's CPU kernels: bit for bit over dtypes, reductions, class weights
+and ignore_index (torch's cascade sum over the rows), the OpInfo samples of nn.functional.nll_loss
+and cross_entropy with their gradients, eager training without fallbacks, and argument errors."""
 
 from __future__ import annotations
 
@@ -63,6 +63,33 @@ def test_nll_loss_forward_and_backward_equal_torch(dtype, reduction, weighted, i
         )
 
 
+SHAPES_2D = [(2, 3, 4, 5), (1, 4, 1, 1), (3, 5, 16, 16), (0, 3, 2, 2), (2, 3, 0, 4)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss2d_forward_and_backward_equal_torch(dtype, reduction, weighted):
+    g = torch.Generator().manual_seed(reduction * 10 + weighted)
+    for shape in SHAPES_2D:
+        n, c, h, w = shape
+        x = torch.randn(*shape, generator=g).to(dtype)
+        t = torch.randint(0, c, (n, h, w), generator=g)
+        if t.numel() > 3:
+            t.view(-1)[2] = 1  # an ignored pixel
+        weight = torch.rand(c, generator=g).to(dtype) if weighted else None
+        expected = torch.ops.aten.nll_loss2d_forward(x, t, weight, reduction, 1)
+        actual = tbcall("aten::nll_loss2d_forward", x, t, weight, reduction, 1)
+        for a, e in zip(actual, expected, strict=True):
+            _same(a, e)
+        go = torch.randn(expected[0].shape, generator=g).to(dtype)
+        args = (go, x, t, weight, reduction, 1, expected[1])
+        _same(
+            tbcall("aten::nll_loss2d_backward", *args)[0],
+            torch.ops.aten.nll_loss2d_backward(*args),
+        )
+
+
 def test_every_row_ignored_gives_nan_mean_as_torch():
     x = torch.randn(3, 4)
     t = torch.full((3,), -100)
@@ -73,17 +100,18 @@ def test_every_row_ignored_gives_nan_mean_as_torch():
 @pytest.mark.parametrize("name", ["nn.functional.nll_loss", "nn.functional.cross_entropy"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_opinfo_samples_run_in_the_table(name, dtype):
-    # Every sample that reaches nll_loss (2-D and 1-D inputs) passes, gradients included.
-    # Samples with [N, C, d1, ...] inputs go to nll_loss2d (not in the table: they fall back),
-    # and cross_entropy's probability-target samples never call nll_loss.
-    nll = {"aten::nll_loss_forward", "aten::nll_loss_backward"}
+    # Every sample that reaches nll_loss ([C] and [N, C] inputs) or nll_loss2d ([N, C, d1, ...]
+    # inputs, reshaped to 4-D) passes, gradients included, with no fallback.
+    # (cross_entropy's probability-target samples never call either.)
+    ops = {f"aten::nll_loss{k}_{d}" for k in ("", "2d") for d in ("forward", "backward")}
     ran = []
     for info in find_opinfos([name]):
         r = run_samples(info, dtype, grad=True)
-        ran += [s for s in r.samples if s.hit & nll]
-    assert len(ran) >= 5
-    assert all(nll <= s.hit for s in ran if s.status == "pass")
-    assert [(s.index, s.message) for s in ran if s.status != "pass"] == []
+        ran += [s for s in r.samples if s.hit & ops]
+    assert len(ran) >= 8
+    served = set().union(*(s.hit for s in ran))
+    assert ops <= served
+    assert [(s.index, s.message) for s in ran if s.status != "pass" or s.fallbacks] == []
 
 
 def test_eager_classifier_training_runs_without_fallback():
@@ -113,6 +141,28 @@ def test_eager_classifier_training_runs_without_fallback():
     assert sum(v["fallback"] for v in m.values()) == 0
 
 
+def test_eager_segmentation_loss_runs_without_fallback():
+    # cross_entropy over [N, C, H, W] logits (per-pixel classes): nll_loss2d in the table.
+    torch.manual_seed(0)
+    logits = torch.randn(2, 4, 5, 6)
+    target = torch.randint(0, 4, (2, 5, 6))
+    target[0, 0, 0] = -100
+    wrapped = tb.wrap(logits.numpy().copy()).requires_grad_()
+    ref = logits.clone().requires_grad_()
+    tb.reset_metrics()
+    w = torch.rand(4)
+    loss = torch.nn.functional.cross_entropy(wrapped, target, weight=w)
+    expected = torch.nn.functional.cross_entropy(ref, target, weight=w)
+    loss.backward()
+    expected.backward()
+    torch.testing.assert_close(tb.to_torch(loss.detach()), expected.detach())
+    torch.testing.assert_close(tb.to_torch(wrapped.grad), ref.grad)
+    m = tb.metrics()
+    assert m["aten::nll_loss2d_forward"]["kernel"] >= 1
+    assert m["aten::nll_loss2d_backward"]["kernel"] == 1
+    assert sum(v["fallback"] for v in m.values()) == 0
+
+
 def test_argument_errors_name_the_op_and_the_value():
     x = torch.randn(3, 4)
     with pytest.raises(IndexError, match=r"nll_loss_forward: target 4 is out of bounds for 4"):
@@ -138,3 +188,12 @@ def test_argument_errors_name_the_op_and_the_value():
         tbcall("aten::nll_loss_forward", x, torch.tensor([0, 1, 2]), None, 3, -100)
     with pytest.raises(ValueError, match="input must be 1-D or 2-D"):
         tbcall("aten::nll_loss_forward", torch.randn(2, 3, 4), torch.tensor([0, 1]), None, 1, -1)
+    x4 = torch.randn(2, 3, 4, 5)
+    with pytest.raises(ValueError, match=r"nll_loss2d_forward: target must be \[N, H, W\]"):
+        tbcall("aten::nll_loss2d_forward", x4, torch.zeros(2, 4, dtype=torch.long), None, 1, -1)
+    with pytest.raises(ValueError, match=r"nll_loss2d_forward: input must be 4-D"):
+        tbcall("aten::nll_loss2d_forward", x, torch.tensor([0, 1, 2]), None, 1, -100)
+    bad = torch.zeros(2, 4, 5, dtype=torch.long)
+    bad[1, 3, 4] = 3
+    with pytest.raises(IndexError, match="nll_loss2d_forward: target 3 is out of bounds for 3"):
+        tbcall("aten::nll_loss2d_forward", x4, bad, None, 1, -100)
