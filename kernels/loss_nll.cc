@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <optional>
 #include <tuple>
-#include <vector>
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
@@ -29,16 +28,25 @@ namespace {
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
 struct NllArgs {
-  Tensor input;  // contiguous: [C], [N, C] or [N, C, H, W]
-  std::vector<int64_t> target;
+  Tensor input;     // contiguous: [C], [N, C] or [N, C, H, W]
+  Tensor target_t;  // int64, contiguous
+  const int64_t* target = nullptr;
   Tensor weight;  // contiguous, input's dtype, or undefined
   int64_t batch = 1, classes = 0;
   int64_t map = 1;                // rows per sample: H * W in the spatial form, else 1
   Dims per_row_shape;             // reduction none's output: [N] or [N, H, W]
   bool per_row_possible = false;  // reduction none gives one loss per row (not a 1-D input)
   int64_t rows() const { return batch * map; }
-  // The input's offset of row r's class t.
-  int64_t at(int64_t r, int64_t t) const { return (r / map) * classes * map + t * map + r % map; }
+  // f(row, base) for each row in order; the input's offset of the row's class t is
+  // base + t * map.
+  template <typename F>
+  void ForEachRow(F&& f) const {
+    int64_t r = 0;
+    for (int64_t n = 0; n < batch; ++n) {
+      const int64_t base = n * classes * map;
+      for (int64_t e = 0; e < map; ++e) f(r++, base + e);
+    }
+  }
 };
 
 NllArgs Check(const char* op, bool spatial, const Tensor& self, const Tensor& target,
@@ -96,10 +104,10 @@ NllArgs Check(const char* op, bool spatial, const Tensor& self, const Tensor& ta
     a.weight = Cast(*weight, self.dtype()).contiguous();
   }
   a.input = self.contiguous();
-  Tensor t = Cast(target, DType::kInt64).contiguous();
-  const int64_t* tp = t.data_as<const int64_t>();
-  a.target.assign(tp, tp + t.numel());
-  for (int64_t v : a.target) {
+  a.target_t = Cast(target, DType::kInt64).contiguous();
+  a.target = a.target_t.data_as<const int64_t>();
+  for (int64_t i = 0; i < a.target_t.numel(); ++i) {
+    const int64_t v = a.target[i];
     TB_CHECK(v == ignore_index || (v >= 0 && v < a.classes), IndexError)
         << op << ": target " << v << " is out of bounds for " << a.classes << " classes";
   }
@@ -119,14 +127,14 @@ std::tuple<Tensor, Tensor> NllLossForward(const Tensor& self, const Tensor& targ
     using T = scalar_t;
     const T* x = a.input.data_as<const T>();
     const T* w = a.weight.defined() ? a.weight.data_as<const T>() : nullptr;
-    const int64_t rows = a.rows();
+    const int64_t rows = a.rows(), map = a.map;
     if (per_row) {
       T* o = output.data_as<T>();
-      for (int64_t i = 0; i < rows; ++i) {
+      a.ForEachRow([&](int64_t i, int64_t base) {
         const int64_t t = a.target[i];
-        const T v = t == ignore_index ? T(0) : x[a.at(i, t)];
+        const T v = t == ignore_index ? T(0) : x[base + t * map];
         o[i] = t == ignore_index ? T(0) : static_cast<T>(-(w ? w[t] * v : v));
-      }
+      });
       *total_weight.data_as<T>() = T(0);
       return;
     }
@@ -138,13 +146,13 @@ std::tuple<Tensor, Tensor> NllLossForward(const Tensor& self, const Tensor& targ
     const int64_t mask = (int64_t{1} << power) - 1;
     T loss[kLevels] = {}, wsum[kLevels] = {};
     int64_t ignored = 0;
-    for (int64_t b = 0; b < rows; ++b) {
+    a.ForEachRow([&](int64_t b, int64_t base) {
       const int64_t t = a.target[b];
       if (t == ignore_index) {
         ++ignored;
-        continue;
+        return;
       }
-      const T v = x[a.at(b, t)];
+      const T v = x[base + t * map];
       if (w) {
         loss[0] = static_cast<T>(loss[0] - v * w[t]);
         wsum[0] = static_cast<T>(wsum[0] + w[t]);
@@ -158,7 +166,7 @@ std::tuple<Tensor, Tensor> NllLossForward(const Tensor& self, const Tensor& targ
         wsum[j] = T(0);
         loss[j] = T(0);
       }
-    }
+    });
     T total = T(0), out = T(0);
     for (int j = 0; j < kLevels; ++j) {
       total = static_cast<T>(total + wsum[j]);
@@ -194,20 +202,20 @@ Tensor NllLossBackward(const Tensor& grad_output, const Tensor& self, const Tens
     const T* gp = g.data_as<const T>();
     const T* w = a.weight.defined() ? a.weight.data_as<const T>() : nullptr;
     T* o = grad_input.data_as<T>();
-    const int64_t rows = a.rows();
+    const int64_t map = a.map;
     if (per_row) {
-      for (int64_t i = 0; i < rows; ++i) {
+      a.ForEachRow([&](int64_t i, int64_t base) {
         const int64_t t = a.target[i];
-        if (t != ignore_index) o[a.at(i, t)] = static_cast<T>(-(w ? w[t] : T(1)) * gp[i]);
-      }
+        if (t != ignore_index) o[base + t * map] = static_cast<T>(-(w ? w[t] : T(1)) * gp[i]);
+      });
       return;
     }
     const T scale = static_cast<T>(
         -(reduction == kMean ? static_cast<T>(gp[0] / *tw.data_as<const T>()) : gp[0]));
-    for (int64_t i = 0; i < rows; ++i) {
+    a.ForEachRow([&](int64_t i, int64_t base) {
       const int64_t t = a.target[i];
-      if (t != ignore_index) o[a.at(i, t)] = w ? static_cast<T>(w[t] * scale) : scale;
-    }
+      if (t != ignore_index) o[base + t * map] = w ? static_cast<T>(w[t] * scale) : scale;
+    });
   });
   return grad_input;
 }
