@@ -400,6 +400,26 @@ Tensor SelectScatter(const Tensor& self, const Tensor& src, int64_t dim, int64_t
   return out;
 }
 
+// The gradients of select and slice: zeros of the input's shape with the gradient written into
+// the selected part.
+Tensor SelectBackward(const Tensor& grad, const std::vector<int64_t>& input_sizes, int64_t dim,
+                      int64_t index) {
+  constexpr const char* kOp = "aten::select_backward";
+  CheckHost(grad, kOp);
+  Tensor out = Tensor::Zeros(input_sizes, grad.dtype());
+  WriteView(out.select(dim, index), grad, kOp);
+  return out;
+}
+
+Tensor SliceBackward(const Tensor& grad, const std::vector<int64_t>& input_sizes, int64_t dim,
+                     int64_t start, int64_t end, int64_t step) {
+  constexpr const char* kOp = "aten::slice_backward";
+  CheckHost(grad, kOp);
+  Tensor out = Tensor::Zeros(input_sizes, grad.dtype());
+  WriteView(out.slice(dim, start, end, step), grad, kOp);
+  return out;
+}
+
 Tensor SliceScatter(const Tensor& self, const Tensor& src, int64_t dim,
                     std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
   constexpr const char* kOp = "aten::slice_scatter";
@@ -475,6 +495,8 @@ TB_REGISTER_KERNELS(scatter) {
   table.RegisterKernel("aten::scatter_add_", cpu, Boxed<&ScatterAdd_>(), TB_HERE);
   table.RegisterKernel("aten::scatter_reduce_.two", cpu, Boxed<&ScatterReduceTwo_>(), TB_HERE);
   table.RegisterKernel("aten::select_scatter", cpu, Boxed<&SelectScatter>(), TB_HERE);
+  table.RegisterKernel("aten::select_backward", cpu, Boxed<&SelectBackward>(), TB_HERE);
+  table.RegisterKernel("aten::slice_backward", cpu, Boxed<&SliceBackward>(), TB_HERE);
   table.RegisterKernel("aten::slice_scatter", cpu, Boxed<&SliceScatter>(), TB_HERE);
   table.RegisterKernel("aten::diagonal_scatter", cpu, Boxed<&DiagonalScatter>(), TB_HERE);
   table.RegisterKernel("aten::as_strided_scatter", cpu, Boxed<&AsStridedScatter>(), TB_HERE);

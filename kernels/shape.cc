@@ -1,6 +1,7 @@
 // View ops: aten::view, _unsafe_view, _reshape_alias, reshape, alias, detach, lift_fresh,
 // as_strided, expand, permute, select.int, slice.Tensor, narrow, squeeze (default, dim, dims),
-// unsqueeze, transpose.int, t, diagonal, unfold, split_with_sizes, split.Tensor, unbind.int,
+// unsqueeze, transpose.int, t, diagonal, unfold, split_with_sizes, split.Tensor (and their
+// unsafe_ forms), unbind.int,
 // and the metadata queries sym_size.int, sym_stride.int, sym_numel, sym_storage_offset.
 //
 // Every op here except _unsafe_view / reshape (which copy only when strides do not allow a
@@ -261,6 +262,9 @@ TB_REGISTER_KERNELS(shape) {
   table.RegisterKernel("aten::unfold", cpu, Boxed<&Unfold>(), TB_HERE);
   table.RegisterKernel("aten::split_with_sizes", cpu, Boxed<&SplitWithSizes>(), TB_HERE);
   table.RegisterKernel("aten::split.Tensor", cpu, Boxed<&Split>(), TB_HERE);
+  // The unsafe variants differ only in autograd's view tracking, which is torch's side.
+  table.RegisterKernel("aten::unsafe_split_with_sizes", cpu, Boxed<&SplitWithSizes>(), TB_HERE);
+  table.RegisterKernel("aten::unsafe_split.Tensor", cpu, Boxed<&Split>(), TB_HERE);
   table.RegisterKernel("aten::unbind.int", cpu, Boxed<&Unbind>(), TB_HERE);
   table.RegisterKernel("aten::sym_size.int", cpu, Boxed<&SymSize>(), TB_HERE);
   table.RegisterKernel("aten::sym_stride.int", cpu, Boxed<&SymStride>(), TB_HERE);

@@ -43,7 +43,8 @@ FAMILY_OPS = {
     scatter.value scatter.reduce scatter.value_reduce scatter_add scatter_reduce.two
     scatter_.src scatter_.value scatter_.reduce scatter_.value_reduce scatter_add_
     scatter_reduce_.two select_scatter slice_scatter diagonal_scatter
-    as_strided_scatter""".split()
+    as_strided_scatter unsafe_split.Tensor unsafe_split_with_sizes select_backward
+    slice_backward""".split()
 }
 
 OPINFO_NAMES = """view reshape view_as reshape_as expand expand_as permute select narrow squeeze
@@ -51,7 +52,7 @@ unsqueeze transpose t diagonal split split_with_sizes unbind clone contiguous to
 vstack flip roll repeat nn.functional.pad index_select gather scatter scatter_add scatter_reduce
 masked_fill masked_scatter nonzero select_scatter slice_scatter diagonal_scatter __getitem__
 index_put take_along_dim nn.functional.embedding tril triu fill zero_ new_zeros new_ones new_full
-zeros_like ones_like full_like arange""".split()
+zeros_like ones_like full_like arange unsafe_split unsafe_chunk""".split()
 # Ops the samples need that this family cannot serve: aten::embedding_renorm_ (max_norm
 # samples of nn.functional.embedding) has no schema in dispatch/aten_schemas.txt, so the table
 # cannot register it; aten::remainder.Scalar (take_along_dim) belongs to the arithmetic family.
@@ -156,6 +157,8 @@ def test_view_ops_alias(op, args):
     [
         ("aten::split_with_sizes", ([1, 3], 1)),
         ("aten::split.Tensor", (2, 0)),
+        ("aten::unsafe_split_with_sizes", ([1, 3], 1)),
+        ("aten::unsafe_split.Tensor", (2, 0)),
         ("aten::unbind.int", (1,)),
     ],
 )
@@ -168,6 +171,37 @@ def test_list_views_alias(op, args):
         assert np.shares_memory(p, a)
         p.flat[0] = -1
     assert (a == -1).sum() == len(parts)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_select_and_slice_backward_equal_torch(dtype):
+    # The gradients of select and slice (autograd of a.select / a[1:5:2] on a wrapped tensor).
+    g = torch.arange(24).to(dtype)
+    for sizes, dim, index in (([3, 4, 2], 1, 2), ([3, 4, 2], -1, -1), ([5], 0, 4)):
+        grad = torch.ones([n for i, n in enumerate(sizes) if i != dim % len(sizes)], dtype=dtype)
+        _check(torch.ops.aten.select_backward, grad, sizes, dim, index)
+    _check(torch.ops.aten.slice_backward, g[:12].reshape(3, 2, 2), [3, 5, 2], 1, 1, 5, 2)
+    _check(torch.ops.aten.slice_backward, g[:6].reshape(3, 2), [3, 2], 0, 0, 9223372036854775807, 1)
+    with pytest.raises(ValueError, match="select_backward"):
+        tb.call("aten::select_backward", torch.ones(2, 3), [3, 4, 2], 1, 0)  # wrong grad shape
+
+
+def test_gru_training_runs_in_the_table():
+    # GRU's gradients split its gates with unsafe_split and take select_backward: both in the
+    # table; the wrapped parameters get the same gradients as torch's.
+    torch.manual_seed(0)
+    ref = torch.nn.GRU(4, 6, batch_first=True)
+    ours = tb.wrap_module(torch.nn.GRU(4, 6, batch_first=True))
+    ours.load_state_dict(ref.state_dict())
+    x = torch.randn(2, 5, 4)
+    tb.reset_metrics()
+    ours(tb.wrap(x))[0].sum().backward()
+    ref(x)[0].sum().backward()
+    for (n, p), q in zip(ours.named_parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(tb.to_torch(p.grad), q.grad, rtol=1e-5, atol=1e-5, msg=n)
+    m = tb.metrics()
+    assert m["aten::unsafe_split.Tensor"]["kernel"] > 0
+    assert sum(v["fallback"] for v in m.values()) == 0
 
 
 def test_views_of_read_only_stay_read_only():
