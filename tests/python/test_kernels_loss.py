@@ -1,7 +1,11 @@
-"""aten::nll_loss_forward / nll_loss_backward and their spatial form nll_loss2d_* (the end of
-cross_entropy) against torch's CPU kernels: bit for bit over dtypes, reductions, class weights
-and ignore_index (torch's cascade sum over the rows), the OpInfo samples of nn.functional.nll_loss
-and cross_entropy with their gradients, eager training without fallbacks, and argument errors."""
+"""Loss kernels against torch's CPU kernels.
+
+aten::nll_loss_forward / nll_loss_backward and their spatial form nll_loss2d_* (the end of
+cross_entropy): bit for bit over dtypes, reductions, class weights and ignore_index (torch's
+cascade sum over the rows), the OpInfo samples of nn.functional.nll_loss and cross_entropy with
+their gradients, eager training without fallbacks, and argument errors. aten::mse_loss and
+smooth_l1_loss with their backward ops: element losses and gradients bit for bit, reduced
+losses to the last bits (the table's own sums), OpInfo samples, errors."""
 
 from __future__ import annotations
 
@@ -197,3 +201,53 @@ def test_argument_errors_name_the_op_and_the_value():
     bad[1, 3, 4] = 3
     with pytest.raises(IndexError, match="nll_loss2d_forward: target 3 is out of bounds for 3"):
         tbcall("aten::nll_loss2d_forward", x4, bad, None, 1, -100)
+
+
+POINTWISE = [("mse_loss", ()), ("smooth_l1_loss", (1.0,)), ("smooth_l1_loss", (0.0,))]
+POINTWISE += [("smooth_l1_loss", (0.5,))]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize("name,extra", POINTWISE)
+def test_pointwise_losses_equal_torch(dtype, reduction, name, extra):
+    fwd = getattr(torch.ops.aten, name)
+    bwd = getattr(torch.ops.aten, name + "_backward")
+    for shape in ((5, 7), (), (1000,), (0, 3)):
+        g = torch.Generator().manual_seed(reduction)
+        x = torch.randn(shape, generator=g).to(dtype)
+        t = torch.randn(shape, generator=g).to(dtype)
+        expected = fwd(x, t, reduction, *extra)
+        (actual,) = tbcall(f"aten::{name}", x, t, reduction, *extra)
+        if reduction == 0:
+            _same(actual, expected)
+        else:  # the table's sum of the same element losses
+            torch.testing.assert_close(actual, expected, equal_nan=True)
+        go = torch.randn(expected.shape, generator=g).to(dtype)
+        args = (go, x, t, reduction, *extra)
+        _same(tbcall(f"aten::{name}_backward", *args)[0], bwd(*args))
+
+
+@pytest.mark.parametrize(
+    "name", ["nn.functional.mse_loss", "nn.functional.smooth_l1_loss", "nn.functional.huber_loss"]
+)
+def test_pointwise_loss_opinfo_samples(name):
+    ops = {"aten::mse_loss", "aten::smooth_l1_loss"}
+    for info in find_opinfos([name]):
+        r = run_samples(info, torch.float64, grad=True)
+        fails = [(i, m) for i, m in r.failures if not m.startswith("fell back")]
+        assert not fails, fails
+        if name != "nn.functional.huber_loss":  # huber_loss is an op of its own (falls back)
+            assert set(r.served) & ops
+
+
+def test_pointwise_loss_errors():
+    x = torch.randn(3)
+    with pytest.raises(TypeError, match="mse_loss: input and target must be floating point"):
+        tbcall("aten::mse_loss", x, torch.ones(3, dtype=torch.long), 1)
+    with pytest.raises(ValueError, match="smooth_l1_loss: beta must be non-negative"):
+        tbcall("aten::smooth_l1_loss", x, x, 1, -1.0)
+    with pytest.raises(ValueError, match="mse_loss"):
+        tbcall("aten::mse_loss", x, torch.randn(4), 1)  # shapes that do not broadcast
+    with pytest.raises(ValueError, match="reduction must be"):
+        tbcall("aten::mse_loss", x, x, 5)

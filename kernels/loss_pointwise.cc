@@ -1,0 +1,185 @@
+// Element-wise regression losses and their gradients: aten::mse_loss / mse_loss_backward and
+// aten::smooth_l1_loss / smooth_l1_loss_backward, on floating-point input and target that
+// broadcast together (torch warns about differing sizes on its side; the table follows the
+// broadcast).
+//
+// As torch's CPU kernels, per element d = input - target:
+// * mse: d * d;  backward: norm * d * grad (norm = 2 / numel for mean, else 2);
+// * smooth_l1 with beta: |d| < beta ? 0.5 * d * d / beta : |d| - 0.5 * beta (beta = 0: |d|);
+//   backward: d <= -beta ? -norm * grad : d >= beta ? norm * grad : norm * d * grad / beta
+//   (norm = 1 / numel for mean, else 1).
+// Steps are rounded to the tensors' type where torch's kernels round them (mse's difference
+// and backward; every step of float16 smooth_l1): element losses and gradients are torch's bits.
+// Reduction 0 returns the element losses, 1 their mean and 2 their sum (aten::mean / aten::sum
+// of the table). Sums are the reduction kernels' own, so the reduced values may differ from
+// torch's in the last bits.
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "dispatch/op_call.h"
+#include "dispatch/op_table.h"
+#include "kernels/dtype_internal.h"
+#include "kernels/tensor_ops.h"
+
+namespace tb {
+namespace {
+
+enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+
+struct Operands {
+  Tensor a, b;  // contiguous, the common dtype and broadcast shape
+};
+
+Operands Prepare(const char* op, const Tensor& input, const Tensor& target, int64_t reduction,
+                 const Tensor* grad = nullptr) {
+  TB_CHECK(input.device().is_host_accessible() && target.device().is_host_accessible(),
+           NotImplementedError)
+      << op << ": tensors on " << DeviceString(input.device())
+      << " are not supported; tensorbridge computes on the CPU";
+  TB_CHECK(IsFloatingPoint(input.dtype()) && IsFloatingPoint(target.dtype()), TypeError)
+      << op << ": input and target must be floating point, got " << DTypeName(input.dtype())
+      << " and " << DTypeName(target.dtype());
+  TB_CHECK(reduction >= kNone && reduction <= kSum, ValueError)
+      << op << ": reduction must be 0 (none), 1 (mean) or 2 (sum), got " << reduction;
+  std::vector<IntArrayRef> shapes{input.shape(), target.shape()};
+  if (grad != nullptr) shapes.push_back(grad->shape());
+  const Dims shape = BroadcastShapes(shapes, op);
+  const DType dt = PromoteTypes(input.dtype(), target.dtype());
+  return {Cast(input, dt).expand(shape).contiguous(), Cast(target, dt).expand(shape).contiguous()};
+}
+
+Tensor Reduce(const Tensor& loss, int64_t reduction) {
+  static const OpRef mean("aten::mean"), sum("aten::sum");
+  if (reduction == kMean) return mean(loss).tensor();
+  if (reduction == kSum) return sum(loss).tensor();
+  return loss;
+}
+
+template <typename F>
+Tensor Pointwise(const char* op, const Operands& o, F f) {
+  Tensor out = Tensor::Empty(o.a.shape(), o.a.dtype());
+  TB_DISPATCH(o.a.dtype(), op, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    using Acc = kernels::opmath_t<T>;
+    const T* a = o.a.data_as<const T>();
+    const T* b = o.b.data_as<const T>();
+    T* y = out.data_as<T>();
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      y[i] = static_cast<T>(f(static_cast<Acc>(a[i]), static_cast<Acc>(b[i]), T()));
+    }
+  });
+  return out;
+}
+
+Tensor MseLoss(const Tensor& self, const Tensor& target, int64_t reduction) {
+  constexpr const char* kOp = "aten::mse_loss";
+  Operands o = Prepare(kOp, self, target, reduction);
+  return Reduce(Pointwise(kOp, o,
+                          [](auto a, auto b, auto type) {
+                            // d rounded to the tensors' type first, as torch's kernel
+                            using T = decltype(type);
+                            using Acc = decltype(a);
+                            const Acc d = static_cast<Acc>(static_cast<T>(a - b));
+                            return d * d;
+                          }),
+                reduction);
+}
+
+Tensor MseLossBackward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                       int64_t reduction) {
+  constexpr const char* kOp = "aten::mse_loss_backward";
+  Operands o = Prepare(kOp, self, target, reduction, &grad);
+  const double norm = reduction == kMean ? 2.0 / static_cast<double>(self.numel()) : 2.0;
+  Tensor g = Cast(grad, o.a.dtype()).expand(o.a.shape()).contiguous();
+  Tensor out = Tensor::Empty(o.a.shape(), o.a.dtype());
+  TB_DISPATCH(o.a.dtype(), kOp, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    using Acc = kernels::opmath_t<T>;
+    const T* a = o.a.data_as<const T>();
+    const T* b = o.b.data_as<const T>();
+    const T* gp = g.data_as<const T>();
+    T* y = out.data_as<T>();
+    // Each step rounded to T, as torch's kernel computes in the tensors' type.
+    const T alpha = static_cast<T>(norm);
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      const T d = static_cast<T>(static_cast<Acc>(a[i]) - static_cast<Acc>(b[i]));
+      const T ad = static_cast<T>(static_cast<Acc>(alpha) * static_cast<Acc>(d));
+      y[i] = static_cast<T>(static_cast<Acc>(ad) * static_cast<Acc>(gp[i]));
+    }
+  });
+  return out;
+}
+
+Tensor SmoothL1Loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
+  constexpr const char* kOp = "aten::smooth_l1_loss";
+  TB_CHECK(beta >= 0, ValueError) << kOp << ": beta must be non-negative, got " << beta;
+  Operands o = Prepare(kOp, self, target, reduction);
+  return Reduce(Pointwise(kOp, o,
+                          [beta](auto a, auto b, auto type) {
+                            using T = decltype(type);
+                            using Acc = decltype(a);
+                            const Acc bt = static_cast<Acc>(beta);
+                            if constexpr (std::is_same_v<T, kernels::Half>) {
+                              // torch's float16 kernel rounds each step to half
+                              auto r = [](Acc v) { return static_cast<Acc>(static_cast<T>(v)); };
+                              const Acc z = r(std::abs(r(a - b)));
+                              if (beta == 0) return z;
+                              return z < bt ? r(r(r(Acc(0.5) * z) * z) / bt)
+                                            : r(z - r(Acc(0.5) * bt));
+                            } else {
+                              const Acc z = std::abs(a - b);
+                              if (beta == 0) return z;
+                              return z < bt ? Acc(0.5) * z * z / bt : z - Acc(0.5) * bt;
+                            }
+                          }),
+                reduction);
+}
+
+Tensor SmoothL1LossBackward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                            int64_t reduction, double beta) {
+  constexpr const char* kOp = "aten::smooth_l1_loss_backward";
+  TB_CHECK(beta >= 0, ValueError) << kOp << ": beta must be non-negative, got " << beta;
+  Operands o = Prepare(kOp, self, target, reduction, &grad);
+  const double norm = reduction == kMean ? 1.0 / static_cast<double>(self.numel()) : 1.0;
+  Tensor g = Cast(grad, o.a.dtype()).expand(o.a.shape()).contiguous();
+  Tensor out = Tensor::Empty(o.a.shape(), o.a.dtype());
+  TB_DISPATCH(o.a.dtype(), kOp, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    using Acc = kernels::opmath_t<T>;
+    const T* a = o.a.data_as<const T>();
+    const T* b = o.b.data_as<const T>();
+    const T* gp = g.data_as<const T>();
+    T* y = out.data_as<T>();
+    const Acc nrm = static_cast<Acc>(norm), bt = static_cast<Acc>(beta);
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      const Acc x = static_cast<Acc>(a[i]) - static_cast<Acc>(b[i]);
+      const Acc gi = static_cast<Acc>(gp[i]);
+      Acc v;
+      if (x <= -bt) {
+        v = -nrm * gi;
+      } else if (x >= bt) {
+        v = nrm * gi;
+      } else {
+        v = nrm * x * gi / bt;
+      }
+      y[i] = static_cast<T>(v);
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+TB_REGISTER_KERNELS(loss_pointwise) {
+  const DeviceType cpu = DeviceType::kCPU;
+  table.RegisterKernel("aten::mse_loss", cpu, Boxed<&MseLoss>(), TB_HERE);
+  table.RegisterKernel("aten::mse_loss_backward", cpu, Boxed<&MseLossBackward>(), TB_HERE);
+  table.RegisterKernel("aten::smooth_l1_loss", cpu, Boxed<&SmoothL1Loss>(), TB_HERE);
+  table.RegisterKernel("aten::smooth_l1_loss_backward", cpu, Boxed<&SmoothL1LossBackward>(),
+                       TB_HERE);
+}
+
+}  // namespace tb
