@@ -29,7 +29,7 @@ namespace {
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
 struct Operands {
-  Tensor a, b;  // contiguous, the common dtype and broadcast shape
+  Tensor a, b, g;  // contiguous, the common dtype and broadcast shape (g: the gradient, if any)
 };
 
 Operands Prepare(const char* op, const Tensor& input, const Tensor& target, int64_t reduction,
@@ -47,7 +47,8 @@ Operands Prepare(const char* op, const Tensor& input, const Tensor& target, int6
   if (grad != nullptr) shapes.push_back(grad->shape());
   const Dims shape = BroadcastShapes(shapes, op);
   const DType dt = PromoteTypes(input.dtype(), target.dtype());
-  return {Cast(input, dt).expand(shape).contiguous(), Cast(target, dt).expand(shape).contiguous()};
+  auto prepare = [&](const Tensor& t) { return Cast(t, dt).expand(shape).contiguous(); };
+  return {prepare(input), prepare(target), grad != nullptr ? prepare(*grad) : Tensor()};
 }
 
 Tensor Reduce(const Tensor& loss, int64_t reduction) {
@@ -57,6 +58,8 @@ Tensor Reduce(const Tensor& loss, int64_t reduction) {
   return loss;
 }
 
+// y[i] = f(a[i], b[i], g[i] (0 without a gradient), T()) over the operands, computed in T's
+// opmath type; the last argument tells f the tensors' type.
 template <typename F>
 Tensor Pointwise(const char* op, const Operands& o, F f) {
   Tensor out = Tensor::Empty(o.a.shape(), o.a.dtype());
@@ -65,10 +68,12 @@ Tensor Pointwise(const char* op, const Operands& o, F f) {
     using Acc = kernels::opmath_t<T>;
     const T* a = o.a.data_as<const T>();
     const T* b = o.b.data_as<const T>();
+    const T* g = o.g.defined() ? o.g.data_as<const T>() : nullptr;
     T* y = out.data_as<T>();
     const int64_t n = out.numel();
     for (int64_t i = 0; i < n; ++i) {
-      y[i] = static_cast<T>(f(static_cast<Acc>(a[i]), static_cast<Acc>(b[i]), T()));
+      const Acc gi = g != nullptr ? static_cast<Acc>(g[i]) : Acc(0);
+      y[i] = static_cast<T>(f(static_cast<Acc>(a[i]), static_cast<Acc>(b[i]), gi, T()));
     }
   });
   return out;
@@ -76,99 +81,65 @@ Tensor Pointwise(const char* op, const Operands& o, F f) {
 
 Tensor MseLoss(const Tensor& self, const Tensor& target, int64_t reduction) {
   constexpr const char* kOp = "aten::mse_loss";
-  Operands o = Prepare(kOp, self, target, reduction);
-  return Reduce(Pointwise(kOp, o,
-                          [](auto a, auto b, auto type) {
-                            // d rounded to the tensors' type first, as torch's kernel
-                            using T = decltype(type);
-                            using Acc = decltype(a);
-                            const Acc d = static_cast<Acc>(static_cast<T>(a - b));
-                            return d * d;
-                          }),
-                reduction);
+  auto f = [](auto a, auto b, auto, auto type) {
+    // d rounded to the tensors' type first, as torch's kernel
+    using T = decltype(type);
+    using Acc = decltype(a);
+    const Acc d = static_cast<Acc>(static_cast<T>(a - b));
+    return d * d;
+  };
+  return Reduce(Pointwise(kOp, Prepare(kOp, self, target, reduction), f), reduction);
 }
 
 Tensor MseLossBackward(const Tensor& grad, const Tensor& self, const Tensor& target,
                        int64_t reduction) {
   constexpr const char* kOp = "aten::mse_loss_backward";
-  Operands o = Prepare(kOp, self, target, reduction, &grad);
   const double norm = reduction == kMean ? 2.0 / static_cast<double>(self.numel()) : 2.0;
-  Tensor g = Cast(grad, o.a.dtype()).expand(o.a.shape()).contiguous();
-  Tensor out = Tensor::Empty(o.a.shape(), o.a.dtype());
-  TB_DISPATCH(o.a.dtype(), kOp, TB_TYPES_FLOAT, [&] {
-    using T = scalar_t;
-    using Acc = kernels::opmath_t<T>;
-    const T* a = o.a.data_as<const T>();
-    const T* b = o.b.data_as<const T>();
-    const T* gp = g.data_as<const T>();
-    T* y = out.data_as<T>();
-    // Each step rounded to T, as torch's kernel computes in the tensors' type.
-    const T alpha = static_cast<T>(norm);
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      const T d = static_cast<T>(static_cast<Acc>(a[i]) - static_cast<Acc>(b[i]));
-      const T ad = static_cast<T>(static_cast<Acc>(alpha) * static_cast<Acc>(d));
-      y[i] = static_cast<T>(static_cast<Acc>(ad) * static_cast<Acc>(gp[i]));
-    }
-  });
-  return out;
+  auto f = [norm](auto a, auto b, auto g, auto type) {
+    // each step rounded to the tensors' type, as torch's kernel computes in it
+    using T = decltype(type);
+    using Acc = decltype(a);
+    auto r = [](Acc v) { return static_cast<Acc>(static_cast<T>(v)); };
+    return r(r(static_cast<Acc>(static_cast<T>(norm)) * r(a - b)) * g);
+  };
+  return Pointwise(kOp, Prepare(kOp, self, target, reduction, &grad), f);
 }
 
 Tensor SmoothL1Loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
   constexpr const char* kOp = "aten::smooth_l1_loss";
   TB_CHECK(beta >= 0, ValueError) << kOp << ": beta must be non-negative, got " << beta;
-  Operands o = Prepare(kOp, self, target, reduction);
-  return Reduce(Pointwise(kOp, o,
-                          [beta](auto a, auto b, auto type) {
-                            using T = decltype(type);
-                            using Acc = decltype(a);
-                            const Acc bt = static_cast<Acc>(beta);
-                            if constexpr (std::is_same_v<T, kernels::Half>) {
-                              // torch's float16 kernel rounds each step to half
-                              auto r = [](Acc v) { return static_cast<Acc>(static_cast<T>(v)); };
-                              const Acc z = r(std::abs(r(a - b)));
-                              if (beta == 0) return z;
-                              return z < bt ? r(r(r(Acc(0.5) * z) * z) / bt)
-                                            : r(z - r(Acc(0.5) * bt));
-                            } else {
-                              const Acc z = std::abs(a - b);
-                              if (beta == 0) return z;
-                              return z < bt ? Acc(0.5) * z * z / bt : z - Acc(0.5) * bt;
-                            }
-                          }),
-                reduction);
+  auto f = [beta](auto a, auto b, auto, auto type) {
+    using T = decltype(type);
+    using Acc = decltype(a);
+    const Acc bt = static_cast<Acc>(beta);
+    if constexpr (std::is_same_v<T, kernels::Half>) {
+      // torch's float16 kernel rounds each step to half
+      auto r = [](Acc v) { return static_cast<Acc>(static_cast<T>(v)); };
+      const Acc z = r(std::abs(r(a - b)));
+      if (beta == 0) return z;
+      return z < bt ? r(r(r(Acc(0.5) * z) * z) / bt) : r(z - r(Acc(0.5) * bt));
+    } else {
+      const Acc z = std::abs(a - b);
+      if (beta == 0) return z;
+      return z < bt ? Acc(0.5) * z * z / bt : z - Acc(0.5) * bt;
+    }
+  };
+  return Reduce(Pointwise(kOp, Prepare(kOp, self, target, reduction), f), reduction);
 }
 
 Tensor SmoothL1LossBackward(const Tensor& grad, const Tensor& self, const Tensor& target,
                             int64_t reduction, double beta) {
   constexpr const char* kOp = "aten::smooth_l1_loss_backward";
   TB_CHECK(beta >= 0, ValueError) << kOp << ": beta must be non-negative, got " << beta;
-  Operands o = Prepare(kOp, self, target, reduction, &grad);
   const double norm = reduction == kMean ? 1.0 / static_cast<double>(self.numel()) : 1.0;
-  Tensor g = Cast(grad, o.a.dtype()).expand(o.a.shape()).contiguous();
-  Tensor out = Tensor::Empty(o.a.shape(), o.a.dtype());
-  TB_DISPATCH(o.a.dtype(), kOp, TB_TYPES_FLOAT, [&] {
-    using T = scalar_t;
-    using Acc = kernels::opmath_t<T>;
-    const T* a = o.a.data_as<const T>();
-    const T* b = o.b.data_as<const T>();
-    const T* gp = g.data_as<const T>();
-    T* y = out.data_as<T>();
-    const Acc nrm = static_cast<Acc>(norm), bt = static_cast<Acc>(beta);
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      const Acc x = static_cast<Acc>(a[i]) - static_cast<Acc>(b[i]);
-      const Acc gi = static_cast<Acc>(gp[i]);
-      Acc v;
-      if (x <= -bt) {
-        v = -nrm * gi;
-      } else if (x >= bt) {
-        v = nrm * gi;
-      } else {
-        v = nrm * x * gi / bt;
-      }
-      y[i] = static_cast<T>(v);
-    }
-  });
-  return out;
+  auto f = [norm, beta](auto a, auto b, auto g, auto) {
+    using Acc = decltype(a);
+    const Acc x = a - b, nrm = static_cast<Acc>(norm), bt = static_cast<Acc>(beta);
+    if (x <= -bt) return -nrm * g;
+    if (x >= bt) return nrm * g;
+    return nrm * x * g / bt;
+  };
+  return Pointwise(kOp, Prepare(kOp, self, target, reduction, &grad), f);
 }
 
 }  // namespace
