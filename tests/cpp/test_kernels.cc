@@ -24,16 +24,9 @@ namespace tb {
 namespace {
 
 using ::tb::testing::Contains;
+using ::tb::testing::FromValues;
 
 // ---- helpers -----------------------------------------------------------------------------------
-
-template <typename T>
-Tensor FromValues(IntArrayRef shape, DType dtype, const std::vector<T>& values) {
-  Tensor t = Tensor::Empty(shape, dtype);
-  EXPECT_EQ(static_cast<size_t>(t.numel()), values.size());
-  if (!values.empty()) std::memcpy(t.mutable_data(), values.data(), values.size() * sizeof(T));
-  return t;
-}
 
 Tensor Floats(IntArrayRef shape, const std::vector<float>& values) {
   return FromValues(shape, DType::kFloat32, values);

@@ -17,14 +17,7 @@ namespace tb {
 namespace {
 
 using ::tb::testing::Contains;
-
-template <typename T>
-Tensor Make(IntArrayRef shape, DType dtype, const std::vector<T>& values) {
-  Tensor t = Tensor::Empty(shape, dtype);
-  EXPECT_EQ(static_cast<size_t>(t.numel()), values.size());
-  if (!values.empty()) std::memcpy(t.mutable_data(), values.data(), values.size() * sizeof(T));
-  return t;
-}
+using ::tb::testing::FromValues;
 
 template <typename T>
 std::vector<T> Contents(const Tensor& t) {
@@ -44,12 +37,12 @@ Tensor Rows(int64_t n, int64_t c) {
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t k = 0; k < c; ++k) v.push_back(static_cast<float>(10 * i + k));
   }
-  return Make({n, c}, DType::kFloat32, v);
+  return FromValues({n, c}, DType::kFloat32, v);
 }
 
 TEST(NllLossTest, ReductionsWeightsAndIgnoredRows) {
   Tensor x = Rows(3, 4);
-  Tensor t = Make<int64_t>({3}, DType::kInt64, {1, -100, 3});
+  Tensor t = FromValues<int64_t>({3}, DType::kInt64, {1, -100, 3});
   // none: one loss per row, 0 for the ignored one; total_weight 0
   Stack none = Call("aten::nll_loss_forward", {x, t, std::nullopt, int64_t{0}, int64_t{-100}});
   EXPECT_EQ(Contents<float>(none[0].to_tensor()), (std::vector<float>{-1, 0, -23}));
@@ -59,12 +52,12 @@ TEST(NllLossTest, ReductionsWeightsAndIgnoredRows) {
   EXPECT_EQ(Contents<float>(mean[0].to_tensor()), (std::vector<float>{-12}));
   EXPECT_EQ(Contents<float>(mean[1].to_tensor()), (std::vector<float>{2}));
   // class weights: sum = -(0.5 * 1 + 2 * 23), total_weight 2.5
-  Tensor w = Make<float>({4}, DType::kFloat32, {1, 0.5f, 1, 2});
+  Tensor w = FromValues<float>({4}, DType::kFloat32, {1, 0.5f, 1, 2});
   Stack ws = Call("aten::nll_loss_forward", {x, t, w, int64_t{2}, int64_t{-100}});
   EXPECT_EQ(Contents<float>(ws[0].to_tensor()), (std::vector<float>{-46.5f}));
   EXPECT_EQ(Contents<float>(ws[1].to_tensor()), (std::vector<float>{2.5f}));
   // backward of the weighted mean: -w[t] * g / total_weight at each counted row's target
-  Tensor g = Make<float>({}, DType::kFloat32, {5});
+  Tensor g = FromValues<float>({}, DType::kFloat32, {5});
   Stack gi =
       Call("aten::nll_loss_backward", {g, x, t, w, int64_t{1}, int64_t{-100}, ws[1].to_tensor()});
   std::vector<float> expected(12, 0.f);
@@ -75,15 +68,15 @@ TEST(NllLossTest, ReductionsWeightsAndIgnoredRows) {
 
 TEST(NllLossTest, SpatialRowsArePixels) {
   // input [1, 2, 2, 2]: class c at pixel p holds 10 * c + p; targets pick per pixel
-  Tensor x = Make<float>({1, 2, 2, 2}, DType::kFloat32, {0, 1, 2, 3, 10, 11, 12, 13});
-  Tensor t = Make<int64_t>({1, 2, 2}, DType::kInt64, {1, 0, 5, 1});  // 5: ignored
+  Tensor x = FromValues<float>({1, 2, 2, 2}, DType::kFloat32, {0, 1, 2, 3, 10, 11, 12, 13});
+  Tensor t = FromValues<int64_t>({1, 2, 2}, DType::kInt64, {1, 0, 5, 1});  // 5: ignored
   Stack none = Call("aten::nll_loss2d_forward", {x, t, std::nullopt, int64_t{0}, int64_t{5}});
   EXPECT_EQ(none[0].to_tensor().shape(), (Dims{1, 2, 2}));
   EXPECT_EQ(Contents<float>(none[0].to_tensor()), (std::vector<float>{-10, -1, 0, -13}));
   Stack sum = Call("aten::nll_loss2d_forward", {x, t, std::nullopt, int64_t{2}, int64_t{5}});
   EXPECT_EQ(Contents<float>(sum[0].to_tensor()), (std::vector<float>{-24}));
   EXPECT_EQ(Contents<float>(sum[1].to_tensor()), (std::vector<float>{3}));
-  Tensor g = Make<float>({1, 2, 2}, DType::kFloat32, {1, 2, 3, 4});
+  Tensor g = FromValues<float>({1, 2, 2}, DType::kFloat32, {1, 2, 3, 4});
   Stack gi = Call("aten::nll_loss2d_backward",
                   {g, x, t, std::nullopt, int64_t{0}, int64_t{5}, none[1].to_tensor()});
   EXPECT_EQ(Contents<float>(gi[0].to_tensor()), (std::vector<float>{0, -2, 0, 0, -1, 0, 0, -4}));
@@ -99,8 +92,8 @@ TEST(NllLossTest, ManyRowsTakeTheCascade) {
     v[i * c + tv[i]] = 1.f;
   }
   Stack out = Call("aten::nll_loss_forward",
-                   {Make({n, c}, DType::kFloat32, v), Make({n}, DType::kInt64, tv), std::nullopt,
-                    int64_t{2}, int64_t{-100}});
+                   {FromValues({n, c}, DType::kFloat32, v), FromValues({n}, DType::kInt64, tv),
+                    std::nullopt, int64_t{2}, int64_t{-100}});
   EXPECT_EQ(Contents<float>(out[0].to_tensor()), (std::vector<float>{-1000}));
   EXPECT_EQ(Contents<float>(out[1].to_tensor()), (std::vector<float>{1000}));
 }
@@ -108,24 +101,25 @@ TEST(NllLossTest, ManyRowsTakeTheCascade) {
 TEST(NllLossTest, Errors) {
   Tensor x = Rows(2, 3);
   std::string msg = EXPECT_TB_ERROR(
-      kIndexError, Call("aten::nll_loss_forward", {x, Make<int64_t>({2}, DType::kInt64, {0, 3}),
-                                                   std::nullopt, int64_t{1}, int64_t{-100}}));
+      kIndexError,
+      Call("aten::nll_loss_forward", {x, FromValues<int64_t>({2}, DType::kInt64, {0, 3}),
+                                      std::nullopt, int64_t{1}, int64_t{-100}}));
   EXPECT_TRUE(Contains(msg, "aten::nll_loss_forward: target 3 is out of bounds for 3 classes"))
       << msg;
-  msg = EXPECT_TB_ERROR(
-      kValueError, Call("aten::nll_loss2d_forward", {x, Make<int64_t>({2}, DType::kInt64, {0, 1}),
-                                                     std::nullopt, int64_t{1}, int64_t{-100}}));
+  msg = EXPECT_TB_ERROR(kValueError, Call("aten::nll_loss2d_forward",
+                                          {x, FromValues<int64_t>({2}, DType::kInt64, {0, 1}),
+                                           std::nullopt, int64_t{1}, int64_t{-100}}));
   EXPECT_TRUE(Contains(msg, "input must be 4-D")) << msg;
 }
 
 TEST(PointwiseLossTest, MseAndSmoothL1) {
-  Tensor a = Make<float>({4}, DType::kFloat32, {0, 1, 3, -2});
-  Tensor b = Make<float>({4}, DType::kFloat32, {0, 0.5f, 0, 0});
+  Tensor a = FromValues<float>({4}, DType::kFloat32, {0, 1, 3, -2});
+  Tensor b = FromValues<float>({4}, DType::kFloat32, {0, 0.5f, 0, 0});
   Stack mse = Call("aten::mse_loss", {a, b, int64_t{0}});
   EXPECT_EQ(Contents<float>(mse[0].to_tensor()), (std::vector<float>{0, 0.25f, 9, 4}));
   Stack sl1 = Call("aten::smooth_l1_loss", {a, b, int64_t{2}, 1.0});
   EXPECT_EQ(Contents<float>(sl1[0].to_tensor()), (std::vector<float>{0.125f + 2.5f + 1.5f}));
-  Tensor g = Make<float>({}, DType::kFloat32, {1});
+  Tensor g = FromValues<float>({}, DType::kFloat32, {1});
   Stack dmse = Call("aten::mse_loss_backward", {g, a, b, int64_t{1}});  // 2 / 4 * d
   EXPECT_EQ(Contents<float>(dmse[0].to_tensor()), (std::vector<float>{0, 0.25f, 1.5f, -1}));
   Stack dsl1 = Call("aten::smooth_l1_loss_backward", {g, a, b, int64_t{2}, 1.0});
@@ -136,7 +130,7 @@ TEST(PointwiseLossTest, MseAndSmoothL1) {
 }
 
 TEST(SelectSliceBackwardTest, GradientsLandInZeros) {
-  Tensor g = Make<float>({2}, DType::kFloat32, {7, 8});
+  Tensor g = FromValues<float>({2}, DType::kFloat32, {7, 8});
   Stack sel =
       Call("aten::select_backward", {g, std::vector<int64_t>{2, 3}, int64_t{1}, int64_t{-1}});
   EXPECT_EQ(Contents<float>(sel[0].to_tensor()), (std::vector<float>{0, 0, 7, 0, 0, 8}));

@@ -1,14 +1,17 @@
 // Helpers shared by the GoogleTest files: checking that a statement throws a tb::Error of a
-// given kind and reading its message.
+// given kind and reading its message; a tensor made from a list of values.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "bridge/error.h"
+#include "bridge/tensor.h"
 
 namespace tb::testing {
 
@@ -29,6 +32,15 @@ inline std::string ErrorOf(const std::function<void()>& fn, ErrorKind kind) {
 
 inline bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
+}
+
+// A new contiguous tensor of `shape` and `dtype` holding `values` (C++ type T of that dtype).
+template <typename T>
+Tensor FromValues(IntArrayRef shape, DType dtype, const std::vector<T>& values) {
+  Tensor t = Tensor::Empty(shape, dtype);
+  EXPECT_EQ(static_cast<size_t>(t.numel()), values.size());
+  if (!values.empty()) std::memcpy(t.mutable_data(), values.data(), values.size() * sizeof(T));
+  return t;
 }
 
 }  // namespace tb::testing
