@@ -46,6 +46,38 @@ std::vector<int> Plan::AddNode(std::string_view op, std::vector<Arg> args, int n
 
 void Plan::SetOutputs(std::vector<Arg> outputs) { outputs_ = std::move(outputs); }
 
+void Plan::ExpectStrides(int value, std::vector<int64_t> strides) {
+  TB_CHECK(!finalized_, ValueError) << "Plan: cannot add to a finalized plan";
+  TB_CHECK(value >= 0 && value < static_cast<int>(value_names_.size()), ValueError)
+      << "Plan: ExpectStrides of unknown value " << value;
+  if (expected_strides_.size() < value_names_.size()) expected_strides_.resize(value_names_.size());
+  expected_strides_[value] = std::move(strides);
+}
+
+namespace {
+
+// Whether t is laid out with `strides` (dimensions of size 1 may have any stride).
+bool HasStrides(const Tensor& t, const std::vector<int64_t>& strides) {
+  if (strides.size() != static_cast<size_t>(t.ndim())) return false;
+  for (int64_t d = 0; d < t.ndim(); ++d) {
+    if (t.shape()[d] != 1 && t.strides()[d] != strides[d]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Tensor Plan::Restride(const Tensor& t, const std::vector<int64_t>& strides) const {
+  Stack s{Value(std::vector<int64_t>(t.shape().begin(), t.shape().end())), Value(strides),
+          Value(t.dtype()), Value(), Value(), Value()};
+  table_->Call(empty_strided_op_, s);
+  Tensor out = s[0].to_tensor();
+  Stack c{Value(out), Value(t), Value(false)};
+  table_->Call(copy_op_, c);
+  restrides_.fetch_add(1, std::memory_order_relaxed);
+  return out;
+}
+
 void Plan::ForEachValue(const Arg& a, const std::function<void(int)>& f) const {
   if (a.kind == Arg::Kind::kValue || a.kind == Arg::Kind::kItem) f(a.value);
   for (const Arg& item : a.items) ForEachValue(item, f);
@@ -99,8 +131,13 @@ void Plan::Finalize() {
       const bool read = last_use[v] != -1;
       n.keep_output.push_back(read);
       if (read) slot_of_[v] = take();
+      const bool expect = read && v < static_cast<int>(expected_strides_.size()) &&
+                          !expected_strides_[v].empty();
+      n.expect_strides.push_back(expect ? expected_strides_[v] : std::vector<int64_t>{});
     }
   }
+  empty_strided_op_ = table_->Intern("aten::empty_strided");
+  copy_op_ = table_->Intern("aten::copy_");
   output_inputs_.clear();
   for (const Arg& a : outputs_) {
     auto it = a.kind == Arg::Kind::kValue ? std::find(inputs_.begin(), inputs_.end(), a.value)
@@ -163,13 +200,25 @@ Stack Plan::Run(Stack inputs) const {
     stack.clear();
     stack.reserve(n.args.size());
     for (const Arg& a : n.args) stack.push_back(Materialize(a, slots));
-    table_->CallResolved(n.op, n.resolution, stack);
+    try {
+      table_->CallResolved(n.op, n.resolution, stack);
+    } catch (const Error& e) {
+      // The node that failed, in the graph's own names: the kernel's message alone does not
+      // say where in a graph of hundreds of nodes it came from.
+      throw Error(e.kind(), "Plan: node " + n.name + " (" + table_->Info(n.op).qualified +
+                                "): " + e.message());
+    }
     for (int s : n.free_after) slots[s] = Value();
     TB_CHECK(stack.size() >= n.outputs.size(), RuntimeError)
         << "Plan: node " << n.name << " returned " << stack.size() << " values, expected "
         << n.outputs.size();
     for (size_t k = 0; k < n.outputs.size(); ++k) {
-      if (n.keep_output[k]) slots[slot_of_[n.outputs[k]]] = std::move(stack[k]);
+      if (!n.keep_output[k]) continue;
+      const std::vector<int64_t>& want = n.expect_strides[k];
+      if (!want.empty() && stack[k].is_tensor() && !HasStrides(stack[k].to_tensor(), want)) {
+        stack[k] = Value(Restride(stack[k].to_tensor(), want));
+      }
+      slots[slot_of_[n.outputs[k]]] = std::move(stack[k]);
     }
     if (profile) {
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);

@@ -57,6 +57,11 @@ class TB_API Plan {
   std::vector<int> AddNode(std::string_view op, std::vector<Arg> args, int num_outputs,
                            std::string name);
   void SetOutputs(std::vector<Arg> outputs);
+  // The strides the captured graph expects of a value (torch's meta function's). A kernel
+  // may lay a result out otherwise (a contiguous result where torch keeps its input's
+  // layout): where the graph depends on the layout (views, as_strided, outputs), the plan
+  // then copies the result into the expected strides. Dimensions of size 1 do not count.
+  void ExpectStrides(int value, std::vector<int64_t> strides);
   // Resolves kernels, computes liveness and assigns slots. Nothing can be added afterwards.
   void Finalize();
 
@@ -75,6 +80,8 @@ class TB_API Plan {
   size_t CountServedBy(ServedBy s) const;
   // Nodes, their kernels (composites and fallbacks marked), slots and reuse.
   std::string Dump() const;
+  // Results copied into the strides the graph expects (see ExpectStrides), over all runs.
+  uint64_t restrides() const { return restrides_.load(std::memory_order_relaxed); }
 
   // ---- profiling: where a plan's time goes ----
   // While on, each run adds every node's wall time (argument binding, kernel, result
@@ -102,11 +109,14 @@ class TB_API Plan {
     Resolution resolution;
     std::vector<int> free_after;    // slots of arguments whose last use is this node
     std::vector<bool> keep_output;  // false for results nobody reads (not stored)
+    // Per output: the strides the graph expects (empty: any layout will do).
+    std::vector<std::vector<int64_t>> expect_strides;
   };
 
   int NewValue(std::string name);
   void ForEachValue(const Arg& a, const std::function<void(int)>& f) const;
   Value Materialize(const Arg& a, const std::vector<Value>& slots) const;
+  Tensor Restride(const Tensor& t, const std::vector<int64_t>& strides) const;
 
   OpTable* table_;
   std::vector<int> inputs_;  // value numbers
@@ -115,6 +125,9 @@ class TB_API Plan {
   std::vector<std::string> value_names_;
   std::vector<int> slot_of_;        // value number -> slot
   std::vector<int> output_inputs_;  // set by Finalize()
+  std::vector<std::vector<int64_t>> expected_strides_;  // by value number (ExpectStrides)
+  OpId empty_strided_op_ = 0, copy_op_ = 0;            // for Restride, set by Finalize()
+  mutable std::atomic<uint64_t> restrides_{0};
   size_t num_slots_ = 0;
   bool finalized_ = false;
   struct Counters {

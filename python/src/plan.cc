@@ -139,6 +139,9 @@ void BindPlan(py::module_& m) {
           },
           py::arg("op"), py::arg("args"), py::arg("num_outputs"), py::arg("name"))
       .def("set_outputs", [](Plan& p, py::iterable outs) { p.SetOutputs(ToArgs(outs)); })
+      .def("expect_strides", &Plan::ExpectStrides, py::arg("value"), py::arg("strides"),
+           "The strides the graph expects of a value: a result laid out otherwise is copied "
+           "into them where the graph depends on the layout.")
       .def("finalize", &Plan::Finalize)
       .def(
           "run",
@@ -214,6 +217,8 @@ void BindPlan(py::module_& m) {
           },
           py::arg("served_by"))
       .def("dump", &Plan::Dump)
+      .def_property_readonly("restrides", &Plan::restrides,
+                             "Results copied into the strides the graph expects, over all runs.")
       .def_property("profiling", &Plan::profiling, &Plan::SetProfiling,
                     "While True, each run times every node (turning it on clears the times).")
       .def(

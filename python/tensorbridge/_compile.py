@@ -202,8 +202,33 @@ class _Builder:
                 )
             else:
                 raise NotImplementedError(f"tensorbridge plans: unsupported node kind {n.op}")
+        self._expect_strides()
         self.plan.finalize()
         return self.plan
+
+    def _expect_strides(self):
+        """Gives the plan the graph's strides of every value whose layout the graph depends
+        on: the inputs of views and as_strided, and the outputs (which AOT autograd may view
+        again, and which a backward graph reads with the strides it was traced with)."""
+        need = []
+        for n in self.gm.graph.nodes:
+            if n.op == "output":
+                outs = n.args[0]
+                need.extend(outs if isinstance(outs, (list, tuple)) else (outs,))
+            elif n.op == "call_function" and n.target in _LAYOUT_SENSITIVE:
+                need.append(n.args[0])
+        done = set()
+        for src in need:
+            if not isinstance(src, torch.fx.Node) or src in done or src.op != "call_function":
+                continue
+            done.add(src)
+            value = self.env.get(src)
+            meta = src.meta.get("val")
+            if not isinstance(value, int) or not isinstance(meta, torch.Tensor):
+                continue
+            strides = meta.stride()
+            if all(isinstance(x, int) for x in strides):
+                self.plan.expect_strides(value, list(strides))
 
     def _attr_const(self, n):
         # A tensor attribute is a constant of the plan, held as an Array (no copy when it
@@ -212,6 +237,18 @@ class _Builder:
         v = self.plan.add_node("aten::alias", [_const(value)], 1, n.name)
         self.env[n] = v[0]
 
+
+# Ops whose result depends on their input's strides, not only on its values.
+_LAYOUT_SENSITIVE = {
+    _aten.view.default,
+    _aten._unsafe_view.default,
+    _aten.view.dtype,
+    _aten.as_strided.default,
+    _aten.as_strided_scatter.default,
+    _aten.view_as_real.default,
+    _aten.view_as_complex.default,
+    _aten._reshape_alias.default,
+}
 
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
@@ -277,7 +314,8 @@ def _specialize(gm: torch.fx.GraphModule, args) -> torch.fx.GraphModule:
             values[n] = out = super().run_node(n)
             return out
 
-    with FakeTensorMode():
+    # The graph's constants (get_attr tensors) are real: they are read as fake copies.
+    with FakeTensorMode(allow_non_fake_inputs=True):
         fake_args = [
             torch.empty_strided(a.shape, a.stride(), dtype=a.dtype)
             if isinstance(a, torch.Tensor)
@@ -290,6 +328,8 @@ def _specialize(gm: torch.fx.GraphModule, args) -> torch.fx.GraphModule:
     sym = (torch.SymInt, torch.SymFloat, torch.SymBool)
     for old, n in node_of.items():
         v = values.get(old)
+        if isinstance(v, torch.Tensor):
+            n.meta["val"] = v  # the concrete sizes and strides (see _Builder._expect_strides)
         if n.op == "output" or isinstance(v, (torch.Tensor, list, tuple)):
             continue
         if isinstance(v, sym):
@@ -315,9 +355,15 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None,
     set of input shapes and strides, built at the first call with them (the graph specialized
     to those sizes, see ``_specialize``), kept for the next (up to ``MAX_SHAPE_PLANS`` per
     graph)."""
-    if _symbolic(gm):
-        return _shape_specializing(gm, record, kind)
-    return _compile_static(gm, record, kind)
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    # AOT autograd calls its compilers inside the fake mode it traced with; the graph's
+    # constants (get_attr tensors: causal masks, rotary tables, 0-element tensors) are real
+    # tensors, and the plan binds them as memory, so the plan is built outside that mode.
+    with unset_fake_temporarily():
+        if _symbolic(gm):
+            return _shape_specializing(gm, record, kind)
+        return _compile_static(gm, record, kind)
 
 
 def _shape_specializing(gm, record, kind):
@@ -614,7 +660,8 @@ def explain_compiled(fn) -> str:
                 f"  {e['kind']} plan{shapes}, {e['calls'][0]} calls: {p.num_nodes} nodes ("
                 + ", ".join(f"{v} {k}" for k, v in counts.items())
                 + f"; {fused} fused); {p.num_values} values in {p.num_slots} slots "
-                f"({p.num_values - p.num_slots} reuse a freed slot)"
+                f"({p.num_values - p.num_slots} reuse a freed slot); {p.restrides} results "
+                "copied into the graph's strides"
             )
             lines.append("  fallback nodes: " + (", ".join(fallbacks) if fallbacks else "none"))
             lines.extend("    " + line for line in dump.rstrip().splitlines())
