@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = ["SPECS", "Spec", "check", "main"]
+__all__ = ["SPECS", "TOLERANCE", "Spec", "check", "main"]
 
 # The config sizes: "tiny" for tests, "small" for benchmarks.
 _SIZES = {
@@ -428,9 +428,13 @@ def first_output(out) -> torch.Tensor:
 
 
 def loss_of(out) -> torch.Tensor:
-    """A loss that reaches every parameter the main output depends on."""
-    y = first_output(out)
-    return (y.float() ** 2).mean()
+    """A loss that reaches every parameter the main output depends on: the mean squared
+    distance to a fixed random target (a loss that only reads the output's norm would have
+    zero gradient in exact arithmetic behind a final layer norm)."""
+    y = first_output(out).float()
+    gen = torch.Generator().manual_seed(1234)
+    target = torch.randn(tuple(y.shape), generator=gen)
+    return ((y - target) ** 2).mean()
 
 
 def grad_error(got: dict, want: dict) -> float:
@@ -477,6 +481,15 @@ def _rel_error(got: torch.Tensor, want: torch.Tensor) -> float:
     return float((got - want).abs().max()) / scale
 
 
+# The largest difference from torch a float32 result may have, relative to the largest
+# magnitude of torch's result (for gradients: of the model's largest gradient).
+TOLERANCE = 1e-4
+
+
+def _double(x):
+    return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+
+
 def _plain(x):
     import tensorbridge as tb
 
@@ -491,6 +504,7 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
     model, inputs = build(name, size)
     tb.reset_plan_metrics()
     t0 = time.perf_counter()
+    detail = None
     if mode == "eager":
         with torch.no_grad():
             want = first_output(model(**inputs))
@@ -508,15 +522,27 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
         err = _rel_error(got, want)
         fb["fallbacks"].update(_plan_fallbacks(compiled))
     elif mode == "train":
+        import copy
+
+        reference = copy.deepcopy(model)
         want_loss, want_grads = _train_step(model, inputs)
         compiled = torch.compile(model, backend="tensorbridge")
         with _fallback_counting() as fb:
             got_loss, got_grads = _train_step(compiled, inputs, params_of=model)
-        err = max(
-            _rel_error(got_loss, want_loss),
-            grad_error(got_grads, want_grads),
-        )
+        err = max(_rel_error(got_loss, want_loss), grad_error(got_grads, want_grads))
         fb["fallbacks"].update(_plan_fallbacks(compiled))
+        if err > TOLERANCE:
+            # An ill-conditioned model (batch norm over few values, say) amplifies rounding:
+            # then both float32 results are compared with a float64 run, as torch's own
+            # benchmarks do, and ours must be about as close to it as torch's.
+            ref_loss, ref_grads = _train_step(
+                reference.double(), {k: _double(v) for k, v in inputs.items()}
+            )
+            ours = max(_rel_error(got_loss, ref_loss), grad_error(got_grads, ref_grads))
+            theirs = max(_rel_error(want_loss, ref_loss), grad_error(want_grads, ref_grads))
+            detail = f"vs float64: ours {ours:.2e}, torch's {theirs:.2e}"
+            if ours <= 2 * theirs + TOLERANCE / 10:
+                err = min(err, ours)
     elif mode == "generate":
         if not spec.generates:
             raise ValueError(f"{name} has no language-model head to generate with")
@@ -530,20 +556,36 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
             got = model.generate(
                 tb.wrap(ids, copy=True), max_new_tokens=new_tokens, do_sample=False, pad_token_id=0
             )
-        got = _plain(got)
-        if not torch.equal(got, want):
-            raise AssertionError(f"{name}: generated {got.tolist()}, torch {want.tolist()}")
+            got = _plain(got)
+            if not torch.equal(got, want):
+                raise AssertionError(f"{name}: generated {got.tolist()}, torch {want.tolist()}")
+            # Compiled: the forward of every step, the KV cache growing by one token a step.
+            model.forward = torch.compile(model.forward, backend="tensorbridge")
+            got = model.generate(ids, max_new_tokens=new_tokens, do_sample=False, pad_token_id=0)
+            if not torch.equal(got, want):
+                raise AssertionError(
+                    f"{name}: compiled, generated {got.tolist()}, torch {want.tolist()}"
+                )
+        fb["fallbacks"].update(_plan_fallbacks())
+        m = tb.plan_metrics()
+        detail = (
+            f"{m['compilations']} compilations ({m['recompilations']} recompilations), "
+            f"{m['plans_built']} plans ({m['shape_plans']} for shapes)"
+        )
+        fb["compile"] = m
         err = 0.0
     else:
         raise ValueError(f"unknown mode {mode!r}: eager, compiled, train or generate")
-    return Result(name, mode, err, fb["fallbacks"], time.perf_counter() - t0)
+    return Result(name, mode, err, fb["fallbacks"], time.perf_counter() - t0, detail)
 
 
-def _plan_fallbacks(compiled) -> dict:
-    from tensorbridge._compile import _FALLBACK_LINE, _records_of
+def _plan_fallbacks(compiled=None) -> dict:
+    """Fallback nodes in the plans built for ``compiled`` (None: since the last
+    ``reset_plan_metrics``), by op."""
+    from tensorbridge._compile import _FALLBACK_LINE, _compilations, _records_of
 
     found: dict = {}
-    for r in _records_of(compiled):
+    for r in _records_of(compiled) if compiled is not None else list(_compilations):
         for e in r.plans:
             for op in _FALLBACK_LINE.findall(e["plan"].dump()):
                 found[op] = found.get(op, 0) + 1
@@ -582,7 +624,7 @@ def main(argv=None) -> None:
                 r = check(name, mode, args.size)
                 print(
                     f"{name:14s} {mode:9s} err {r.max_error:.2e} fallbacks {r.fallbacks or 0} "
-                    f"{r.seconds:.1f}s",
+                    f"{r.seconds:.1f}s" + (f" ({r.detail})" if r.detail else ""),
                     flush=True,
                 )
             except Exception as e:  # report and go on: this is a survey
