@@ -68,8 +68,12 @@ bool HasStrides(const Tensor& t, const std::vector<int64_t>& strides) {
 }  // namespace
 
 Tensor Plan::Restride(const Tensor& t, const std::vector<int64_t>& strides) const {
-  Stack s{Value(std::vector<int64_t>(t.shape().begin(), t.shape().end())), Value(strides),
-          Value(t.dtype()), Value(), Value(), Value()};
+  Stack s{Value(std::vector<int64_t>(t.shape().begin(), t.shape().end())),
+          Value(strides),
+          Value(t.dtype()),
+          Value(),
+          Value(),
+          Value()};
   table_->Call(empty_strided_op_, s);
   Tensor out = s[0].to_tensor();
   Stack c{Value(out), Value(t), Value(false)};
@@ -131,8 +135,8 @@ void Plan::Finalize() {
       const bool read = last_use[v] != -1;
       n.keep_output.push_back(read);
       if (read) slot_of_[v] = take();
-      const bool expect = read && v < static_cast<int>(expected_strides_.size()) &&
-                          !expected_strides_[v].empty();
+      const bool expect =
+          read && v < static_cast<int>(expected_strides_.size()) && !expected_strides_[v].empty();
       n.expect_strides.push_back(expect ? expected_strides_[v] : std::vector<int64_t>{});
     }
   }

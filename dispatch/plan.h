@@ -123,10 +123,10 @@ class TB_API Plan {
   std::vector<Node> nodes_;
   std::vector<Arg> outputs_;
   std::vector<std::string> value_names_;
-  std::vector<int> slot_of_;        // value number -> slot
-  std::vector<int> output_inputs_;  // set by Finalize()
+  std::vector<int> slot_of_;                            // value number -> slot
+  std::vector<int> output_inputs_;                      // set by Finalize()
   std::vector<std::vector<int64_t>> expected_strides_;  // by value number (ExpectStrides)
-  OpId empty_strided_op_ = 0, copy_op_ = 0;            // for Restride, set by Finalize()
+  OpId empty_strided_op_ = 0, copy_op_ = 0;             // for Restride, set by Finalize()
   mutable std::atomic<uint64_t> restrides_{0};
   size_t num_slots_ = 0;
   bool finalized_ = false;

@@ -54,7 +54,8 @@ void FillWith(const Tensor& t, const Scalar& value) {
   }
   // Contiguous: the value converted once into the first element, then its bytes repeated
   // (a memset when they are all zero, else copies doubling in length).
-  const size_t item = static_cast<size_t>(DTypeSize(t.dtype())), total = item * static_cast<size_t>(t.numel());
+  const size_t item = static_cast<size_t>(DTypeSize(t.dtype())),
+               total = item * static_cast<size_t>(t.numel());
   auto* p = static_cast<unsigned char*>(t.mutable_data());
   Tensor first = Tensor::Empty({}, t.dtype());
   CopyCast(first, WrapNumber(Value(value)));

@@ -5,9 +5,9 @@
 // kernels/norm_batch_fast.cc. Other float32 ones run on oneDNN's batch_normalization
 // primitives (the backward gets the training statistics back as mean and 1 / invstd^2 with
 // epsilon 0; in evaluation it uses the running ones as global statistics); evaluation
-// forward and other dtypes run on loops that accumulate in double, one channel per task. In training the running statistics are
-// updated in place (momentum; unbiased variance) and the batch mean and invstd returned; in
-// evaluation two empty tensors are.
+// forward and other dtypes run on loops that accumulate in double, one channel per task. In
+// training the running statistics are updated in place (momentum; unbiased variance) and the batch
+// mean and invstd returned; in evaluation two empty tensors are.
 #include <algorithm>
 #include <cmath>
 #include <optional>

@@ -26,7 +26,8 @@ import argparse
 import contextlib
 import dataclasses
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -307,9 +308,7 @@ def _resnet(s):
 
 def _convnext(s):
     t = _t()
-    cfg = t.ConvNextConfig(
-        num_stages=2, hidden_sizes=[16, 32], depths=[1, 1], drop_path_rate=0.0
-    )
+    cfg = t.ConvNextConfig(num_stages=2, hidden_sizes=[16, 32], depths=[1, 1], drop_path_rate=0.0)
     return t.ConvNextModel(cfg)
 
 
@@ -368,9 +367,18 @@ SPECS: dict[str, Spec] = {
     for s in [
         Spec("bert", "encoder", _bert_like("BertModel", "BertConfig"), _text),
         Spec("distilbert", "encoder", _distilbert, _text),
-        Spec("roberta", "encoder", _bert_like("RobertaModel", "RobertaConfig", pad_token_id=1), _text),
-        Spec("albert", "encoder", _bert_like("AlbertModel", "AlbertConfig", embedding_size=16), _text),
-        Spec("electra", "encoder", _bert_like("ElectraModel", "ElectraConfig", embedding_size=16), _text),
+        Spec(
+            "roberta", "encoder", _bert_like("RobertaModel", "RobertaConfig", pad_token_id=1), _text
+        ),
+        Spec(
+            "albert", "encoder", _bert_like("AlbertModel", "AlbertConfig", embedding_size=16), _text
+        ),
+        Spec(
+            "electra",
+            "encoder",
+            _bert_like("ElectraModel", "ElectraConfig", embedding_size=16),
+            _text,
+        ),
         Spec("gpt2", "decoder", _gpt2, _text, generates=True),
         Spec(
             "llama",
@@ -385,8 +393,15 @@ SPECS: dict[str, Spec] = {
             _decoder("MistralModel", "MistralConfig", num_key_value_heads=2, sliding_window=8),
             _text,
         ),
-        Spec("qwen2", "decoder", _decoder("Qwen2Model", "Qwen2Config", num_key_value_heads=2), _text),
-        Spec("gemma", "decoder", _decoder("GemmaModel", "GemmaConfig", num_key_value_heads=2, head_dim=8), _text),
+        Spec(
+            "qwen2", "decoder", _decoder("Qwen2Model", "Qwen2Config", num_key_value_heads=2), _text
+        ),
+        Spec(
+            "gemma",
+            "decoder",
+            _decoder("GemmaModel", "GemmaConfig", num_key_value_heads=2, head_dim=8),
+            _text,
+        ),
         Spec("phi", "decoder", _decoder("PhiModel", "PhiConfig"), _text),
         Spec("gpt_neox", "decoder", _gpt_neox, _text),
         Spec("opt", "decoder", _opt, _text),
@@ -548,9 +563,7 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
             raise ValueError(f"{name} has no language-model head to generate with")
         ids = inputs["input_ids"][:1, :8]
         with torch.no_grad():
-            want = model.generate(
-                ids, max_new_tokens=new_tokens, do_sample=False, pad_token_id=0
-            )
+            want = model.generate(ids, max_new_tokens=new_tokens, do_sample=False, pad_token_id=0)
         tb.wrap_module(model, copy=True)
         with _fallback_counting() as fb, torch.no_grad():
             got = model.generate(
@@ -629,7 +642,12 @@ def main(argv=None) -> None:
                 )
             except Exception as e:  # report and go on: this is a survey
                 msg = str(e).strip().splitlines()
-                print(f"{name:14s} {mode:9s} FAILED {type(e).__name__}: {msg[-1] if msg else ''}"[:300], flush=True)
+                print(
+                    f"{name:14s} {mode:9s} FAILED {type(e).__name__}: {msg[-1] if msg else ''}"[
+                        :300
+                    ],
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
