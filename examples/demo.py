@@ -6,8 +6,11 @@
    trained with torch.optim; the numpy arrays change in place.
 3. torch.compile(model, backend="tensorbridge"): the captured graph becomes a C++ plan,
    built once, run on the wrapped arrays; new batch sizes get plans of their own.
-4. call_torch: a torch function called from JAX, under jax.jit and jax.grad.
-5. How every op was served: kernel, composite, decomposition or PyTorch fallback.
+4. A real model from transformers (LLaMA, small random config): eager on weights tensorbridge
+   wraps, a compiled training step, and greedy generation with a KV cache, eager and compiled,
+   all against torch.
+5. call_torch: a torch function called from JAX, under jax.jit and jax.grad.
+6. How every op was served: kernel, composite, decomposition or PyTorch fallback.
 """
 
 import warnings
@@ -107,8 +110,30 @@ def step3_compile() -> None:
     )
 
 
-def step4_call_torch_from_jax() -> None:
-    print("-- 4. a torch function inside jax.jit and jax.grad")
+def step4_transformers_model() -> None:
+    print("-- 4. a transformers model (LLaMA: grouped-query attention, rotary embeddings)")
+    try:
+        from tensorbridge import zoo
+    except ImportError:
+        print("   (transformers not installed)")
+        return
+    for mode, what in (
+        ("eager", "eager on wrapped weights"),
+        ("train", "compiled training step (loss and every gradient)"),
+        ("generate", "greedy generation, 8 tokens, eager and compiled"),
+    ):
+        torch._dynamo.reset()
+        r = zoo.check("llama", mode)
+        assert r.max_error <= zoo.TOLERANCE, (mode, r.max_error)
+        print(
+            f"   {what}: max difference from torch {r.max_error:.1e}, "
+            f"ops on torch's fallback: {sum(r.fallbacks.values())}"
+            + (f"; {r.detail}" if r.detail else "")
+        )
+
+
+def step5_call_torch_from_jax() -> None:
+    print("-- 5. a torch function inside jax.jit and jax.grad")
     try:
         import jax
         import jax.numpy as jnp
@@ -137,8 +162,9 @@ def main() -> None:
     step1_wrap_and_call()
     step2_train_on_numpy()
     step3_compile()
-    step4_call_torch_from_jax()
-    print("-- 5. how each op was served (top 15 by calls)")
+    step4_transformers_model()
+    step5_call_torch_from_jax()
+    print("-- 6. how each op was served (top 15 by calls)")
     print("   " + "\n   ".join(tb.metrics_report().splitlines()[:16]))
     m = tb.metrics()
     total = {

@@ -469,12 +469,16 @@ def grad_error(got: dict, want: dict) -> float:
 def _fallback_counting():
     import tensorbridge as tb
 
-    tb.reset_metrics()
+    before = tb.metrics()
     box: dict = {}
     yield box
-    m = tb.metrics()
-    box["fallbacks"] = {op: v["fallback"] for op, v in m.items() if v["fallback"]}
-    box["calls"] = sum(v["calls"] for v in m.values())
+    after = tb.metrics()
+
+    def delta(op, k):
+        return after[op][k] - before.get(op, {}).get(k, 0)
+
+    box["fallbacks"] = {op: delta(op, "fallback") for op in after if delta(op, "fallback")}
+    box["calls"] = sum(delta(op, "calls") for op in after)
 
 
 @dataclasses.dataclass
