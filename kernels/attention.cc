@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #ifdef _OPENMP
@@ -29,53 +30,6 @@
 
 namespace tb {
 namespace kernels::attn {
-
-// ---- GEMM on tiles -----------------------------------------------------------------------
-
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // no products: c = beta * c + alpha * 0 (NaN for an infinite alpha, as BLAS)
-    const float z = alpha * 0.0f;
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        c[i * ldc + j] = beta == 0.0f ? z : beta * c[i * ldc + j] + z;
-      }
-    }
-    return;
-  }
-  const dnnl_status_t st =
-      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  TB_ICHECK(st == dnnl_success) << "dnnl_sgemm failed with status " << static_cast<int>(st);
-}
-
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using Map = Eigen::Map<const Mat, 0, Eigen::OuterStride<>>;
-  if (m == 0 || n == 0) return;
-  Eigen::Map<Mat, 0, Eigen::OuterStride<>> C(c, m, n, Eigen::OuterStride<>(ldc));
-  if (beta == 0.0) {
-    C.setZero();
-  } else if (beta != 1.0) {
-    C *= beta;
-  }
-  if (k == 0) {
-    C.array() += alpha * 0.0;
-    return;
-  }
-  Map A(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
-  Map B(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
-  if (ta && tb) {
-    C.noalias() += alpha * (A.transpose() * B.transpose());
-  } else if (ta) {
-    C.noalias() += alpha * (A.transpose() * B);
-  } else if (tb) {
-    C.noalias() += alpha * (A * B.transpose());
-  } else {
-    C.noalias() += alpha * (A * B);
-  }
-}
 
 // ---- layouts ------------------------------------------------------------------------------
 
@@ -180,6 +134,28 @@ int ThreadNum() {
 #endif
 }
 
+Tensor TransposeRows(const Tensor& t) {
+  const int64_t B = t.size(0), H = t.size(1), N = t.size(2), E = t.size(3);
+  Tensor out = Tensor::Empty({B, H, E, N}, t.dtype());
+  const int64_t ld = N > 1 ? t.stride(2) : std::max<int64_t>(E, 1);
+  const int64_t n = B * H;
+  auto run = [&](auto* base) {
+    using Acc = std::remove_pointer_t<decltype(base)>;
+    const Acc* src = t.data_as<const Acc>();
+#pragma omp parallel for schedule(static) if (n > 1 && t.numel() > (1 << 16))
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t b = i / H, h = i % H;
+      Transpose(src + b * t.stride(0) + h * t.stride(1), N, E, ld, base + i * E * N, N);
+    }
+  };
+  if (t.dtype() == DType::kFloat64) {
+    run(static_cast<double*>(out.mutable_data()));
+  } else {
+    run(static_cast<float*>(out.mutable_data()));
+  }
+  return out;
+}
+
 template <typename Acc>
 void MaskTile(const Problem& p, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0,
               int64_t cols, Acc* s) {
@@ -227,8 +203,11 @@ void ForwardKernel(const Problem& p, const Tensor& q, const Tensor& k, const Ten
   const int64_t ldk = S > 1 ? k.stride(2) : std::max<int64_t>(E, 1);
   const int64_t ldv = S > 1 ? v.stride(2) : std::max<int64_t>(E, 1);
   const int64_t lde = std::max<int64_t>(E, 1);
+  // float: the keys transposed, so that the score GEMM is q @ kt (its fast form).
+  constexpr bool kTransposed = std::is_same_v<Acc, float>;
+  const Tensor kt = kTransposed ? TransposeRows(k) : Tensor();
   const Acc* Q = q.data_as<const Acc>();
-  const Acc* K = k.data_as<const Acc>();
+  const Acc* K = kTransposed ? kt.data_as<const Acc>() : k.data_as<const Acc>();
   const Acc* V = v.data_as<const Acc>();
   Acc* O = static_cast<Acc*>(out.mutable_data());
   Acc* LSE = static_cast<Acc*>(lse.mutable_data());
@@ -253,7 +232,8 @@ void ForwardKernel(const Problem& p, const Tensor& q, const Tensor& k, const Ten
       const int64_t b = t / (H * nqb), h = t / nqb % H, i0 = t % nqb * qb;
       const int64_t rows = std::min(qb, L - i0), hk = h / group;
       const Acc* q0 = Q + b * q.stride(0) + h * q.stride(1) + i0 * ldq;
-      const Acc* k0 = K + b * k.stride(0) + hk * k.stride(1);
+      const Acc* k0 =
+          kTransposed ? K + (b * p.kv_heads + hk) * E * S : K + b * k.stride(0) + hk * k.stride(1);
       const Acc* v0 = V + b * v.stride(0) + hk * v.stride(1);
       const int64_t kv_end = p.causal ? std::min(S, i0 + rows) : S;
       std::fill(mx, mx + rows, kNegInf);
@@ -261,7 +241,11 @@ void ForwardKernel(const Problem& p, const Tensor& q, const Tensor& k, const Ten
       std::fill(acc, acc + rows * lde, Acc(0));
       for (int64_t j0 = 0; j0 < kv_end; j0 += kvb) {
         const int64_t cols = std::min(kvb, kv_end - j0);
-        Gemm(false, true, rows, cols, E, scale, q0, ldq, k0 + j0 * ldk, ldk, Acc(0), tile, cols);
+        if constexpr (kTransposed) {
+          Gemm(false, false, rows, cols, E, scale, q0, ldq, k0 + j0, S, Acc(0), tile, cols);
+        } else {
+          Gemm(false, true, rows, cols, E, scale, q0, ldq, k0 + j0 * ldk, ldk, Acc(0), tile, cols);
+        }
         MaskTile(p, b, h, i0, rows, j0, cols, tile);
         for (int64_t r = 0; r < rows; ++r) {
           Acc* s = tile + r * cols;
@@ -287,7 +271,11 @@ void ForwardKernel(const Problem& p, const Tensor& q, const Tensor& k, const Ten
         const Acc inv = empty ? Acc(0) : Acc(1) / sum[r];
         const Acc* a = acc + r * lde;
         Acc* o = o0 + r * os2;
-        for (int64_t e = 0; e < E; ++e) o[e * os3] = a[e] * inv;
+        if (os3 == 1) {
+          ScaleCopyRow(o, a, E, inv);
+        } else {
+          for (int64_t e = 0; e < E; ++e) o[e * os3] = a[e] * inv;
+        }
         l0[r * lse.stride(2)] = empty ? Acc(0) : mx[r] + std::log(sum[r]);
       }
     }

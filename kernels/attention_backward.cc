@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "dispatch/op_table.h"
@@ -47,6 +48,11 @@ void BackwardKernel(const Problem& p, const Tensor& dout, const Tensor& q, const
   const int64_t lddq = Ld(dq);
   const Acc scale = static_cast<Acc>(p.scale);
   const int64_t tasks = B * H;
+  // float: keys and values transposed, so that q @ k^T and dO @ v^T are GEMMs in their fast
+  // form (q @ kt, dO @ vt).
+  constexpr bool kTransposed = std::is_same_v<Acc, float>;
+  const Tensor kt = kTransposed ? TransposeRows(k) : Tensor();
+  const Tensor vt = kTransposed ? TransposeRows(v) : Tensor();
 
   // dK / dV per query head: the outputs themselves without groups, else buffers
   // [B, H, S, E] summed over each group after the loop.
@@ -78,6 +84,8 @@ void BackwardKernel(const Problem& p, const Tensor& dout, const Tensor& q, const
       const Acc* O = out.data_as<const Acc>() + b * out.stride(0) + h * out.stride(1);
       const Acc* DO = dout.data_as<const Acc>() + b * dout.stride(0) + h * dout.stride(1);
       const Acc* LSE = lse.data_as<const Acc>() + b * lse.stride(0) + h * lse.stride(1);
+      const Acc* KT = kTransposed ? kt.data_as<const Acc>() + (b * p.kv_heads + hk) * E * S : K;
+      const Acc* VT = kTransposed ? vt.data_as<const Acc>() + (b * p.kv_heads + hk) * E * S : V;
       Acc* DQ = static_cast<Acc*>(dq.mutable_data()) + b * dq.stride(0) + h * dq.stride(1);
       const int64_t kvh = group > 1 ? h : hk;  // head index into dk_acc / dv_acc
       Acc* DK =
@@ -90,17 +98,18 @@ void BackwardKernel(const Problem& p, const Tensor& dout, const Tensor& q, const
       for (int64_t i0 = 0; i0 < L; i0 += qb) {
         const int64_t rows = std::min(qb, L - i0);
         for (int64_t r = 0; r < rows; ++r) {
-          const Acc* o = O + (i0 + r) * ldo;
-          const Acc* g = DO + (i0 + r) * lddo;
-          Acc d = 0;
-          for (int64_t e = 0; e < E; ++e) d += o[e] * g[e];
-          dsum[r] = d;
+          dsum[r] = DotRow(O + (i0 + r) * ldo, DO + (i0 + r) * lddo, E);
         }
         const int64_t kv_end = p.causal ? std::min(S, i0 + rows) : S;
         for (int64_t j0 = 0; j0 < kv_end; j0 += kvb) {
           const int64_t cols = std::min(kvb, kv_end - j0);
-          Gemm(false, true, rows, cols, E, scale, Q + i0 * ldq, ldq, K + j0 * ldk, ldk, Acc(0),
-               prob, cols);
+          if constexpr (kTransposed) {
+            Gemm(false, false, rows, cols, E, scale, Q + i0 * ldq, ldq, KT + j0, S, Acc(0), prob,
+                 cols);
+          } else {
+            Gemm(false, true, rows, cols, E, scale, Q + i0 * ldq, ldq, K + j0 * ldk, ldk, Acc(0),
+                 prob, cols);
+          }
           MaskTile(p, b, h, i0, rows, j0, cols, prob);
           for (int64_t r = 0; r < rows; ++r) {
             Acc* s = prob + r * cols;
@@ -115,8 +124,13 @@ void BackwardKernel(const Problem& p, const Tensor& dout, const Tensor& q, const
           Gemm(true, false, cols, E, rows, Acc(1), prob, cols, DO + i0 * lddo, lddo, Acc(1),
                DV + j0 * lddv, lddv);
           // dP = dO V^T, then dS = P * (dP - dsum)
-          Gemm(false, true, rows, cols, E, Acc(1), DO + i0 * lddo, lddo, V + j0 * ldv, ldv, Acc(0),
-               dprob, cols);
+          if constexpr (kTransposed) {
+            Gemm(false, false, rows, cols, E, Acc(1), DO + i0 * lddo, lddo, VT + j0, S, Acc(0),
+                 dprob, cols);
+          } else {
+            Gemm(false, true, rows, cols, E, Acc(1), DO + i0 * lddo, lddo, V + j0 * ldv, ldv,
+                 Acc(0), dprob, cols);
+          }
           for (int64_t r = 0; r < rows; ++r) {
             SoftmaxGradRow(dprob + r * cols, prob + r * cols, cols, dsum[r]);
           }

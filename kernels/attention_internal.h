@@ -24,6 +24,12 @@ double ExpSubSum(double* x, int64_t n, double m);
 // x[i] *= a over [0, n).
 void ScaleRow(float* x, int64_t n, float a);
 void ScaleRow(double* x, int64_t n, double a);
+// y[i] = x[i] * a over [0, n).
+void ScaleCopyRow(float* y, const float* x, int64_t n, float a);
+void ScaleCopyRow(double* y, const double* x, int64_t n, double a);
+// sum of x[i] * y[i] over [0, n).
+float DotRow(const float* x, const float* y, int64_t n);
+double DotRow(const double* x, const double* y, int64_t n);
 // x[i] += y[i] over [0, n).
 void AddRow(float* x, const float* y, int64_t n);
 void AddRow(double* x, const double* y, int64_t n);
@@ -31,15 +37,25 @@ void AddRow(double* x, const double* y, int64_t n);
 void SoftmaxGradRow(float* dp, const float* p, int64_t n, float d);
 void SoftmaxGradRow(double* dp, const double* p, int64_t n, double d);
 
-// ---- GEMM on tiles -----------------------------------------------------------------------
+// The vector width the float loops use: 64 (AVX-512), 32 (AVX2 + FMA) or 0 (scalar), from
+// the CPU's features capped by the environment variable TB_MAX_CPU_ISA ("sse2", "avx2").
+int VectorWidth();
+
+// ---- GEMM on tiles (attention_gemm.cc) -----------------------------------------------------
 
 // c[m, n] = alpha * op(a) @ op(b) + beta * c, row-major; op(a) is [m, k] (a stored [k, m]
 // when ta), op(b) is [k, n] (b stored [n, k] when tb); leading dimensions in elements.
-// Runs on the calling thread (the kernels parallelise over tiles).
+// Runs on the calling thread (the kernels parallelise over tiles). For float, tb = false is
+// the fast form (small products run on the micro-kernels only then).
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+// dst[j, i] = src[i, j] for a row-major [rows, cols] src (row strides lds and ldd).
+void Transpose(const float* src, int64_t rows, int64_t cols, int64_t lds, float* dst, int64_t ldd);
+void Transpose(const double* src, int64_t rows, int64_t cols, int64_t lds, double* dst,
+               int64_t ldd);
 
 // ---- the problem -------------------------------------------------------------------------
 
@@ -77,6 +93,10 @@ Tensor ForGemm(const Tensor& t, DType acc);
 template <typename Acc>
 void MaskTile(const Problem& p, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0,
               int64_t cols, Acc* s);
+
+// t [B, Hk, N, E] (GemmLayout) as a new contiguous [B, Hk, E, N]: keys and values for the
+// float GEMMs' fast form (q @ k^T as q @ kt), transposed once per call.
+Tensor TransposeRows(const Tensor& t);
 
 // OpenMP's thread count and this thread's number (1 and 0 without OpenMP).
 int MaxThreads();

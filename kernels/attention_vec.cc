@@ -62,6 +62,16 @@ void ScaleScalar(float* x, int64_t n, float a) {
   for (int64_t i = 0; i < n; ++i) x[i] *= a;
 }
 
+void ScaleCopyScalar(float* y, const float* x, int64_t n, float a) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a;
+}
+
+float DotScalar(const float* x, const float* y, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; ++i) s += x[i] * y[i];
+  return s;
+}
+
 void AddScalar(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
@@ -156,6 +166,28 @@ TB_TARGET("avx2,fma") void Scale256(float* x, int64_t n, float a) {
   for (; i < n; ++i) x[i] *= a;
 }
 
+TB_TARGET("avx2,fma") void ScaleCopy256(float* y, const float* x, int64_t n, float a) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), va));
+  for (; i < n; ++i) y[i] = x[i] * a;
+}
+
+TB_TARGET("avx2,fma") float Dot256(const float* x, const float* y, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), s1);
+  }
+  for (; i + 8 <= n; i += 8) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+  }
+  float s = HSum256(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) s += x[i] * y[i];
+  return s;
+}
+
 TB_TARGET("avx2,fma") void Add256(float* x, const float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -247,6 +279,33 @@ TB_AVX512 void Scale512(float* x, int64_t n, float a) {
   }
 }
 
+TB_AVX512 void ScaleCopy512(float* y, const float* x, int64_t n, float a) {
+  const __m512 va = _mm512_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), va));
+  if (i < n) {
+    const __mmask16 k = TailMask(n - i);
+    _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), va));
+  }
+}
+
+TB_AVX512 float Dot512(const float* x, const float* y, int64_t n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), s0);
+    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), s1);
+  }
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), s0);
+  }
+  if (i < n) {
+    const __mmask16 k = TailMask(n - i);
+    s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, y + i), s1);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
 TB_AVX512 void Add512(float* x, const float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -277,8 +336,6 @@ TB_AVX512 void SoftmaxGrad512(float* dp, const float* p, int64_t n, float d) {
 
 #endif  // TB_ATTN_X86
 
-// The vector width to use: 64 (AVX-512), 32 (AVX2 + FMA) or 0 (scalar), capped by the
-// environment variable TB_MAX_CPU_ISA ("sse2", "avx2" or "avx512").
 int Width() {
   int w = 0;
 #if TB_ATTN_X86
@@ -298,6 +355,8 @@ struct Fns {
   float (*max)(const float*, int64_t) = RowMaxScalar;
   float (*exp_sum)(float*, int64_t, float) = ExpSubSumScalar;
   void (*scale)(float*, int64_t, float) = ScaleScalar;
+  void (*scale_copy)(float*, const float*, int64_t, float) = ScaleCopyScalar;
+  float (*dot)(const float*, const float*, int64_t) = DotScalar;
   void (*add)(float*, const float*, int64_t) = AddScalar;
   void (*softmax_grad)(float*, const float*, int64_t, float) = SoftmaxGradScalar;
 };
@@ -305,11 +364,11 @@ struct Fns {
 Fns Pick() {
   Fns f;
 #if TB_ATTN_X86
-  const int w = Width();
+  const int w = VectorWidth();
   if (w == 64) {
-    f = {RowMax512, ExpSubSum512, Scale512, Add512, SoftmaxGrad512};
+    f = {RowMax512, ExpSubSum512, Scale512, ScaleCopy512, Dot512, Add512, SoftmaxGrad512};
   } else if (w == 32) {
-    f = {RowMax256, ExpSubSum256, Scale256, Add256, SoftmaxGrad256};
+    f = {RowMax256, ExpSubSum256, Scale256, ScaleCopy256, Dot256, Add256, SoftmaxGrad256};
   }
 #endif
   return f;
@@ -322,9 +381,16 @@ const Fns& Picked() {
 
 }  // namespace
 
+int VectorWidth() {
+  static const int w = Width();
+  return w;
+}
+
 float RowMax(const float* x, int64_t n) { return Picked().max(x, n); }
 float ExpSubSum(float* x, int64_t n, float m) { return Picked().exp_sum(x, n, m); }
 void ScaleRow(float* x, int64_t n, float a) { Picked().scale(x, n, a); }
+void ScaleCopyRow(float* y, const float* x, int64_t n, float a) { Picked().scale_copy(y, x, n, a); }
+float DotRow(const float* x, const float* y, int64_t n) { return Picked().dot(x, y, n); }
 void AddRow(float* x, const float* y, int64_t n) { Picked().add(x, y, n); }
 void SoftmaxGradRow(float* dp, const float* p, int64_t n, float d) {
   Picked().softmax_grad(dp, p, n, d);
@@ -347,6 +413,16 @@ double ExpSubSum(double* x, int64_t n, double m) {
 
 void ScaleRow(double* x, int64_t n, double a) {
   for (int64_t i = 0; i < n; ++i) x[i] *= a;
+}
+
+void ScaleCopyRow(double* y, const double* x, int64_t n, double a) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a;
+}
+
+double DotRow(const double* x, const double* y, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += x[i] * y[i];
+  return s;
 }
 
 void AddRow(double* x, const double* y, int64_t n) {
