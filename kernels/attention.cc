@@ -196,18 +196,19 @@ template <typename Acc>
 void ForwardKernel(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v,
                    const Tensor& out, const Tensor& lse) {
   const int64_t B = p.batch, H = p.heads, L = p.q_len, S = p.kv_len, E = p.dim;
-  const int64_t group = H / p.kv_heads;
+  const int64_t group = p.kv_heads > 0 ? H / p.kv_heads : 1;
   const int64_t qb = std::min(kQBlock, L), kvb = std::max<int64_t>(std::min(kKvBlock, S), 1);
   const int64_t nqb = (L + qb - 1) / qb, tasks = B * H * nqb;
   const int64_t ldq = L > 1 ? q.stride(2) : std::max<int64_t>(E, 1);
   const int64_t ldk = S > 1 ? k.stride(2) : std::max<int64_t>(E, 1);
   const int64_t ldv = S > 1 ? v.stride(2) : std::max<int64_t>(E, 1);
   const int64_t lde = std::max<int64_t>(E, 1);
-  // float: the keys transposed, so that the score GEMM is q @ kt (its fast form).
-  constexpr bool kTransposed = std::is_same_v<Acc, float>;
-  const Tensor kt = kTransposed ? TransposeRows(k) : Tensor();
+  // float: the keys transposed once, so that the score GEMM is q @ kt (its fast form), when
+  // enough query rows share each key head to pay for the copy (not when decoding one token).
+  const bool transposed = std::is_same_v<Acc, float> && L * group >= kTransposeRows;
+  const Tensor kt = transposed ? TransposeRows(k) : Tensor();
   const Acc* Q = q.data_as<const Acc>();
-  const Acc* K = kTransposed ? kt.data_as<const Acc>() : k.data_as<const Acc>();
+  const Acc* K = transposed ? kt.data_as<const Acc>() : k.data_as<const Acc>();
   const Acc* V = v.data_as<const Acc>();
   Acc* O = static_cast<Acc*>(out.mutable_data());
   Acc* LSE = static_cast<Acc*>(lse.mutable_data());
@@ -233,7 +234,7 @@ void ForwardKernel(const Problem& p, const Tensor& q, const Tensor& k, const Ten
       const int64_t rows = std::min(qb, L - i0), hk = h / group;
       const Acc* q0 = Q + b * q.stride(0) + h * q.stride(1) + i0 * ldq;
       const Acc* k0 =
-          kTransposed ? K + (b * p.kv_heads + hk) * E * S : K + b * k.stride(0) + hk * k.stride(1);
+          transposed ? K + (b * p.kv_heads + hk) * E * S : K + b * k.stride(0) + hk * k.stride(1);
       const Acc* v0 = V + b * v.stride(0) + hk * v.stride(1);
       const int64_t kv_end = p.causal ? std::min(S, i0 + rows) : S;
       std::fill(mx, mx + rows, kNegInf);
@@ -241,7 +242,7 @@ void ForwardKernel(const Problem& p, const Tensor& q, const Tensor& k, const Ten
       std::fill(acc, acc + rows * lde, Acc(0));
       for (int64_t j0 = 0; j0 < kv_end; j0 += kvb) {
         const int64_t cols = std::min(kvb, kv_end - j0);
-        if constexpr (kTransposed) {
+        if (transposed) {
           Gemm(false, false, rows, cols, E, scale, q0, ldq, k0 + j0, S, Acc(0), tile, cols);
         } else {
           Gemm(false, true, rows, cols, E, scale, q0, ldq, k0 + j0 * ldk, ldk, Acc(0), tile, cols);

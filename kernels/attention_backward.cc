@@ -41,18 +41,18 @@ void BackwardKernel(const Problem& p, const Tensor& dout, const Tensor& q, const
                     const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& dq,
                     const Tensor& dk, const Tensor& dv) {
   const int64_t B = p.batch, H = p.heads, L = p.q_len, S = p.kv_len, E = p.dim;
-  const int64_t group = H / p.kv_heads;
+  const int64_t group = p.kv_heads > 0 ? H / p.kv_heads : 1;
   const int64_t qb = std::min(kQBlock, L), kvb = std::max<int64_t>(std::min(kKvBlock, S), 1);
   const int64_t lde = std::max<int64_t>(E, 1);
   const int64_t ldq = Ld(q), ldk = Ld(k), ldv = Ld(v), ldo = Ld(out), lddo = Ld(dout);
   const int64_t lddq = Ld(dq);
   const Acc scale = static_cast<Acc>(p.scale);
   const int64_t tasks = B * H;
-  // float: keys and values transposed, so that q @ k^T and dO @ v^T are GEMMs in their fast
-  // form (q @ kt, dO @ vt).
-  constexpr bool kTransposed = std::is_same_v<Acc, float>;
-  const Tensor kt = kTransposed ? TransposeRows(k) : Tensor();
-  const Tensor vt = kTransposed ? TransposeRows(v) : Tensor();
+  // float: keys and values transposed once, so that q @ k^T and dO @ v^T are GEMMs in their
+  // fast form (q @ kt, dO @ vt), when enough query rows share each key head to pay for it.
+  const bool transposed = std::is_same_v<Acc, float> && L * group >= kTransposeRows;
+  const Tensor kt = transposed ? TransposeRows(k) : Tensor();
+  const Tensor vt = transposed ? TransposeRows(v) : Tensor();
 
   // dK / dV per query head: the outputs themselves without groups, else buffers
   // [B, H, S, E] summed over each group after the loop.
@@ -84,8 +84,8 @@ void BackwardKernel(const Problem& p, const Tensor& dout, const Tensor& q, const
       const Acc* O = out.data_as<const Acc>() + b * out.stride(0) + h * out.stride(1);
       const Acc* DO = dout.data_as<const Acc>() + b * dout.stride(0) + h * dout.stride(1);
       const Acc* LSE = lse.data_as<const Acc>() + b * lse.stride(0) + h * lse.stride(1);
-      const Acc* KT = kTransposed ? kt.data_as<const Acc>() + (b * p.kv_heads + hk) * E * S : K;
-      const Acc* VT = kTransposed ? vt.data_as<const Acc>() + (b * p.kv_heads + hk) * E * S : V;
+      const Acc* KT = transposed ? kt.data_as<const Acc>() + (b * p.kv_heads + hk) * E * S : K;
+      const Acc* VT = transposed ? vt.data_as<const Acc>() + (b * p.kv_heads + hk) * E * S : V;
       Acc* DQ = static_cast<Acc*>(dq.mutable_data()) + b * dq.stride(0) + h * dq.stride(1);
       const int64_t kvh = group > 1 ? h : hk;  // head index into dk_acc / dv_acc
       Acc* DK =
@@ -103,7 +103,7 @@ void BackwardKernel(const Problem& p, const Tensor& dout, const Tensor& q, const
         const int64_t kv_end = p.causal ? std::min(S, i0 + rows) : S;
         for (int64_t j0 = 0; j0 < kv_end; j0 += kvb) {
           const int64_t cols = std::min(kvb, kv_end - j0);
-          if constexpr (kTransposed) {
+          if (transposed) {
             Gemm(false, false, rows, cols, E, scale, Q + i0 * ldq, ldq, KT + j0, S, Acc(0), prob,
                  cols);
           } else {
@@ -124,7 +124,7 @@ void BackwardKernel(const Problem& p, const Tensor& dout, const Tensor& q, const
           Gemm(true, false, cols, E, rows, Acc(1), prob, cols, DO + i0 * lddo, lddo, Acc(1),
                DV + j0 * lddv, lddv);
           // dP = dO V^T, then dS = P * (dP - dsum)
-          if constexpr (kTransposed) {
+          if (transposed) {
             Gemm(false, false, rows, cols, E, Acc(1), DO + i0 * lddo, lddo, VT + j0, S, Acc(0),
                  dprob, cols);
           } else {

@@ -74,6 +74,9 @@ struct Problem {
 // Tile sizes: query rows per task, keys per score tile.
 inline constexpr int64_t kQBlock = 64;
 inline constexpr int64_t kKvBlock = 512;
+// Query rows per key head from which the float kernels copy the keys transposed (the copy
+// costs about what the score GEMM of a few rows does).
+inline constexpr int64_t kTransposeRows = 8;
 
 // The type the kernels compute in for inputs of `t`: float64 or float32.
 DType ComputeType(DType t);
