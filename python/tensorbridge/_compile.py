@@ -437,8 +437,13 @@ def _compile_static(gm, record, kind, specialized=None):
 
 
 # relu's backward is threshold_backward; decomposed, it is a le and a where over the whole
-# activation (two passes, an extra buffer), so it stays whole where a kernel serves it.
-_KEEP_WHOLE = (_aten.native_batch_norm_backward.default, _aten.threshold_backward.default)
+# activation (two passes, an extra buffer), so it stays whole where a kernel serves it. The CPU
+# flash attention op decomposed is the full [L, S] score matrix; whole, it is the fused kernel.
+_KEEP_WHOLE = (
+    _aten.native_batch_norm_backward.default,
+    _aten.threshold_backward.default,
+    _aten._scaled_dot_product_flash_attention_for_cpu.default,
+)
 
 # Core decompositions that are wrong under autograd. The one of the CPU flash attention op
 # (meant for export) returns the attention weights where the op returns its logsumexp, which
