@@ -11,6 +11,9 @@ attention training with no fallback, concurrent calls, and argument errors."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -384,6 +387,45 @@ def test_concurrent_calls_from_threads_agree():
     assert errors == [] and len(results) == 20
     for r in results:
         assert torch.equal(r, expected)
+
+
+_ISA_CHILD = r"""
+import torch
+import tensorbridge as tb
+
+tb.config.fallback = "error"
+torch.manual_seed(0)
+flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+flash_bw = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+# (batch, heads, kv heads, L, S, head dim, causal): micro-kernel tiles, oneDNN tiles, tails
+for b, h, hk, lq, s, e, causal in [(2, 4, 2, 33, 17, 16, True), (1, 2, 2, 70, 600, 80, False),
+                                   (1, 3, 3, 1, 37, 5, False), (2, 2, 1, 9, 130, 64, True)]:
+    q = torch.randn(b, h, lq, e)
+    k, v = torch.randn(b, hk, s, e), torch.randn(b, hk, s, e)
+    mask = torch.randn(lq, s)
+    out, lse = flash(q, k, v, is_causal=causal, attn_mask=mask)
+    w = [tb.wrap(t) for t in (q, k, v, mask)]
+    o, l = flash(*w[:3], is_causal=causal, attn_mask=w[3])
+    torch.testing.assert_close(tb.to_torch(o), out, atol=1e-5, rtol=5e-6)
+    torch.testing.assert_close(tb.to_torch(l), lse, atol=1e-5, rtol=5e-6)
+    go = torch.randn(out.shape)
+    want = flash_bw(go, q, k, v, out, lse, 0.0, causal, attn_mask=mask)
+    got = flash_bw(*[tb.wrap(t) for t in (go, q, k, v, out, lse)], 0.0, causal, attn_mask=w[3])
+    for a, e in zip(got, want):
+        torch.testing.assert_close(tb.to_torch(a), e, atol=1.25e-5, rtol=5.25e-6)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("isa", ["sse2", "avx2"])
+def test_other_isa_versions_match_torch(isa):
+    # The row loops and tile micro-kernels come in AVX-512, AVX2 and scalar versions
+    # (TB_MAX_CPU_ISA caps the pick, once per process): a child process per cap.
+    env = dict(os.environ, TB_MAX_CPU_ISA=isa)
+    proc = subprocess.run(
+        [sys.executable, "-c", _ISA_CHILD], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
 
 
 # ---- errors --------------------------------------------------------------------------------
