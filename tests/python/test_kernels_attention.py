@@ -94,16 +94,28 @@ def _check(q, k, v, is_causal=False, attn_mask=None, scale=None, grads=True):
         _close(actual[1], expected[1], (1e-4, 1e-4), "logsumexp")
         ref = _reference_lse(q, k, is_causal, attn_mask, scale)
         torch.testing.assert_close(tb.to_torch(actual[1]).double(), ref, atol=1e-5, rtol=1e-5)
-    _strides(actual[0], expected[0], "output")
-    _strides(actual[1], expected[1], "logsumexp")
+    meta = [t.to("meta") if isinstance(t, torch.Tensor) else t for t in (q, k, v, attn_mask)]
+    meta_out = FLASH(*meta[:3], is_causal=is_causal, attn_mask=meta[3], scale=scale)
+    for name, a, e, m in zip(("output", "logsumexp"), actual, expected, meta_out, strict=True):
+        _strides(a, e, name)
+        _strides(a, m, name + " (meta)")
     if not grads:
         return
     go = torch.randn(expected[0].shape, dtype=torch.float32).to(dtype)
     want = FLASH_BW(go, q, k, v, *expected, 0.0, is_causal, attn_mask=attn_mask, scale=scale)
     got = FLASH_BW(*_wrap(go, q, k, v, *expected), 0.0, is_causal, attn_mask=mw, scale=scale)
-    for name, a, e in zip(("grad_query", "grad_key", "grad_value"), got, want, strict=True):
+    meta_grads = FLASH_BW(
+        *(t.to("meta") for t in (go, q, k, v, *expected)),
+        0.0,
+        is_causal,
+        attn_mask=meta[3],
+        scale=scale,
+    )
+    names = ("grad_query", "grad_key", "grad_value")
+    for name, a, e, m in zip(names, got, want, meta_grads, strict=True):
         _close(a, e, grad_tol, name)
         _strides(a, e, name)
+        _strides(a, m, name + " (meta)")
     m = tb.metrics()
     assert m["aten::_scaled_dot_product_flash_attention_for_cpu"]["kernel"] >= 1
     assert m["aten::_scaled_dot_product_flash_attention_for_cpu_backward"]["kernel"] >= 1
