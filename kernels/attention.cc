@@ -9,7 +9,6 @@
 // tile per thread. A row that attends to no key (fully masked, no keys) gives 0 and a
 // logsumexp of 0, as torch's kernel does.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -20,12 +19,8 @@
 #include <omp.h>
 #endif
 
-#include <oneapi/dnnl/dnnl.h>
-#include <Eigen/Core>
-
 #include "dispatch/op_table.h"
 #include "kernels/attention_internal.h"
-#include "kernels/dtype_internal.h"
 #include "kernels/tensor_ops.h"
 
 namespace tb {
@@ -257,9 +252,13 @@ void ForwardKernel(const Problem& p, const Tensor& q, const Tensor& k, const Ten
             continue;
           }
           const Acc row_sum = ExpSubSum(s, cols, m_new);
-          const Acc alpha = std::exp(mx[r] - m_new);
-          if (alpha != Acc(1)) ScaleRow(acc + r * lde, E, alpha);
-          sum[r] = sum[r] * alpha + row_sum;
+          if (mx[r] > kNegInf) {  // earlier keys seen: rescale them to the new max
+            const Acc alpha = std::exp(mx[r] - m_new);
+            if (alpha != Acc(1)) ScaleRow(acc + r * lde, E, alpha);
+            sum[r] = sum[r] * alpha + row_sum;
+          } else {
+            sum[r] = row_sum;
+          }
           mx[r] = m_new;
         }
         Gemm(false, false, rows, E, cols, Acc(1), tile, cols, v0 + j0 * ldv, ldv, Acc(1), acc, lde);

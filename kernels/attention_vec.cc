@@ -19,15 +19,12 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define TB_ATTN_X86 1
-#else
-#define TB_ATTN_X86 0
-#endif
-
 #include "kernels/attention_internal.h"
 #include "kernels/isa_internal.h"
+
+#if TB_X86_DISPATCH
+#include <immintrin.h>
+#endif
 
 namespace tb::kernels::attn {
 namespace {
@@ -80,7 +77,7 @@ void SoftmaxGradScalar(float* dp, const float* p, int64_t n, float d) {
   for (int64_t i = 0; i < n; ++i) dp[i] = p[i] * (dp[i] - d);
 }
 
-#if TB_ATTN_X86
+#if TB_X86_DISPATCH
 
 // ---- AVX2 + FMA ---------------------------------------------------------------------------
 
@@ -334,11 +331,11 @@ TB_AVX512 void SoftmaxGrad512(float* dp, const float* p, int64_t n, float d) {
 
 #undef TB_AVX512
 
-#endif  // TB_ATTN_X86
+#endif  // TB_X86_DISPATCH
 
 int Width() {
   int w = 0;
-#if TB_ATTN_X86
+#if TB_X86_DISPATCH
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) w = 32;
   if (w == 32 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) w = 64;
@@ -363,7 +360,7 @@ struct Fns {
 
 Fns Pick() {
   Fns f;
-#if TB_ATTN_X86
+#if TB_X86_DISPATCH
   const int w = VectorWidth();
   if (w == 64) {
     f = {RowMax512, ExpSubSum512, Scale512, ScaleCopy512, Dot512, Add512, SoftmaxGrad512};

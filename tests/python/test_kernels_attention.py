@@ -11,6 +11,9 @@ attention training with no fallback, concurrent calls, and argument errors."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -91,16 +94,28 @@ def _check(q, k, v, is_causal=False, attn_mask=None, scale=None, grads=True):
         _close(actual[1], expected[1], (1e-4, 1e-4), "logsumexp")
         ref = _reference_lse(q, k, is_causal, attn_mask, scale)
         torch.testing.assert_close(tb.to_torch(actual[1]).double(), ref, atol=1e-5, rtol=1e-5)
-    _strides(actual[0], expected[0], "output")
-    _strides(actual[1], expected[1], "logsumexp")
+    meta = [t.to("meta") if isinstance(t, torch.Tensor) else t for t in (q, k, v, attn_mask)]
+    meta_out = FLASH(*meta[:3], is_causal=is_causal, attn_mask=meta[3], scale=scale)
+    for name, a, e, m in zip(("output", "logsumexp"), actual, expected, meta_out, strict=True):
+        _strides(a, e, name)
+        _strides(a, m, name + " (meta)")
     if not grads:
         return
     go = torch.randn(expected[0].shape, dtype=torch.float32).to(dtype)
     want = FLASH_BW(go, q, k, v, *expected, 0.0, is_causal, attn_mask=attn_mask, scale=scale)
     got = FLASH_BW(*_wrap(go, q, k, v, *expected), 0.0, is_causal, attn_mask=mw, scale=scale)
-    for name, a, e in zip(("grad_query", "grad_key", "grad_value"), got, want, strict=True):
+    meta_grads = FLASH_BW(
+        *(t.to("meta") for t in (go, q, k, v, *expected)),
+        0.0,
+        is_causal,
+        attn_mask=meta[3],
+        scale=scale,
+    )
+    names = ("grad_query", "grad_key", "grad_value")
+    for name, a, e, m in zip(names, got, want, meta_grads, strict=True):
         _close(a, e, grad_tol, name)
         _strides(a, e, name)
+        _strides(a, m, name + " (meta)")
     m = tb.metrics()
     assert m["aten::_scaled_dot_product_flash_attention_for_cpu"]["kernel"] >= 1
     assert m["aten::_scaled_dot_product_flash_attention_for_cpu_backward"]["kernel"] >= 1
@@ -384,6 +399,45 @@ def test_concurrent_calls_from_threads_agree():
     assert errors == [] and len(results) == 20
     for r in results:
         assert torch.equal(r, expected)
+
+
+_ISA_CHILD = r"""
+import torch
+import tensorbridge as tb
+
+tb.config.fallback = "error"
+torch.manual_seed(0)
+flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+flash_bw = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+# (batch, heads, kv heads, L, S, head dim, causal): micro-kernel tiles, oneDNN tiles, tails
+for b, h, hk, lq, s, e, causal in [(2, 4, 2, 33, 17, 16, True), (1, 2, 2, 70, 600, 80, False),
+                                   (1, 3, 3, 1, 37, 5, False), (2, 2, 1, 9, 130, 64, True)]:
+    q = torch.randn(b, h, lq, e)
+    k, v = torch.randn(b, hk, s, e), torch.randn(b, hk, s, e)
+    mask = torch.randn(lq, s)
+    out, lse = flash(q, k, v, is_causal=causal, attn_mask=mask)
+    w = [tb.wrap(t) for t in (q, k, v, mask)]
+    o, l = flash(*w[:3], is_causal=causal, attn_mask=w[3])
+    torch.testing.assert_close(tb.to_torch(o), out, atol=1e-5, rtol=5e-6)
+    torch.testing.assert_close(tb.to_torch(l), lse, atol=1e-5, rtol=5e-6)
+    go = torch.randn(out.shape)
+    want = flash_bw(go, q, k, v, out, lse, 0.0, causal, attn_mask=mask)
+    got = flash_bw(*[tb.wrap(t) for t in (go, q, k, v, out, lse)], 0.0, causal, attn_mask=w[3])
+    for a, e in zip(got, want):
+        torch.testing.assert_close(tb.to_torch(a), e, atol=1.25e-5, rtol=5.25e-6)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("isa", ["sse2", "avx2"])
+def test_other_isa_versions_match_torch(isa):
+    # The row loops and tile micro-kernels come in AVX-512, AVX2 and scalar versions
+    # (TB_MAX_CPU_ISA caps the pick, once per process): a child process per cap.
+    env = dict(os.environ, TB_MAX_CPU_ISA=isa)
+    proc = subprocess.run(
+        [sys.executable, "-c", _ISA_CHILD], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
 
 
 # ---- errors --------------------------------------------------------------------------------
