@@ -1,0 +1,70 @@
+"""``functionalize``: a torch module as a pure JAX function of its trainable parameters, for
+``jax.grad``, optax and the rest of a JAX training loop.
+
+The module's state is split as ``torch.func.functional_call`` and flax's variable collections
+split it: the trainable parameters (floating point, ``requires_grad``) become a dict of JAX
+arrays that JAX differentiates and optimizers update; everything else (buffers such as
+``position_ids`` or batch-norm statistics, frozen parameters) is state that is never
+differentiated. By default that state stays in the module: the captured plan binds it once,
+zero-copy, as constants. With ``buffers=True`` it is handed out as a second dict that ``apply``
+takes as an argument.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tensorbridge._jax import torch_function
+
+__all__ = ["functionalize"]
+
+
+def _trainable(p: torch.Tensor) -> bool:
+    return p.requires_grad and (p.is_floating_point() or p.is_complex())
+
+
+def _to_jax(t: torch.Tensor):
+    import jax.numpy as jnp
+
+    # A copy JAX owns: optimizer steps make new arrays, and the module's tensors stay its own.
+    return jnp.array(jnp.from_dlpack(t.detach().contiguous()), copy=True)
+
+
+def functionalize(module: torch.nn.Module, *, buffers: bool = False, jit_mode=None):
+    """``params, apply = functionalize(module)``: the module's trainable parameters as a dict of
+    JAX arrays (name -> array, the names of ``named_parameters``), and a pure function
+    ``apply(params, *inputs, **array_kwargs)`` that runs the module with them. ``apply`` is
+    jitted; it works under ``jax.jit``, ``jax.grad``, ``jax.vmap`` and with optax, and returns
+    the module's output as a JAX pytree (tensors become arrays in the same dicts, tuples and
+    ``ModelOutput``s).
+
+    Buffers and frozen parameters (``requires_grad=False``, or not floating point) are not
+    among ``params``: they stay in the module, bound into the captured plan zero-copy (the
+    plan reads the module's memory). ``buffers=True`` returns ``params, buffers, apply``
+    instead, with that state as a second dict and ``apply(params, buffers, *inputs)``.
+
+    ``jit_mode`` is that of ``call_torch``."""
+    import jax
+
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"functionalize takes a torch.nn.Module, got {type(module).__name__}")
+    trainable = {n: p for n, p in module.named_parameters() if _trainable(p)}
+    state = {n: p for n, p in module.named_parameters() if n not in trainable}
+    state.update(dict(module.named_buffers()))
+    params = {n: _to_jax(p) for n, p in trainable.items()}
+    name = type(module).__name__
+
+    if buffers:
+
+        def run_with_buffers(params_, buffers_, *args, **kwargs):
+            return torch.func.functional_call(module, {**params_, **buffers_}, args, kwargs)
+
+        run_with_buffers.__name__ = name
+        apply = jax.jit(torch_function(run_with_buffers, jit_mode=jit_mode))
+        return params, {n: _to_jax(t) for n, t in state.items()}, apply
+
+    def run(params_, *args, **kwargs):
+        return torch.func.functional_call(module, params_, args, kwargs)
+
+    run.__name__ = name
+    return params, jax.jit(torch_function(run, jit_mode=jit_mode))
