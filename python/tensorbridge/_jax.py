@@ -126,7 +126,7 @@ def _meta_outputs(fn, leaves_spec, shapes_dtypes):
     except Exception as e:
         raise ValueError(
             "call_torch under a JAX transform needs output shapes that depend only on input "
-            f"shapes (inferred once on fake tensors); {getattr(fn, '__name__', fn)} failed: {e}"
+            f"shapes (inferred once on fake tensors); {_jax_ffi.fn_name(fn)} failed: {e}"
         ) from e
     out_leaves, out_spec = torch_pytree.tree_flatten(out)
     for i, o in enumerate(out_leaves):
@@ -135,7 +135,7 @@ def _meta_outputs(fn, leaves_spec, shapes_dtypes):
             raise TypeError(
                 f"call_torch: under a JAX transform every output must be a tensor (in dicts, "
                 f"tuples, lists, dataclasses or other pytree containers), got "
-                f"{type(o).__name__} at {where} of {getattr(fn, '__name__', fn)}; return only "
+                f"{type(o).__name__} at {where} of {_jax_ffi.fn_name(fn)}; return only "
                 "the tensors you need"
             )
     return out_spec, [(tuple(o.shape), o.dtype) for o in out_leaves]
@@ -274,7 +274,7 @@ class _Traced:
         def batched_fn(*ts):
             return torch.func.vmap(flat_fn, in_dims=in_dims)(*ts)
 
-        batched_fn.__name__ = f"vmap({getattr(fn, '__name__', fn)})"
+        batched_fn.__name__ = f"vmap({_jax_ffi.fn_name(fn)})"
         traced = _Traced(batched_fn, torch_pytree.tree_flatten((tuple(arrays), {}))[1])
         shapes = tuple((tuple(a.shape), np.dtype(a.dtype)) for a in arrays)
         try:
@@ -289,7 +289,7 @@ class _Traced:
             return None
         why = _jax_ffi.ffi_usable(jax)
         forced = jit_mode == "ffi"
-        name = getattr(self.fn, "__name__", repr(self.fn))
+        name = _jax_ffi.fn_name(self.fn)
         try:
             if why is not None:
                 raise _jax_ffi.CaptureError(why)
@@ -311,7 +311,7 @@ class _Traced:
         inputs in `mask`, captured on first use; None where the gradient takes the callback
         (torch autograd on the host)."""
         if mask not in self._grad_fns:
-            name = getattr(self.fn, "__name__", repr(self.fn))
+            name = _jax_ffi.fn_name(self.fn)
             try:
                 plans = _jax_grad.capture(
                     self.fn,
@@ -346,7 +346,7 @@ class _Traced:
             for i, r in enumerate(result_shapes):
                 if r.dtype.itemsize == 8 and r.dtype.kind in "iuf":
                     raise TypeError(
-                        f"call_torch: output {i} of {getattr(self.fn, '__name__', self.fn)} is "
+                        f"call_torch: output {i} of {_jax_ffi.fn_name(self.fn)} is "
                         f"{r.dtype}, which JAX holds only with jax_enable_x64 on; cast it in the "
                         "torch function (e.g. .to(torch.int32)) or enable x64"
                     )

@@ -97,7 +97,9 @@ def _trace(flat_fn, examples, grad: bool):
 
     from tensorbridge._compile import _decompositions
 
-    decompositions = _decompositions()
+    # A graph that autograd differentiates keeps the ops whose core decomposition is wrong
+    # under autograd (see _compile._NOT_UNDER_AUTOGRAD) whole; a forward graph takes them all.
+    decompositions = _decompositions(autograd=grad)
     ctx = torch.enable_grad() if grad else torch.no_grad()
     try:
         with ctx:
@@ -174,7 +176,7 @@ def capture_forward(fn, spec, shapes_dtypes, out_info, torch_dtype, allow_fallba
         return tuple(torch_pytree.tree_leaves(fn(*args, **kwargs)))
 
     gm = _trace(flat_fn, _examples(shapes_dtypes, torch_dtype), grad=False)
-    _check_no_input_mutation(gm, getattr(fn, "__name__", repr(fn)))
+    _check_no_input_mutation(gm, fn)
     _check_outputs(gm, out_info)
     return register(_build(gm, allow_fallback))
 
@@ -184,9 +186,16 @@ def register(plan) -> int:
     return _C._ffi_register_plan(plan)
 
 
-def _check_no_input_mutation(gm, name: str) -> None:
+def fn_name(fn) -> str:
+    """A torch function's name for messages (a module's class name)."""
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else type(fn).__name__
+
+
+def _check_no_input_mutation(gm, fn) -> None:
     """Refuses a graph that writes into its inputs (XLA's buffers are immutable) or into state
     it holds (a module's buffers, bound into the plan as constants)."""
+    name = fn_name(fn)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for n in gm.graph.nodes:
         if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
@@ -203,16 +212,33 @@ def _check_no_input_mutation(gm, name: str) -> None:
                 )
             if isinstance(dst, torch.fx.Node) and dst.op == "get_attr":
                 raise BufferError(
-                    f"call_torch: {name} writes in place ({n.target}) into a tensor it holds "
-                    f"({_constant_name(gm, dst)}), such as a buffer updated in training mode "
-                    "(batch-norm statistics); under jax.jit such state must not change: call "
-                    "module.eval(), or pass the state in as an array (functionalize(..., "
-                    "buffers=True)) and return its new value"
+                    f"call_torch: {name} writes in place ({n.target}) into "
+                    f"{_state_name(fn, getattr(gm, dst.target))}, which it holds; state "
+                    "captured under jax.jit must not change (a buffer updated in training "
+                    "mode, such as batch-norm statistics: call module.eval() first)"
                 )
 
 
-def _constant_name(gm, node) -> str:
-    return f"a {tuple(getattr(gm, node.target).shape)} tensor"
+def _state_name(fn, t) -> str:
+    """Which module tensor `t` is, where fn is a module, a method of one, or a closure or
+    partial over one; else its shape."""
+    holders = [fn, getattr(fn, "__self__", None), *getattr(fn, "args", ())]
+    holders += [c.cell_contents for c in getattr(fn, "__closure__", None) or () if _filled(c)]
+    for h in holders:
+        if isinstance(h, torch.nn.Module):
+            for kind, items in (("buffer", h.named_buffers()), ("parameter", h.named_parameters())):
+                for n, v in items:
+                    if v.data_ptr() == t.data_ptr() and v.shape == t.shape:
+                        return f"{type(h).__name__} {kind} {n!r}"
+    return f"a tensor of shape {tuple(t.shape)}"
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
 
 
 def _check_outputs(gm, expected) -> None:

@@ -55,7 +55,6 @@ def capture(fn, spec, shapes_dtypes, out_info, diff_mask, torch_dtype, allow_fal
     n_in = len(shapes_dtypes)
     diff_idx = [i for i, m in enumerate(diff_mask) if m]
     ct_idx = [i for i, (_, d) in enumerate(out_info) if d.is_floating_point or d.is_complex]
-    name = getattr(fn, "__name__", repr(fn))
 
     def joint(*ts):
         inputs, cts = list(ts[:n_in]), ts[n_in:]
@@ -77,7 +76,7 @@ def capture(fn, spec, shapes_dtypes, out_info, diff_mask, torch_dtype, allow_fal
     ]
     examples += [torch.empty(out_info[i][0], dtype=out_info[i][1]) for i in ct_idx]
     gm = _jax_ffi._trace(joint, examples, grad=True)
-    _jax_ffi._check_no_input_mutation(gm, name)
+    _jax_ffi._check_no_input_mutation(gm, fn)
     fw, bw, saved = _partition(gm, n_in, len(out_info))
     _jax_ffi._check_outputs(fw, list(out_info) + saved)
     want = [(shapes_dtypes[i][0], torch_dtype(shapes_dtypes[i][1])) for i in diff_idx]
@@ -117,21 +116,27 @@ def _partition(gm, n_in: int, n_out: int):
             )
         ):
             cheap.add(n)
-    # Saved: forward values the backward reads (or returns) that it cannot rebuild.
+    # Saved: forward values the backward reads (or returns) that it cannot rebuild. A view of
+    # a forward value is rebuilt from that value (saved once, however many views read it).
     saved: list = []
-    seen = set()
+    rebuilt = set(cheap)
     reads = [a for n in nodes if n in backward for a in n.all_input_nodes]
     reads += [g for g in grads if isinstance(g, torch.fx.Node)]
     for a in reads:
-        if a in backward or a in cheap or a in inputs or a in seen:
+        if a in backward or a in rebuilt or a in inputs or a in saved:
             continue
-        seen.add(a)
-        val = a.meta.get("val")
+        base = a
+        while base.op == "call_function" and base.target in _VIEW_OPS:
+            rebuilt.add(base)
+            base = base.args[0]
+        if base in rebuilt or base in inputs or base in saved:
+            continue
+        val = base.meta.get("val")
         if not isinstance(val, torch.Tensor):
             raise _jax_ffi.CaptureError(
-                f"the backward reads {a.name} ({type(val).__name__}), which is not a tensor"
+                f"the backward reads {base.name} ({type(val).__name__}), which is not a tensor"
             )
-        saved.append(a)
+        saved.append(base)
 
     # The forward graph: every forward node; outputs, then the saved values.
     fw_graph = torch.fx.Graph()
@@ -157,7 +162,7 @@ def _partition(gm, n_in: int, n_out: int):
     for n in cotangents:
         env[n] = bw_graph.node_copy(n, env.__getitem__)
     for n in nodes:
-        if n in cotangents or (n not in backward and n not in cheap):
+        if n in cotangents or n in saved or (n not in backward and n not in rebuilt):
             continue
         env[n] = bw_graph.node_copy(n, env.__getitem__)
     bw_graph.output(tuple(env[g] if isinstance(g, torch.fx.Node) else g for g in grads))
