@@ -7,11 +7,15 @@ DLPack). Under JAX transforms output shapes come from running the function once 
 signature on fake tensors, and the function becomes a ``custom_vjp`` JAX function of one of
 two kinds (``jit_mode``):
 
-- ``"ffi"``: captured once into C++ plans (forward, and the vector-Jacobian product for the
-  backward pass) that an XLA FFI custom call runs on XLA's buffers with no Python per call
-  (``_jax_ffi``); under ``vmap`` the custom call runs once per batch element inside XLA.
+- ``"ffi"``: captured once into C++ plans that an XLA FFI custom call runs on XLA's buffers
+  with no Python per call (``_jax_ffi``): the forward; under ``jax.grad`` a forward that also
+  returns the activations the backward reads, and the backward (``_jax_grad``), for the
+  inputs JAX differentiates; under ``vmap`` the plan of ``torch.func.vmap`` of the function
+  (or, where that cannot be captured, the custom call once per batch element inside XLA).
 - ``"callback"``: ``jax.pure_callback`` runs the function on the host per call; the backward
   pass runs torch autograd; ``vmap`` runs the whole batch at once through ``torch.func.vmap``.
+
+Results come back as JAX pytrees of the containers the function returns (``_jax_tree``).
 
 ``"auto"`` (the default, ``tensorbridge.config.jit_mode``) takes the FFI where the function
 can be captured and the callback otherwise; ``metrics`` in ``call_torch_metrics()`` say which.

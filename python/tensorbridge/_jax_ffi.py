@@ -1,14 +1,15 @@
 """call_torch inside ``jax.jit`` through XLA's FFI: the torch function captured once into a plan.
 
-Per input signature the function is traced with ``make_fx`` (functionalized, on fake tensors,
-with the compile backend's decomposition table) into an ATen graph, which becomes one
-``_C.Plan``; the plan is registered with the C++ FFI handler ``tensorbridge_plan`` under an
-integer id. Inside ``jax.jit`` the function lowers to an XLA custom call of that handler: each
-call wraps XLA's buffers as tensors (inputs read-only, no copy), runs the plan in C++ and
+Per input signature the function is traced with ``make_fx`` (on fake tensors, with the compile
+backend's decomposition table, functionalized where it mutates anything) into an ATen graph,
+which becomes one ``_C.Plan``; the plan is registered with the C++ FFI handler
+``tensorbridge_plan`` under an integer id. Tensors the function holds rather than takes (a
+module's parameters and buffers, constants) become constants of the plan that share the
+tensor's memory. Inside ``jax.jit`` the function lowers to an XLA custom call of that handler:
+each call wraps XLA's buffers as tensors (inputs read-only, no copy), runs the plan in C++ and
 copies its outputs into XLA's result buffers, with no Python and no GIL.
 
-The backward pass is captured the same way: ``torch.func.vjp`` of the function, traced by
-``make_fx``, gives one plan that recomputes the forward and runs the backward ops.
+The gradient is captured the same way, as a forward and a backward plan (``_jax_grad``).
 
 A function that cannot be captured stays on ``jax.pure_callback`` (in ``jit_mode="auto"``):
 output shapes that depend on data, ops the plan cannot hold, Python values in the graph, and
