@@ -222,15 +222,25 @@ def _check_no_input_mutation(gm, fn) -> None:
 
 def _state_name(fn, t) -> str:
     """Which module tensor `t` is, where fn is a module, a method of one, or a closure or
-    partial over one; else its shape."""
-    holders = [fn, getattr(fn, "__self__", None), *getattr(fn, "args", ())]
-    holders += [c.cell_contents for c in getattr(fn, "__closure__", None) or () if _filled(c)]
-    for h in holders:
+    partial over one (looked for a few closures deep); else its shape."""
+    todo, seen = [(fn, 0)], set()
+    while todo:
+        h, depth = todo.pop(0)
+        if h is None or id(h) in seen:
+            continue
+        seen.add(id(h))
         if isinstance(h, torch.nn.Module):
             for kind, items in (("buffer", h.named_buffers()), ("parameter", h.named_parameters())):
                 for n, v in items:
                     if v.data_ptr() == t.data_ptr() and v.shape == t.shape:
                         return f"{type(h).__name__} {kind} {n!r}"
+            continue
+        if depth < 3:
+            inner = [getattr(h, "__self__", None), getattr(h, "func", None)]
+            inner += list(getattr(h, "args", None) or ())
+            closure = getattr(h, "__closure__", None) or ()
+            inner += [c.cell_contents for c in closure if _filled(c)]
+            todo += [(i, depth + 1) for i in inner]
     return f"a tensor of shape {tuple(t.shape)}"
 
 

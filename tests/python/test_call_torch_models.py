@@ -199,7 +199,7 @@ def test_captured_module_state_is_the_modules_own_memory():
     try:
         after = np.asarray(f(x))
         with torch.no_grad():
-            want = model(torch_input(np.asarray(x))).last_hidden_state
+            want = model(torch_input(np.array(x))).last_hidden_state
         assert tb.call_torch_metrics()["ffi_plans"] == plans
         np.testing.assert_allclose(after, 2 * before + 1, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(torch.from_numpy(after), want)
@@ -207,6 +207,41 @@ def test_captured_module_state_is_the_modules_own_memory():
         with torch.no_grad():
             ln.bias.sub_(1)
             ln.weight.div_(2)
+
+
+class _Consts(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.scale = torch.tensor([1.0, 2.0, 3.0])  # a plain attribute, not a buffer
+
+    def forward(self, x):
+        offsets = torch.tensor([0.5, -0.5, 0.0])  # made in forward from Python values
+        return self.lin(x) * self.scale + offsets + torch.arange(3, dtype=x.dtype)
+
+
+def test_tensors_made_in_forward_and_plain_attributes_are_captured():
+    import jax
+    import jax.numpy as jnp
+
+    torch.manual_seed(0)
+    m = _Consts()
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    ffi0, cb0 = counts()
+    out = jax.jit(lambda i: tb.call_torch(m, i))(jnp.asarray(x)).block_until_ready()
+    assert counts() == (ffi0 + 1, cb0)
+    xt = torch.from_numpy(x).requires_grad_()
+    want = m(xt)
+    torch.testing.assert_close(torch.from_numpy(np.array(out)), want.detach())
+    (want**2).sum().backward()
+    params, apply = tb.functionalize(m)
+    assert list(params) == ["lin.weight", "lin.bias"]
+    gp, gx = jax.jit(jax.grad(lambda p, i: jnp.sum(apply(p, i) ** 2), argnums=(0, 1)))(
+        params, jnp.asarray(x)
+    )
+    torch.testing.assert_close(torch.from_numpy(np.array(gx)), xt.grad)
+    torch.testing.assert_close(torch.from_numpy(np.array(gp["lin.weight"])), m.lin.weight.grad)
+    assert counts()[1] == cb0
 
 
 def test_state_written_in_place_is_refused():
@@ -287,6 +322,19 @@ def test_functionalize_keeps_buffers_and_frozen_parameters_out_of_params():
         params2, state
     )
     assert set(g) == set(params2)
+    # Keyword arguments: arrays are traced, Python values fixed per trace.
+    mask = np.ones(x.shape, np.int32)
+    mask[1, 10:] = 0
+    out = apply(params, x, attention_mask=jnp.asarray(mask), output_hidden_states=True)
+    assert len(out.hidden_states) == 3  # the embeddings and each layer's output
+    with torch.no_grad():
+        want = model(
+            torch_input(np.array(x)),
+            attention_mask=torch.from_numpy(mask),
+            output_hidden_states=True,
+        )
+    for got, ref in zip(out.hidden_states, want.hidden_states, strict=True):
+        torch.testing.assert_close(torch.from_numpy(np.array(got)), ref)
     with pytest.raises(TypeError, match=r"takes a torch\.nn\.Module"):
         tb.functionalize(lambda t: t)
 
