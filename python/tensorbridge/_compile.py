@@ -209,7 +209,8 @@ class _Builder:
     def _expect_strides(self):
         """Gives the plan the graph's strides of every value whose layout the graph depends
         on: the inputs of views and as_strided, and the outputs (which AOT autograd may view
-        again, and which a backward graph reads with the strides it was traced with)."""
+        again, and which a backward graph reads with the strides it was traced with); for a
+        view, the value it views."""
         need = []
         for n in self.gm.graph.nodes:
             if n.op == "output":
@@ -219,7 +220,18 @@ class _Builder:
                 need.append(n.args[0])
         done = set()
         for src in need:
-            if not isinstance(src, torch.fx.Node) or src in done or src.op != "call_function":
+            if not isinstance(src, torch.fx.Node):
+                continue
+            # A view's layout follows its base's: the first node up its chain of views that
+            # computes a value is the one to check. A chain that starts at an input or a
+            # constant keeps that memory's own layout (bound as it is, no copy).
+            while (
+                src.op == "call_function"
+                and (getattr(src.target, "is_view", False) or src.target in _VIEWS)
+                and isinstance(src.args[0], torch.fx.Node)
+            ):
+                src = src.args[0]
+            if src in done or src.op != "call_function":
                 continue
             done.add(src)
             value = self.env.get(src)
