@@ -474,6 +474,10 @@ def call_torch(fn, *args, jit_mode=None, **kwargs):
     """Runs torch function `fn` on numpy or JAX arrays (pytrees of them) and returns its results
     in the caller's framework. Works eagerly and inside ``jax.jit``, ``jax.grad``, ``jax.vmap``.
 
+    `fn` may be a module or a closure over one: under JAX transforms the tensors it holds
+    (parameters, buffers, constants) are captured with it, sharing their memory. Results come
+    back in the containers `fn` returns (dicts, tuples, ``ModelOutput``s, ...), arrays inside.
+
     ``jit_mode`` (keyword, not passed to `fn`) picks how the function runs under JAX
     transforms: ``"ffi"``, ``"callback"`` or ``"auto"``; None means ``config.jit_mode``."""
     return torch_function(fn, jit_mode=jit_mode)(*args, **kwargs)

@@ -294,6 +294,41 @@ def test_jit_value_and_grad_matches_torch_autograd(name):
     assert_grads_close(grads, model)
 
 
+def test_gradients_of_the_inputs_jax_asks_for_through_mixed_outputs():
+    """Outputs of every kind under jax.grad: used, unused by the loss (a zero cotangent), an
+    input returned as it is, a view of one, an integer; gradients of one input or of both."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal((3, 4)).astype(np.float32))
+    w = jnp.asarray(rng.standard_normal((4, 2)).astype(np.float32))
+
+    def f(a, b):
+        y = a @ b
+        count = (a > 0).sum(dtype=torch.int32)
+        return {"y": y, "same": a, "count": count, "view": a.t(), "unused": torch.tanh(y)}
+
+    def f_jax(a, b):
+        return {"y": a @ b, "same": a, "view": a.T}
+
+    def loss(fn):
+        def value(a, b):
+            o = fn(a, b)
+            return jnp.sum(o["y"] ** 2) + jnp.sum(o["same"]) + jnp.sum(o["view"] * 3)
+
+        return value
+
+    ours = loss(lambda a, b: tb.call_torch(f, a, b))
+    ffi0, cb0 = counts()
+    for argnums in ((0,), (1,), (0, 1)):
+        got = jax.jit(jax.grad(ours, argnums=argnums))(x, w)
+        want = jax.grad(loss(f_jax), argnums=argnums)(x, w)
+        for g, r in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)
+    assert counts()[1] == cb0 and counts()[0] == ffi0 + 6
+
+
 def test_functionalize_keeps_buffers_and_frozen_parameters_out_of_params():
     import jax
     import jax.numpy as jnp
