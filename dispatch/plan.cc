@@ -140,6 +140,15 @@ void Plan::Finalize() {
       n.expect_strides.push_back(expect ? expected_strides_[v] : std::vector<int64_t>{});
     }
   }
+  input_expect_.clear();
+  for (int v : inputs_) {
+    if (v < static_cast<int>(expected_strides_.size()) && !expected_strides_[v].empty()) {
+      input_expect_.resize(inputs_.size());
+      break;
+    }
+  }
+  for (size_t i = 0; i < input_expect_.size(); ++i)
+    input_expect_[i] = expected_strides_[inputs_[i]];
   empty_strided_op_ = table_->Intern("aten::empty_strided");
   copy_op_ = table_->Intern("aten::copy_");
   output_inputs_.clear();
@@ -193,7 +202,13 @@ Stack Plan::Run(Stack inputs) const {
   TB_CHECK(inputs.size() == inputs_.size(), TypeError)
       << "Plan: expected " << inputs_.size() << " inputs, got " << inputs.size();
   std::vector<Value> slots(num_slots_);
-  for (size_t i = 0; i < inputs_.size(); ++i) slots[slot_of_[inputs_[i]]] = std::move(inputs[i]);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!input_expect_.empty() && !input_expect_[i].empty() && inputs[i].is_tensor() &&
+        !HasStrides(inputs[i].to_tensor(), input_expect_[i])) {
+      inputs[i] = Value(Restride(inputs[i].to_tensor(), input_expect_[i]));
+    }
+    slots[slot_of_[inputs_[i]]] = std::move(inputs[i]);
+  }
   Stack stack;
   const bool profile = profiling_.load(std::memory_order_relaxed);
   using Clock = std::chrono::steady_clock;

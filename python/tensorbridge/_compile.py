@@ -125,8 +125,14 @@ def _fusions(gm: torch.fx.GraphModule) -> dict:
 
 
 class _Builder:
-    def __init__(self, gm: torch.fx.GraphModule):
+    """Builds the plan of an ATen FX graph. ``contiguous_io``: the caller hands over and takes
+    back contiguous buffers (as XLA does), so inputs traced with other strides are copied into
+    them, and outputs need no particular layout (dynamo's guards ensure the inputs' strides
+    otherwise, and its callers see the outputs' strides)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, contiguous_io: bool = False):
         self.gm = gm
+        self.contiguous_io = contiguous_io
         self.plan = _C.Plan()
         self.env: dict = {}
         self.fused = _fusions(gm) if fusion else {}
@@ -213,7 +219,14 @@ class _Builder:
         view, the value it views."""
         need = []
         for n in self.gm.graph.nodes:
-            if n.op == "output":
+            if n.op == "placeholder" and self.contiguous_io:
+                meta = n.meta.get("val")
+                if isinstance(meta, torch.Tensor) and all(
+                    isinstance(x, int) for x in meta.stride()
+                ):
+                    if not meta.is_contiguous():
+                        self.plan.expect_strides(self.env[n], list(meta.stride()))
+            if n.op == "output" and not self.contiguous_io:
                 outs = n.args[0]
                 need.extend(outs if isinstance(outs, (list, tuple)) else (outs,))
             elif n.op == "call_function" and n.target in _LAYOUT_SENSITIVE:

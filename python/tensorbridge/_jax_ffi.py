@@ -143,7 +143,7 @@ def _build(gm, allow_fallback: bool):
             if any(not isinstance(o, torch.fx.Node) for o in outs):
                 raise CaptureError("an output of the graph is not a tensor computed by the graph")
     try:
-        plan = _Builder(gm).build()
+        plan = _Builder(gm, contiguous_io=True).build()  # XLA's buffers are row-major
     except Exception as e:  # ops the plan cannot hold
         raise CaptureError(f"building the plan failed: {type(e).__name__}: {e}") from e
     n_fallback = plan.count("fallback")
