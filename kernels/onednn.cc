@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "bridge/host_allocator.h"
 #include "kernels/onednn_internal.h"
 
 namespace tb {
@@ -57,6 +58,51 @@ dnnl::engine& Engine() {
 dnnl::stream& Stream() {
   thread_local dnnl::stream stream(Engine());
   return stream;
+}
+
+dnnl::primitive_attr Attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+namespace {
+
+// A host buffer for one execution's scratchpad (from the host cache: no page faults).
+class Scratch {
+ public:
+  explicit Scratch(size_t nbytes) : n_(nbytes), p_(nbytes ? HostAllocate(nbytes) : nullptr) {}
+  ~Scratch() { HostFree(p_, n_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* get() const { return p_; }
+
+ private:
+  size_t n_;
+  void* p_;
+};
+
+}  // namespace
+
+void Execute(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args) {
+  const_dnnl_primitive_desc_t pd = prim.get_primitive_desc();
+  const_dnnl_primitive_attr_t attr = nullptr;
+  dnnl_scratchpad_mode_t mode = dnnl_scratchpad_mode_library;
+  TB_ICHECK(dnnl_primitive_desc_get_attr(pd, &attr) == dnnl_success &&
+            dnnl_primitive_attr_get_scratchpad_mode(attr, &mode) == dnnl_success &&
+            mode == dnnl_scratchpad_mode_user)
+      << "a oneDNN primitive made without onednn::Attr() (a library-managed scratchpad is "
+         "shared by every thread that runs the primitive)";
+  const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  const size_t nbytes = md != nullptr ? dnnl_memory_desc_get_size(md) : 0;
+  Scratch scratch(nbytes);
+  if (nbytes > 0) {
+    args.insert_or_assign(DNNL_ARG_SCRATCHPAD,
+                          dnnl::memory(dnnl::memory::desc(*md), Engine(), scratch.get()));
+  }
+  dnnl::stream& stream = Stream();
+  prim.execute(stream, args);
+  stream.wait();  // the scratchpad lives until the primitive is done with it
 }
 
 dnnl::primitive Cached(const std::string& key, const std::function<dnnl::primitive()>& make) {
