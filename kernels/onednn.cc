@@ -4,7 +4,6 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "bridge/host_allocator.h"
 #include "kernels/onednn_internal.h"
 
 namespace tb {
@@ -68,19 +67,15 @@ dnnl::primitive_attr Attr() {
 
 namespace {
 
-// A host buffer for one execution's scratchpad (from the host cache: no page faults).
-class Scratch {
- public:
-  explicit Scratch(size_t nbytes) : n_(nbytes), p_(nbytes ? HostAllocate(nbytes) : nullptr) {}
-  ~Scratch() { HostFree(p_, n_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  void* get() const { return p_; }
+// Up to this size, a thread keeps its scratchpad between executions; larger ones (rare: im2col
+// buffers of large convolutions) are made for the call and freed after it.
+constexpr size_t kKeptScratchpadBytes = size_t{16} << 20;
 
- private:
-  size_t n_;
-  void* p_;
-};
+dnnl::memory ScratchpadMemory(size_t nbytes) {
+  return dnnl::memory(dnnl::memory::desc({static_cast<dnnl::memory::dim>(nbytes)},
+                                         dnnl::memory::data_type::u8, dnnl::memory::format_tag::a),
+                      Engine());
+}
 
 }  // namespace
 
@@ -95,14 +90,23 @@ void Execute(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> 
          "shared by every thread that runs the primitive)";
   const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   const size_t nbytes = md != nullptr ? dnnl_memory_desc_get_size(md) : 0;
-  Scratch scratch(nbytes);
-  if (nbytes > 0) {
-    args.insert_or_assign(DNNL_ARG_SCRATCHPAD,
-                          dnnl::memory(dnnl::memory::desc(*md), Engine(), scratch.get()));
+  if (nbytes > kKeptScratchpadBytes) {
+    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, ScratchpadMemory(nbytes));
+  } else if (nbytes > 0) {
+    // This thread's scratchpad, grown to the largest asked for on the thread (a primitive
+    // takes a larger one than it needs). One execution uses it at a time: Execute does not
+    // nest, and OpenMP workers inside the call share their caller's.
+    thread_local dnnl::memory kept;
+    thread_local size_t kept_bytes = 0;
+    if (nbytes > kept_bytes) {
+      kept_bytes = (nbytes + 4095) / 4096 * 4096;
+      kept = ScratchpadMemory(kept_bytes);
+    }
+    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, kept);
   }
   dnnl::stream& stream = Stream();
   prim.execute(stream, args);
-  stream.wait();  // the scratchpad lives until the primitive is done with it
+  stream.wait();  // the scratchpad must outlive the execution
 }
 
 dnnl::primitive Cached(const std::string& key, const std::function<dnnl::primitive()>& make) {

@@ -9,7 +9,7 @@
 // number inside the call, so two callers executing it at once both write slot 0 and one reads
 // the other's operand addresses (oneDNN documents library scratchpads as not thread-safe).
 // Every primitive here is therefore made with Attr() (a user-managed scratchpad) and run
-// through Execute(), which hands each call a scratchpad of its own.
+// through Execute(), which lends each execution the calling thread's own scratchpad.
 #pragma once
 
 #include <functional>
@@ -35,8 +35,8 @@ dnnl::stream& Stream();
 // The attributes every cached primitive starts from: a user-managed scratchpad (see above).
 dnnl::primitive_attr Attr();
 
-// Runs `prim` (made with Attr()) on this thread's stream with a scratchpad of this call's
-// own, and waits for it. Raises an internal error for a primitive with a library-managed
+// Runs `prim` (made with Attr()) on this thread's stream with this thread's scratchpad, and
+// waits for it. Raises an internal error for a primitive with a library-managed
 // scratchpad, which would be unsafe to share between threads.
 void Execute(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args);
 
