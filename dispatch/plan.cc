@@ -157,6 +157,9 @@ void Plan::Finalize() {
                                           : inputs_.end();
     output_inputs_.push_back(it == inputs_.end() ? -1 : static_cast<int>(it - inputs_.begin()));
   }
+  // Made here, before any run: a run on another thread may read them as soon as profiling
+  // is turned on, with no other synchronisation.
+  counters_ = std::make_unique<Counters[]>(nodes_.size());
   finalized_ = true;
 }
 
@@ -258,9 +261,6 @@ Stack Plan::Run(Stack inputs) const {
 void Plan::SetProfiling(bool on) {
   TB_CHECK(finalized_, ValueError) << "Plan: profiling starts after Finalize";
   if (on) {
-    // Counters are made once and only cleared after: a run on another thread may be
-    // reading them.
-    if (!counters_) counters_ = std::make_unique<Counters[]>(nodes_.size());
     for (size_t i = 0; i < nodes_.size(); ++i) {
       counters_[i].calls.store(0, std::memory_order_relaxed);
       counters_[i].ns.store(0, std::memory_order_relaxed);
@@ -276,7 +276,7 @@ std::vector<Plan::NodeTime> Plan::NodeTimes() const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
     NodeTime t{n.name, table_->Info(n.op).qualified, n.resolution.served_by};
-    if (counters_) {
+    if (finalized_) {
       t.calls = counters_[i].calls.load(std::memory_order_relaxed);
       t.total_ns = counters_[i].ns.load(std::memory_order_relaxed);
       t.min_ns = t.calls ? counters_[i].min_ns.load(std::memory_order_relaxed) : 0;

@@ -136,7 +136,7 @@ class TB_API Plan {
     std::atomic<uint64_t> calls{0}, ns{0}, min_ns{UINT64_MAX};
   };
   std::atomic<bool> profiling_{false};
-  std::unique_ptr<Counters[]> counters_;  // one per node, made by SetProfiling(true)
+  std::unique_ptr<Counters[]> counters_;  // one per node, made by Finalize()
 };
 
 }  // namespace tb
