@@ -2,7 +2,8 @@
 // and the oneDNN eltwise fast path.
 //
 // The maps take a generic lambda over the "opmath" type (float for the 16-bit floats, the
-// type itself otherwise) and produce a new C-contiguous tensor; inputs may be strided.
+// type itself otherwise) and produce a new tensor laid out as torch's element-wise result
+// (kernels/layout.h); inputs may be strided.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "bridge/tensor.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/onednn_internal.h"
 #include "kernels/simd_internal.h"
@@ -36,27 +38,29 @@ inline constexpr int64_t kEltwiseOneDnnMin = 1 << 14;
 // out = f(self) for the floating dtypes.
 template <typename F>
 Tensor MapFloat(const char* op, const Tensor& self, F f) {
-  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  const ElementwiseLayout layout(self.shape(), {&self});
+  Tensor out = layout.NewResult(self.dtype());
   TB_DISPATCH(self.dtype(), op, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     using A = opmath_t<T>;
     Map<T, T>(
-        out, [&f](T v) { return Convert<T>(static_cast<A>(f(Convert<A>(v)))); }, self);
+        out, [&f](T v) { return Convert<T>(static_cast<A>(f(Convert<A>(v)))); }, layout.In(self));
   });
-  return out;
+  return layout.Out(out);
 }
 
 // out = f(self) for the floating and integer dtypes.
 template <typename F>
 Tensor MapNumeric(const char* op, const Tensor& self, F f) {
-  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  const ElementwiseLayout layout(self.shape(), {&self});
+  Tensor out = layout.NewResult(self.dtype());
   TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
     using A = opmath_t<T>;
     Map<T, T>(
-        out, [&f](T v) { return Convert<T>(static_cast<A>(f(Convert<A>(v)))); }, self);
+        out, [&f](T v) { return Convert<T>(static_cast<A>(f(Convert<A>(v)))); }, layout.In(self));
   });
-  return out;
+  return layout.Out(out);
 }
 
 // out = f(a, b) (broadcast, in the promoted dtype) for the floating dtypes (and the integer
@@ -65,8 +69,9 @@ template <bool kInts = false, typename F>
 Tensor MapBinary(const char* op, const Tensor& a_in, const Tensor& b_in, F f) {
   const DType dt = PromoteTypes(a_in.dtype(), b_in.dtype());
   Dims shape = BroadcastShapes({a_in.shape(), b_in.shape()}, op);
-  Tensor a = Cast(a_in, dt).expand(shape), b = Cast(b_in, dt).expand(shape);
-  Tensor out = Tensor::Empty(shape, dt);
+  const ElementwiseLayout layout(shape, {&a_in, &b_in});
+  Tensor a = layout.In(Cast(a_in, dt).expand(shape)), b = layout.In(Cast(b_in, dt).expand(shape));
+  Tensor out = layout.NewResult(dt);
   auto body = [&](auto zero) {
     using T = decltype(zero);
     using A = opmath_t<T>;
@@ -79,16 +84,17 @@ Tensor MapBinary(const char* op, const Tensor& a_in, const Tensor& b_in, F f) {
   } else {
     TB_DISPATCH(dt, op, TB_TYPES_FLOAT, [&] { body(scalar_t{}); });
   }
-  return out;
+  return layout.Out(out);
 }
 
 // Runs oneDNN's eltwise `alg` on `self` into `out` (same shape and dtype) when that is the
-// fast path: float32 / bfloat16, contiguous, large enough. Returns false otherwise.
+// fast path: float32 / bfloat16, dense and laid out alike (walked as flat memory), large
+// enough. Returns false otherwise.
 inline bool OneDnnEltwise(const Tensor& self, const Tensor& out, dnnl::algorithm alg,
                           float alpha = 0.f, float beta = 0.f) {
   const DType dt = self.dtype();
   if ((dt != DType::kFloat32 && dt != DType::kBFloat16) || self.numel() < kEltwiseOneDnnMin ||
-      !self.is_contiguous() || !out.is_contiguous() || out.dtype() != dt) {
+      !IsDense(self) || !SameLayout(self, out) || out.dtype() != dt) {
     return false;
   }
   const int64_t n = self.numel();
@@ -110,27 +116,27 @@ inline bool OneDnnEltwise(const Tensor& self, const Tensor& out, dnnl::algorithm
   }
 }
 
-// A new tensor with oneDNN's `alg` applied when it is the fast path, else `fallback()`.
+// A new tensor (laid out like a dense self) with oneDNN's `alg` applied when it is the fast
+// path, else `fallback()`.
 template <typename Fallback>
 Tensor EltwiseOr(const Tensor& self, dnnl::algorithm alg, float alpha, float beta,
                  Fallback&& fallback) {
-  if (self.numel() >= kEltwiseOneDnnMin && self.is_contiguous() &&
+  if (self.numel() >= kEltwiseOneDnnMin && IsDense(self) &&
       (self.dtype() == DType::kFloat32 || self.dtype() == DType::kBFloat16)) {
-    Tensor out = Tensor::Empty(self.shape(), self.dtype());
+    Tensor out = EmptyDense(self.shape(), self.strides(), self.dtype());
     if (OneDnnEltwise(self, out, alg, alpha, beta)) return out;
   }
   return fallback();
 }
 
 // Gradient of oneDNN's eltwise `alg` at `src` (the forward input) for `grad`, when that is
-// the fast path (as OneDnnEltwise, with grad and src of one shape and dtype). Returns an
-// undefined tensor otherwise.
+// the fast path (as OneDnnEltwise, with grad and src of one dtype and layout; the result laid
+// out alike). Returns an undefined tensor otherwise.
 inline Tensor OneDnnEltwiseBackward(const Tensor& grad, const Tensor& src, dnnl::algorithm alg,
                                     float alpha = 0.f, float beta = 0.f) {
   const DType dt = src.dtype();
   if ((dt != DType::kFloat32 && dt != DType::kBFloat16) || grad.dtype() != dt ||
-      src.numel() < kEltwiseOneDnnMin || grad.shape() != src.shape() || !src.is_contiguous() ||
-      !grad.is_contiguous()) {
+      src.numel() < kEltwiseOneDnnMin || !IsDense(src) || !SameLayout(grad, src)) {
     return Tensor();
   }
   const int64_t n = src.numel();
@@ -148,7 +154,7 @@ inline Tensor OneDnnEltwiseBackward(const Tensor& grad, const Tensor& src, dnnl:
       return dnnl::primitive(dnnl::eltwise_backward(
           dnnl::eltwise_backward::primitive_desc(desc, onednn::Attr(), eng, hint)));
     });
-    Tensor out = Tensor::Empty(src.shape(), dt);
+    Tensor out = EmptyDense(src.shape(), src.strides(), dt);
     onednn::Execute(prim, {{DNNL_ARG_SRC, onednn::Wrap(md, src.data())},
                            {DNNL_ARG_DIFF_DST, onednn::Wrap(md, grad.data())},
                            {DNNL_ARG_DIFF_SRC, onednn::Wrap(md, out.mutable_data())}});
@@ -158,17 +164,17 @@ inline Tensor OneDnnEltwiseBackward(const Tensor& grad, const Tensor& src, dnnl:
   }
 }
 
-// out = self <= th ? 0 : grad over contiguous same-shape float32 / float64 operands (th already
-// in their type; NaN self passes grad through) on kernels/simd.cc's row loop, in chunks across
-// threads: threshold_backward, and relu with grad = self. False when the operands are not such.
+// out = self <= th ? 0 : grad over dense float32 / float64 operands laid out alike (th already
+// in their type; NaN self passes grad through; out laid out alike) on kernels/simd.cc's row
+// loop, in chunks across threads: threshold_backward, and relu with grad = self. False when the
+// operands are not such.
 inline bool ThresholdRows(const Tensor& grad, const Tensor& self, double th, Tensor* out) {
   const DType dt = self.dtype();
-  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || grad.dtype() != dt ||
-      grad.shape() != self.shape() || !grad.is_contiguous() || !self.is_contiguous() ||
-      std::isnan(th)) {
+  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || grad.dtype() != dt || !IsDense(self) ||
+      !SameLayout(grad, self) || std::isnan(th)) {
     return false;
   }
-  *out = Tensor::Empty(self.shape(), dt);
+  *out = EmptyDense(self.shape(), self.strides(), dt);
   const int64_t n = self.numel();
   constexpr int64_t kChunk = 16384;
   const int64_t chunks = (n + kChunk - 1) / kChunk;

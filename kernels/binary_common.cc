@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/binary_internal.h"
+#include "kernels/layout.h"
 
 namespace tb::kernels {
 namespace {
@@ -119,30 +120,44 @@ Tensor Elementwise(const char* op, const std::vector<Input>& inputs, DType resul
         << ") refers to a single memory location; clone() it first";
     dest->mutable_data();  // BufferError for read-only memory
   }
+  // The loops run over every operand permuted so that the result's innermost dimension comes
+  // last: a new result is then allocated C-contiguous in that order (torch's layout for it),
+  // and inputs sharing the layout take the contiguous fast paths.
+  std::vector<const Tensor*> operands;
+  operands.reserve(inputs.size() + 1);
+  if (dest != nullptr) operands.push_back(dest);
+  for (const Input& in : inputs) operands.push_back(in.tensor);
+  const ElementwiseLayout layout(shape, operands);
   std::vector<Tensor> cast;
   cast.reserve(inputs.size());
   for (const Input& in : inputs) {
-    Tensor c = Cast(*in.tensor, in.dtype);
-    cast.push_back(IntArrayRef(c.shape()) == IntArrayRef(shape) ? std::move(c) : c.expand(shape));
+    const Tensor& t = *in.tensor;
+    if (IntArrayRef(t.shape()) == IntArrayRef(shape)) {
+      // Converted in the loop order: the copy is contiguous in it.
+      cast.push_back(Cast(layout.In(t), in.dtype));
+    } else {
+      cast.push_back(layout.In(Cast(t, in.dtype).expand(shape)));
+    }
   }
   const int64_t numel = ShapeNumel(shape);
   if (dest == nullptr) {
-    Tensor out = Tensor::Empty(shape, result);
+    Tensor out = layout.NewResult(result);
     if (numel > 0) body(out, cast);
-    return out;
+    return layout.Out(out);
   }
+  const Tensor d = layout.In(*dest);
   bool temp = dest->dtype() != result;
   for (const Tensor& c : cast) {
-    if (!temp && MayOverlap(c, *dest) && !SameElements(c, *dest)) temp = true;
+    if (!temp && MayOverlap(c, d) && !SameElements(c, d)) temp = true;
   }
   if (numel == 0) return *dest;
   if (!temp) {
-    body(*dest, cast);
+    body(d, cast);
     return *dest;
   }
-  Tensor out = Tensor::Empty(shape, result);
+  Tensor out = layout.NewResult(result);
   body(out, cast);
-  CopyCast(*dest, out);
+  CopyCast(d, out);
   return *dest;
 }
 

@@ -11,6 +11,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/tensor_ops.h"
 
@@ -84,13 +85,19 @@ void CopyInto(const Tensor& dst, const Tensor& src, const char* op) {
   }
 }
 
-Tensor Clone(const Tensor& self, const Value& /*memory_format*/) {
-  constexpr const char* kOp = "aten::clone";
-  CheckHost(self, kOp);
-  if (IsSubByte(self.dtype())) return self.clone();
-  Tensor out = Tensor::Empty(self.shape(), self.dtype());
-  CopyBits(out, self);
+// A new tensor of `dtype` holding self's values, laid out as torch's clone / _to_copy lay it
+// out for `format` (kernels/layout.h).
+Tensor CopyLike(const Tensor& self, DType dtype, const Value& memory_format, const char* op) {
+  CheckHost(self, op);
+  const MemoryFormat format = MemoryFormatArg(memory_format, op);
+  if (dtype == self.dtype() && IsSubByte(dtype)) return self.clone();
+  Tensor out = EmptyLike(self, dtype, format, op);
+  CopyInto(out, self, op);
   return out;
+}
+
+Tensor Clone(const Tensor& self, const Value& memory_format) {
+  return CopyLike(self, self.dtype(), memory_format, "aten::clone");
 }
 
 Tensor LiftFreshCopy(const Tensor& self) { return Clone(self, Value()); }
@@ -115,22 +122,19 @@ void CheckLayoutArg(const Value& layout, const char* op) {
 
 Tensor ToCopy(const Tensor& self, std::optional<DType> dtype, const Value& layout,
               const Value& device, const Value& /*pin_memory*/, bool /*non_blocking*/,
-              const Value& /*memory_format*/) {
+              const Value& memory_format) {
   constexpr const char* kOp = "aten::_to_copy";
   CheckDeviceArg(device, kOp);
   CheckLayoutArg(layout, kOp);
-  CheckHost(self, kOp);
-  const DType dt = dtype.value_or(self.dtype());
-  if (dt == self.dtype() && IsSubByte(dt)) return self.clone();
-  Tensor out = Tensor::Empty(self.shape(), dt);
-  CopyInto(out, self, kOp);
-  return out;
+  return CopyLike(self, dtype.value_or(self.dtype()), memory_format, kOp);
 }
 
+// self's layout with src's values (torch's copy: a clone of self, preserving its strides,
+// that src is copied into).
 Tensor Copy(const Tensor& self, const Tensor& src, bool /*non_blocking*/) {
   constexpr const char* kOp = "aten::copy";
   CheckHost(self, kOp);
-  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  Tensor out = EmptyLike(self, self.dtype(), MemoryFormat::kPreserve, kOp);
   CopyInto(out, src, kOp);
   return out;
 }
@@ -165,7 +169,7 @@ void FillWith(const Tensor& t, const Scalar& value, const char* op) {
 }
 
 Tensor Fill(const Tensor& self, const Scalar& value) {
-  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  Tensor out = EmptyLike(self, self.dtype(), MemoryFormat::kPreserve, "aten::fill");
   FillWith(out, value, "aten::fill");
   return out;
 }

@@ -18,6 +18,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/tensor_ops.h"
 
@@ -48,12 +49,13 @@ DType DefaultDTypeFor(const Scalar& s) {
 
 void FillWith(const Tensor& t, const Scalar& value) {
   if (t.numel() == 0) return;
-  if (!t.is_contiguous()) {
+  if (!t.is_contiguous() && (IsSubByte(t.dtype()) || !IsDense(t))) {
     CopyCast(t, WrapNumber(Value(value)));
     return;
   }
-  // Contiguous: the value converted once into the first element, then its bytes repeated
-  // (a memset when they are all zero, else copies doubling in length).
+  // Dense (its elements one run of memory from data()): the value converted once into the
+  // first element, then its bytes repeated (a memset when they are all zero, else copies
+  // doubling in length).
   const size_t item = static_cast<size_t>(DTypeSize(t.dtype())),
                total = item * static_cast<size_t>(t.numel());
   auto* p = static_cast<unsigned char*>(t.mutable_data());
@@ -81,9 +83,17 @@ Tensor Full(IntArrayRef size, const Scalar& value, DType dtype) {
 // ---- from a size -----------------------------------------------------------------------------
 
 Tensor Empty(const std::vector<int64_t>& size, std::optional<DType> dtype, const Value& layout,
-             const Value& device, const Value& /*pin_memory*/, const Value& /*memory_format*/) {
-  CheckOptions(layout, device, "aten::empty");
-  return Tensor::Empty(size, dtype.value_or(DType::kFloat32));
+             const Value& device, const Value& /*pin_memory*/, const Value& memory_format) {
+  constexpr const char* kOp = "aten::empty";
+  CheckOptions(layout, device, kOp);
+  const MemoryFormat format = MemoryFormatArg(memory_format, kOp);
+  TB_CHECK(format != MemoryFormat::kPreserve || memory_format.is_none(), ValueError)
+      << kOp << ": memory_format preserve_format is not supported (there is nothing to preserve)";
+  const DType dt = dtype.value_or(DType::kFloat32);
+  if (format == MemoryFormat::kPreserve || format == MemoryFormat::kContiguous) {
+    return Tensor::Empty(size, dt);
+  }
+  return EmptyDense(size, FormatStrides(size, format, kOp), dt);
 }
 
 Tensor EmptyStrided(const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
@@ -138,29 +148,38 @@ Tensor ScalarTensor(const Scalar& s, std::optional<DType> dtype, const Value& la
 
 // ---- like self -------------------------------------------------------------------------------
 
-Tensor EmptyLike(const Tensor& self, std::optional<DType> dtype, const Value& layout,
-                 const Value& device, const Value& /*pin_memory*/, const Value& /*memory_format*/) {
-  CheckOptions(layout, device, "aten::empty_like");
-  return Tensor::Empty(self.shape(), dtype.value_or(self.dtype()));
+// A new tensor shaped like self, laid out as torch's empty_like for `memory_format`
+// (kernels/layout.h), filled with `value` unless it is null.
+Tensor Like(const Tensor& self, std::optional<DType> dtype, const Value& layout,
+            const Value& device, const Value& memory_format, const Scalar* value, const char* op) {
+  CheckOptions(layout, device, op);
+  Tensor out =
+      EmptyLike(self, dtype.value_or(self.dtype()), MemoryFormatArg(memory_format, op), op);
+  if (value != nullptr) FillWith(out, *value);
+  return out;
+}
+
+Tensor EmptyLikeOp(const Tensor& self, std::optional<DType> dtype, const Value& layout,
+                   const Value& device, const Value& /*pin_memory*/, const Value& memory_format) {
+  return Like(self, dtype, layout, device, memory_format, nullptr, "aten::empty_like");
 }
 
 Tensor ZerosLike(const Tensor& self, std::optional<DType> dtype, const Value& layout,
-                 const Value& device, const Value& /*pin_memory*/, const Value& /*memory_format*/) {
-  CheckOptions(layout, device, "aten::zeros_like");
-  return Tensor::Zeros(self.shape(), dtype.value_or(self.dtype()));
+                 const Value& device, const Value& /*pin_memory*/, const Value& memory_format) {
+  const Scalar zero(int64_t{0});
+  return Like(self, dtype, layout, device, memory_format, &zero, "aten::zeros_like");
 }
 
 Tensor OnesLike(const Tensor& self, std::optional<DType> dtype, const Value& layout,
-                const Value& device, const Value& /*pin_memory*/, const Value& /*memory_format*/) {
-  CheckOptions(layout, device, "aten::ones_like");
-  return Full(self.shape(), Scalar(int64_t{1}), dtype.value_or(self.dtype()));
+                const Value& device, const Value& /*pin_memory*/, const Value& memory_format) {
+  const Scalar one(int64_t{1});
+  return Like(self, dtype, layout, device, memory_format, &one, "aten::ones_like");
 }
 
 Tensor FullLike(const Tensor& self, const Scalar& fill_value, std::optional<DType> dtype,
                 const Value& layout, const Value& device, const Value& /*pin_memory*/,
-                const Value& /*memory_format*/) {
-  CheckOptions(layout, device, "aten::full_like");
-  return Full(self.shape(), fill_value, dtype.value_or(self.dtype()));
+                const Value& memory_format) {
+  return Like(self, dtype, layout, device, memory_format, &fill_value, "aten::full_like");
 }
 
 Tensor NewEmpty(const Tensor& self, const std::vector<int64_t>& size, std::optional<DType> dtype,
@@ -308,7 +327,7 @@ TB_REGISTER_KERNELS(factory) {
   table.RegisterKernel("aten::ones", cpu, Boxed<&Ones>(), TB_HERE);
   table.RegisterKernel("aten::full", cpu, Boxed<&FullOp>(), TB_HERE);
   table.RegisterKernel("aten::scalar_tensor", cpu, Boxed<&ScalarTensor>(), TB_HERE);
-  table.RegisterKernel("aten::empty_like", cpu, Boxed<&EmptyLike>(), TB_HERE);
+  table.RegisterKernel("aten::empty_like", cpu, Boxed<&EmptyLikeOp>(), TB_HERE);
   table.RegisterKernel("aten::zeros_like", cpu, Boxed<&ZerosLike>(), TB_HERE);
   table.RegisterKernel("aten::ones_like", cpu, Boxed<&OnesLike>(), TB_HERE);
   table.RegisterKernel("aten::full_like", cpu, Boxed<&FullLike>(), TB_HERE);

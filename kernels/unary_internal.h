@@ -30,6 +30,7 @@
 
 #include "bridge/tensor.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/tensor_ops.h"
 
@@ -71,22 +72,26 @@ inline void CheckInplace(const char* op, const Tensor& self, DType result) {
 }
 
 // Runs body(out, self) into a new tensor of dtype `result`, or in place into `self` (through
-// a temporary and a converting copy when the result dtype differs from self's).
+// a temporary and a converting copy when the result dtype differs from self's). A new result
+// is laid out like self (dense, in self's stride order, as torch's); body sees both permuted
+// to that order, so the loops walk memory in order.
 template <typename Body>
 Tensor RunUnary(const char* op, const Tensor& self, DType result, bool inplace, Body&& body) {
+  const ElementwiseLayout layout(self.shape(), {&self});
+  const Tensor src = layout.In(self);
   if (!inplace) {
-    Tensor out = Tensor::Empty(self.shape(), result);
-    body(out, self);
-    return out;
+    Tensor out = layout.NewResult(result);
+    body(out, src);
+    return layout.Out(out);
   }
   CheckInplace(op, self, result);
   if (result == self.dtype()) {
-    body(self, self);
+    body(src, src);
     return self;
   }
-  Tensor tmp = Tensor::Empty(self.shape(), result);
-  body(tmp, self);
-  CopyCast(self, tmp);
+  Tensor tmp = layout.NewResult(result);
+  body(tmp, src);
+  CopyCast(src, tmp);
   return self;
 }
 

@@ -207,8 +207,9 @@ Tensor BackwardBinary(const char* op, const Tensor& grad, const Tensor& x, F f) 
       << op << ": expected floating-point tensors, got " << DTypeName(grad.dtype()) << " and "
       << DTypeName(x.dtype());
   Dims shape = BroadcastShapes({grad.shape(), x.shape()}, op);
-  Tensor out = Tensor::Empty(shape, dt);
-  Tensor g = Cast(grad, dt).expand(shape), y = Cast(x, dt).expand(shape);
+  const ElementwiseLayout layout(shape, {&grad, &x});
+  Tensor out = layout.NewResult(dt);
+  Tensor g = layout.In(Cast(grad, dt).expand(shape)), y = layout.In(Cast(x, dt).expand(shape));
   TB_DISPATCH(dt, op, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     using C = kernels::opmath_t<T>;
@@ -217,7 +218,7 @@ Tensor BackwardBinary(const char* op, const Tensor& grad, const Tensor& x, F f) 
         [&f](T a, T b) { return kernels::Convert<T>(f(static_cast<C>(a), static_cast<C>(b))); }, g,
         y);
   });
-  return out;
+  return layout.Out(out);
 }
 
 // grad * (1 - y) * y, y = sigmoid(x).
