@@ -24,7 +24,7 @@ struct Prims {
       reshape{"aten::reshape"}, transpose{"aten::transpose.int"}, unsqueeze{"aten::unsqueeze"},
       ones{"aten::ones"}, tril{"aten::tril"}, where_other{"aten::where.ScalarOther"},
       where_self{"aten::where.ScalarSelf"}, eq{"aten::eq.Scalar"}, all{"aten::all.dim"},
-      softmax{"aten::_softmax"};
+      softmax{"aten::_softmax"}, to_copy{"aten::_to_copy"};
   static const Prims& Get() {
     static const Prims* p = new Prims();
     return *p;
@@ -209,6 +209,18 @@ std::tuple<Tensor, Tensor, Tensor> LayerNormBackward(const Tensor& grad, const T
   return {dx, dw, db};
 }
 
+// torch's _safe_softmax (the softmax of sdpa's math path): rows of -inf only give 0.
+Tensor SafeSoftmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  const Prims& p = Prims::Get();
+  Tensor xs = x;
+  if (dtype && *dtype != x.dtype()) {
+    xs = T(p.to_copy.WithKeywords({x}, {{"dtype", Value(*dtype)}}));
+  }
+  Tensor out = T(p.softmax(xs, dim, false));
+  Tensor none = T(p.all(T(p.eq(x, -std::numeric_limits<double>::infinity())), dim, true));
+  return T(p.where_self(none, 0.0, out));
+}
+
 // a [..., m, k] @ b [..., k, n] with the leading dims broadcast, as one bmm.
 Tensor BatchedMatmul(const Tensor& a, const Tensor& b) {
   const Prims& p = Prims::Get();
@@ -310,6 +322,7 @@ TB_REGISTER_KERNELS(decompositions) {
   table.RegisterDecomposition("aten::native_layer_norm", Boxed<&LayerNorm>(), TB_HERE);
   table.RegisterDecomposition("aten::native_layer_norm_backward", Boxed<&LayerNormBackward>(),
                               TB_HERE);
+  table.RegisterDecomposition("aten::_safe_softmax", Boxed<&SafeSoftmax>(), TB_HERE);
   table.RegisterDecomposition("aten::scaled_dot_product_attention",
                               Boxed<&ScaledDotProductAttention>(), TB_HERE);
 }

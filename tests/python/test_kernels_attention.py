@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 import tensorbridge as tb
+from tensorbridge._opinfo import find_opinfos, run_samples
 
 FLASH = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 FLASH_BW = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
@@ -311,6 +312,35 @@ def test_sdpa_errors(legal):
         tb.call(SDPA, q, q, q, attn_mask=tb.from_dlpack(torch.zeros(6, 6)), is_causal=True)
     with pytest.raises(ValueError, match=r"key/value heads \(3\) must divide .* query heads \(4\)"):
         tb.call(SDPA, q, k3, k3, enable_gqa=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_opinfo_samples_without_dropout_run_in_the_table(dtype):
+    # torch's OpInfo samples of F.scaled_dot_product_attention, gradients included: the ones
+    # without dropout pass with no fallback (some take torch's math path, whose
+    # aten::_safe_softmax the table decomposes); dropout draws its numbers on torch's kernel
+    # (aten::bernoulli_), by design.
+    tb.config.fallback = "allow"
+    samples = []
+    for info in find_opinfos(["nn.functional.scaled_dot_product_attention"]):
+        samples += run_samples(info, dtype, grad=True).samples
+    ran = [s for s in samples if "aten::bernoulli_.float" not in s.fallbacks]
+    assert len(ran) >= 12
+    assert [(s.index, s.message) for s in ran if s.status != "pass" or s.fallbacks] == []
+    hit = set().union(*(s.hit for s in ran))
+    assert {"aten::_safe_softmax", "aten::_scaled_dot_product_flash_attention_for_cpu"} <= hit
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+def test_safe_softmax_gives_zero_rows_where_every_score_is_minus_inf(dtype):
+    x = torch.randn(3, 4, 5).to(dtype)
+    x[1, 2] = -float("inf")
+    x[0, :, 1] = -float("inf")
+    for args in ((x, -1), (x, 1), (x, -1, torch.float32)):
+        expected = torch.ops.aten._safe_softmax(*args)
+        actual = tb.call("aten::_safe_softmax", tb.from_dlpack(args[0]), *args[1:])
+        torch.testing.assert_close(torch.from_dlpack(actual), expected)
+    assert tb.metrics()["aten::_safe_softmax"]["decomposition"] == 3
 
 
 # ---- eager and compiled use ----------------------------------------------------------------
