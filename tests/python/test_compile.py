@@ -44,6 +44,15 @@ def test_compiled_inference_matches_eager(name):
     compiled = torch.compile(model, backend="tensorbridge")
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    assert_plans_ran(compiled, calls=1)
+
+
+def assert_plans_ran(compiled, calls):
+    """`compiled`'s results came from its plans (`calls` runs), none of whose nodes ran torch's
+    own kernel: a compiled call that fell back to eager torch would compare torch with itself."""
+    m = tb.plan_metrics(compiled)
+    assert m["plans_built"] >= 1 and m["plan_calls"] == calls, m
+    assert "fallback nodes: none" in tb.explain(compiled)
 
 
 def training_pair(name, **compile_kwargs):
@@ -108,6 +117,7 @@ def test_inference_attention_runs_on_the_fused_kernel():
 
     compiled = torch.compile(attend, backend="tensorbridge")
     torch.testing.assert_close(compiled(q, k, v), attend(q, k, v), rtol=1e-4, atol=1e-5)
+    assert_plans_ran(compiled, calls=1)
     text = tb.explain(compiled)
     assert "0 fallback" in text and "fallback nodes: none" in text
     assert "_scaled_dot_product_flash_attention_for_cpu" in text
@@ -234,6 +244,7 @@ def test_compiled_outputs_stay_correct_over_repeated_calls():
     for got, ref in zip(outs, want, strict=True):
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
     assert len({o.data_ptr() for o in outs}) == len(outs)
+    assert_plans_ran(compiled, calls=10)
 
 
 def test_export_runs_on_a_plan():
@@ -242,7 +253,9 @@ def test_export_runs_on_a_plan():
     x = torch.randn(2, 3, 8, 8)
     ep = torch.export.export(model, (x,))
     run = tb.load_exported(ep)
+    calls = tb.plan_metrics()["plan_calls"]
     torch.testing.assert_close(run(x), model(x), rtol=1e-4, atol=1e-5)
+    assert tb.plan_metrics()["plan_calls"] == calls + 1  # the plan ran, not eager torch
     assert run.plan.num_nodes > 3
 
 
@@ -263,6 +276,7 @@ def test_wrapped_and_plain_tensors_mix_in_compiled_calls(wrapped):
     x = tb.wrap(a) if "x" in wrapped else torch.from_numpy(a)
     compiled = torch.compile(model, backend="tensorbridge", dynamic=False)
     y = compiled(x)
+    assert_plans_ran(compiled, calls=1)
     expected = torch.from_numpy(a @ w.T + b)
     torch.testing.assert_close(tb.to_torch(y.detach()) if isinstance(y, tb.Tensor) else y, expected)
     if "w" in wrapped:
