@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -641,6 +642,17 @@ TEST(TensorEdgeTest, ReadOnly) {
   EXPECT_TRUE(ro.contiguous().read_only());
   EXPECT_FALSE(ro.transpose(0, 1).contiguous().read_only());
   EXPECT_EQ(ro.with_read_only(false).mutable_data(), t.data());
+}
+
+// Element counts that fit in int64 but whose bytes do not are refused (the product would
+// overflow), for new tensors and for the size of a broadcast view.
+TEST(TensorEdgeTest, ByteCountsPastInt64AreValueErrors) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_TB_ERROR(kValueError, "a tensor of shape [9223372036854775807] and dtype float32 has",
+                  Tensor::Empty({big}, DType::kFloat32));
+  EXPECT_TB_ERROR(kValueError, "has more than 2^60 bytes", Tensor::Zeros({big / 2}, DType::kInt64));
+  Tensor one = Tensor::Zeros({1}, DType::kFloat64);
+  EXPECT_TB_ERROR(kValueError, "has more than 2^60 bytes", one.expand({big}).nbytes());
 }
 
 TEST(TensorEdgeTest, IndexErrorsForBadDims) {
