@@ -14,7 +14,9 @@ the median shows how noisy the machine was. Timings are printed, never asserted.
 
 Options of every script: ``--quick`` (fewer, shorter repeats), ``--repeats N``, ``--threads N``
 (same thread count for torch, tensorbridge and JAX; see ``parse_args``). Set
-``TB_BENCH_TRACEBACK=1`` to print the traceback of every path that fails.
+``TB_BENCH_TRACEBACK=1`` to print the traceback of every path that fails. Set
+``TB_BENCH_JSON=PATH`` to append every table, cell by cell, to PATH as one JSON object a line
+(``benchmarks/report.py`` reads them to draw its charts).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ __all__ = [
     "parse_args",
     "print_table",
     "ratio",
+    "record_json",
     "try_measure",
 ]
 
@@ -324,6 +327,7 @@ def print_table(
     columns are left-aligned, the others right-aligned. Cells may be str, Timing (its min
     time), float (a ratio), or NA: printed "n/a [k]" (or the NA's label), with reason k listed
     under the table."""
+    record_json(title, headers, rows)
     footnotes: dict[str, int] = {}
     cells = [[_cell(c, footnotes) for c in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
@@ -346,6 +350,34 @@ def print_table(
     for reason, k in footnotes.items():
         print(f"  n/a [{k}]: {reason}")
     sys.stdout.flush()
+
+
+def _json_cell(x):
+    if isinstance(x, NA):
+        return {"na": x.reason}
+    if isinstance(x, Timing):
+        return {"min_ns": x.min_ns, "median_ns": x.median_ns}
+    if isinstance(x, int | float | str) or x is None:
+        return x
+    return str(x)
+
+
+def record_json(title: str, headers: list[str], rows: list[list]) -> None:
+    """With ``TB_BENCH_JSON=PATH``: appends the table to PATH as one JSON line, with the script's
+    name (timings as ``{"min_ns", "median_ns"}``, unmeasured cells as ``{"na": reason}``)."""
+    path = os.environ.get("TB_BENCH_JSON")
+    if not path:
+        return
+    import json
+
+    record = {
+        "script": os.path.basename(sys.argv[0]),
+        "title": title,
+        "headers": list(headers),
+        "rows": [[_json_cell(c) for c in r] for r in rows],
+    }
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
 
 
 def _print_markdown(title, headers, cells, widths, left, footnotes) -> None:

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 import tensorbridge as tb
+from _bench_util import record_json
 from tensorbridge import _C
 
 try:
@@ -324,6 +325,11 @@ def main() -> None:
         for label, fn in entries
     ]
 
+    record_json(
+        "DLPack import and export, ns per tensor",
+        ["section", "path", "ns", "torch.from_dlpack ns", "numpy.from_dlpack ns"],
+        [list(r) for r in rows],
+    )
     width = max(len(r[1]) for r in rows)
     current = None
     for title, label, ns, bt, bn in rows:

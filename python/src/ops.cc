@@ -304,9 +304,13 @@ void BindOps(py::module_& m) {
       },
       "Per-op counters: calls, and how many were served by kernel, composite, decomposition "
       "or fallback; time_ns while profiling is on.");
-  m.def("reset_metrics", [] { OpTable::Global().ResetCounters(); });
   m.def(
-      "set_profiling", [](bool on) { OpTable::Global().SetProfiling(on); }, py::arg("on"));
+      "reset_metrics", [] { OpTable::Global().ResetCounters(); },
+      "Sets every per-op counter of metrics() back to zero.");
+  m.def(
+      "set_profiling", [](bool on) { OpTable::Global().SetProfiling(on); }, py::arg("on"),
+      "Turns timing of every table call on or off: while on, metrics() reports time_ns per op "
+      "(the time spent in its calls).");
   m.def(
       "dump", [] { return OpTable::Global().Dump(); }, "The whole op table, as text.");
 }

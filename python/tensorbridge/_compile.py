@@ -67,6 +67,7 @@ def plan_metrics(fn=None) -> dict:
 
 
 def reset_plan_metrics() -> None:
+    """Sets the counters of ``plan_metrics()`` back to zero (plans already built stay)."""
     global _calls_at_reset
     _stats.clear()
     _calls_at_reset += _plan_calls()

@@ -484,7 +484,10 @@ def call_torch(fn, *args, jit_mode=None, **kwargs):
 
 
 def call_torch_metrics() -> dict:
-    """Which path call_torch took under ``jax.jit``; see ``_jax_ffi.metrics``."""
+    """Which path call_torch took under ``jax.jit``: ``ffi_plans`` (plans captured and
+    registered), ``ffi_runs`` / ``ffi_failures`` (FFI handler calls), ``callback_runs`` (host
+    calls through ``jax.pure_callback``), ``callback_signatures`` (input signatures routed to
+    the callback in auto mode) and ``callback_reasons`` (why, most recent last)."""
     return _jax_ffi.metrics()
 
 

@@ -1,0 +1,45 @@
+"""Sphinx configuration of tensorbridge's documentation (built by ``.ci/dev docs``)."""
+
+import re
+
+import tensorbridge
+
+project = "tensorbridge"
+author = "the tensorbridge authors"
+copyright = "the tensorbridge authors"
+release = tensorbridge.__version__
+version = release
+
+extensions = ["sphinx.ext.autodoc"]
+
+# Docstrings name arguments as `x`; render them as code, as the rest of the text does.
+default_role = "code"
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_default_options = {"undoc-members": False}
+nitpicky = False
+
+# machine.rst is included by performance.rst, not a page of its own.
+exclude_patterns = ["_build", "snippets", "performance/machine.rst"]
+templates_path: list[str] = []
+html_theme = "alabaster"
+html_title = f"tensorbridge {release}"
+html_theme_options = {
+    "description": "PyTorch ops on arrays other frameworks own",
+    "fixed_sidebar": True,
+}
+html_static_path: list[str] = []
+html_show_sourcelink = False
+html_copy_source = False
+
+# Docstrings write plurals of literals as ``Tensor``s, which plain text reads well but
+# reStructuredText does not end a literal on; an escaped space (``Tensor``\ s) renders the same.
+_LITERAL_PLURAL = re.compile(r"``([^`\n]+)``(?=[A-Za-z])")
+
+
+def _literal_plurals(app, what, name, obj, options, lines) -> None:
+    lines[:] = [_LITERAL_PLURAL.sub(r"``\1``\\ ", line) for line in lines]
+
+
+def setup(app) -> None:
+    app.connect("autodoc-process-docstring", _literal_plurals)

@@ -1,0 +1,70 @@
+"""How an op is served: lookup order, legal ops, decompositions, fallback, metrics
+(docs/serving.rst)."""
+
+import numpy as np
+import torch
+
+import tensorbridge as tb
+
+x = np.linspace(-2, 2, 8, dtype=np.float32)
+
+# [explain]
+print(tb.explain("aten::gelu"))
+# aten::gelu on cpu: kernel, kernel for this device (registered at kernels/activation.cc:...)
+print(tb.schema("aten::gelu"))
+# aten::gelu(Tensor self, *, str approximate="none") -> Tensor
+served = {o["op"]: o["served_by"] for o in tb.ops()}
+assert served["aten::gelu"] == "kernel"
+# [explain end]
+
+# [legal]
+assert "aten::gelu" in tb.config.legal_ops
+tb.config.decompose("aten::gelu")  # from its next call on, gelu runs as simpler table ops
+print(tb.explain("aten::gelu"))
+# aten::gelu on cpu: decomposition, decomposition (op is not in the backend-legal set) ...
+tb.reset_metrics()
+out = tb.call("aten::gelu", x)
+assert tb.metrics()["aten::gelu"]["decomposition"] == 1
+np.testing.assert_allclose(out.numpy(), torch.nn.functional.gelu(torch.from_numpy(x)), atol=1e-6)
+tb.config.reset_legal_ops()  # every composite with a kernel runs whole again
+# [legal end]
+
+# [fallback]
+print(tb.explain("aten::special_bessel_j0"))
+# aten::special_bessel_j0: not registered; a call would take the fallback
+tb.reset_metrics()
+j0 = tb.call("aten::special_bessel_j0", x)  # torch's own kernel on zero-copy views
+assert tb.metrics()["aten::special_bessel_j0"]["fallback"] == 1
+tb.config.fallback = "error"
+try:
+    tb.call("aten::special_bessel_j0", x)
+except NotImplementedError as e:
+    print(e)  # names the op and the setting
+finally:
+    tb.config.fallback = "allow"
+# [fallback end]
+
+# [metrics]
+tb.reset_metrics()
+tb.set_profiling(True)  # time every table call
+for _ in range(3):
+    tb.call("aten::mm", np.ones((64, 64), np.float32), np.ones((64, 64), np.float32))
+tb.set_profiling(False)
+print(tb.metrics_report())  # one op a line, busiest first: calls, how served, time_ns
+assert tb.metrics()["aten::mm"]["kernel"] == 3
+# [metrics end]
+
+
+# [register]
+@tb.register_kernel("aten::relu")
+def clamp_relu(a):  # takes and returns tensorbridge.Arrays
+    return tb.from_dlpack(np.maximum(a.numpy(), 0.0))
+
+
+try:
+    assert "python:" in tb.explain("aten::relu")
+    print(torch.relu(tb.wrap(x)))  # eager ops on wrapped tensors reach the Python kernel
+finally:
+    clamp_relu.remove()  # the built-in kernel serves aten::relu again
+assert "kernels/" in tb.explain("aten::relu")
+# [register end]
