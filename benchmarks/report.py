@@ -202,6 +202,8 @@ def plot_kernels(plt, doc: dict, path: str) -> bool:
     fig, ax = plt.subplots(figsize=(8, 0.28 * len(data) + 1.4))
     colors = ["tab:green" if v >= 1 else "tab:red" for v in values]
     ax.barh(range(len(data)), values, color=colors)
+    for i, v in enumerate(values):
+        ax.text(v, i, f" {v:.2f}x", va="center", fontsize=6)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_yticks(range(len(data)), labels, fontsize=7)
     ax.invert_yaxis()
@@ -305,7 +307,48 @@ def machine_rst(doc: dict) -> str:
         f"at the start{busy}; {m['os']}; Python {m['python']}, "
         f"torch {m['torch']}, JAX {m['jax']}, numpy {m['numpy']}, tensorbridge "
         f"{m['tensorbridge']}, oneDNN {isa['version']} (ISA {isa['effective_isa']}).\n"
+        + _summary(doc)
     )
+
+
+def _geomean(values: list[float]) -> float:
+    import math
+
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _summary(doc: dict) -> str:
+    """The run's headline figures, each a geometric mean of ratios measured side by side."""
+    lines = []
+    k = [r for _, r in kernel_ratios(doc)]
+    if k:
+        lines.append(
+            f"* Per op: torch eager time / tensorbridge time, geometric mean over {len(k)} ops: "
+            f"{_geomean(k):.2f}x ({sum(r >= 1 for r in k)} ops at 1.00x or faster)."
+        )
+    c = compile_speedups(doc)
+    tb = [d[1] for d in c if d[1] is not None]
+    both = [(d[1], d[2]) for d in c if d[1] is not None and d[2] is not None]
+    if tb:
+        line = (
+            f"* Compiled: eager time / tensorbridge plan time, geometric mean over {len(tb)} "
+            f"configurations: {_geomean(tb):.2f}x"
+        )
+        if both:
+            line += (
+                f"; inductor time / tensorbridge time over the {len(both)} configurations "
+                f"inductor was measured on: {_geomean([a / b for a, b in both]):.2f}x"
+            )
+        lines.append(line + ".")
+    j = call_torch_times(doc)
+    for mode in dict.fromkeys(d[0] for d in j):
+        t = {d[1]: d[2] for d in j if d[0] == mode}
+        if "pure JAX" in t and "tb.call_torch, FFI plan" in t:
+            lines.append(
+                f"* ``{mode}``: call_torch on the FFI plan {t['tb.call_torch, FFI plan']:.1f} us "
+                f"per call, pure JAX {t['pure JAX']:.1f} us."
+            )
+    return ("\nHeadline figures of this run:\n\n" + "\n".join(lines) + "\n") if lines else ""
 
 
 CHARTS = {

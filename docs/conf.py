@@ -27,6 +27,8 @@ html_title = f"tensorbridge {release}"
 html_theme_options = {
     "description": "PyTorch ops on arrays other frameworks own",
     "fixed_sidebar": True,
+    "page_width": "1200px",  # room for 100-column code
+    "body_max_width": "none",
 }
 html_static_path: list[str] = []
 html_show_sourcelink = False
@@ -34,11 +36,17 @@ html_copy_source = False
 
 # Docstrings write plurals of literals as ``Tensor``s, which plain text reads well but
 # reStructuredText does not end a literal on; an escaped space (``Tensor``\ s) renders the same.
-_LITERAL_PLURAL = re.compile(r"``([^`\n]+)``(?=[A-Za-z])")
+# The literals are paired left to right, as docutils pairs them.
+_LITERAL = re.compile(r"``(?:(?!``).)+``")
+
+
+def _end_literal(m: re.Match) -> str:
+    after = m.string[m.end() : m.end() + 1]
+    return m.group(0) + ("\\ " if after.isalpha() else "")
 
 
 def _literal_plurals(app, what, name, obj, options, lines) -> None:
-    lines[:] = [_LITERAL_PLURAL.sub(r"``\1``\\ ", line) for line in lines]
+    lines[:] = [_LITERAL.sub(_end_literal, line) for line in lines]
 
 
 def setup(app) -> None:

@@ -204,3 +204,25 @@ def test_report_redraws_the_committed_charts(tmp_path):
     # Every chart has data: a run whose tables lack a figure would draw nothing for it.
     assert report.kernel_ratios(doc) and report.compile_speedups(doc)
     assert report.dlpack_times(doc) and report.call_torch_times(doc)
+
+
+def test_benchmark_tables_are_recorded_for_the_report(tmp_path, monkeypatch, capsys):
+    """TB_BENCH_JSON: every table a benchmark prints is appended as one JSON line, timings as
+    min / median ns, ratios as numbers, unmeasured cells with their reason."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import _bench_util as bu
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "tables.jsonl"
+    monkeypatch.setenv("TB_BENCH_JSON", str(path))
+    row = ["add", bu.Timing(1500.0, 1700.0, 10, 5), 1.25, bu.NA("no torchax")]
+    bu.print_table("per-op time", ["op", "tb min", "torch/tb", "torchax"], [row])
+    bu.print_table("second", ["x"], [["y"]])
+    assert "per-op time" in capsys.readouterr().out
+    first, second = (json.loads(line) for line in path.read_text().splitlines())
+    assert first["title"] == "per-op time" and first["headers"][2] == "torch/tb"
+    assert first["rows"] == [
+        ["add", {"min_ns": 1500.0, "median_ns": 1700.0}, 1.25, {"na": "no torchax"}]
+    ]
+    assert second["rows"] == [["y"]]
