@@ -37,7 +37,7 @@ def register_kernel(op: str, fn: Callable | None = None, *, schema: str | None =
 
     `fn` takes and returns ``tensorbridge.Array``s, with the op's arguments in PyTorch's
     schema order (keyword-only ones as keywords). Ops outside ``aten`` need their `schema`
-    (``"mylib::scale(Tensor x, float k) -> Tensor"``). Usable as a decorator:
+    (``"mylib::scale(Tensor x, float k) -> Tensor"``). Usable as a decorator::
 
         @tensorbridge.register_kernel("aten::gelu")
         def my_gelu(x, approximate="none"): ...
