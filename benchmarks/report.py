@@ -37,6 +37,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_JSON = os.path.join(ROOT, "docs", "performance", "results.json")
 DEFAULT_OUT = os.path.join(ROOT, "docs", "performance")
+# Settings of the environment that change what the scripts measure, recorded with the results.
+ENV_VARS = ("TB_BENCH_INDUCTOR_BUDGET", "OMP_NUM_THREADS", "TB_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA")
 SCRIPTS = ("bench_kernels.py", "bench_compile.py", "bench_dlpack.py", "bench_call_torch.py")
 
 
@@ -82,6 +84,7 @@ def run(scripts: list[str], threads: int) -> dict:
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
         "machine": machine(),
         "command": f"--quick --threads {threads}",
+        "env": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
         "scripts": {},
     }
     for script in scripts:
@@ -305,8 +308,10 @@ def machine_rst(doc: dict) -> str:
     busy = ""
     if m["load_average_1min"] >= m["logical_cpus"]:
         busy = " (busier than its core count: absolute times are inflated, ratios less so)"
+    env = " ".join(f"{k}={v}" for k, v in doc.get("env", {}).items())
+    command = f"{env} {doc['command']}".strip()
     return (
-        f"Run of {doc['date_utc']} UTC (``{doc['command']}``) on {m['cpu']}, "
+        f"Run of {doc['date_utc']} UTC (``{command}``) on {m['cpu']}, "
         f"{m['logical_cpus']} logical CPUs, 1-minute load average {m['load_average_1min']} "
         f"at the start{busy}; {m['os']}; Python {m['python']}, "
         f"torch {m['torch']}, JAX {m['jax']}, numpy {m['numpy']}, tensorbridge "
