@@ -313,7 +313,13 @@ def test_to_copy_dtypes(src, dst):
 def test_clone_non_contiguous_and_negative_strides():
     a = np.arange(24, dtype=np.int16).reshape(2, 3, 4)[:, ::-1, 1::2].transpose(2, 0, 1)
     c = _np(tb.call("aten::clone", a))
-    assert c.flags.c_contiguous and not np.shares_memory(c, a)
+    assert not np.shares_memory(c, a)
+    np.testing.assert_array_equal(c, a)
+    # Dense, in a's stride order (torch's preserve_format; strides (2, 12, -4) elements sort
+    # as -4 < 2 < 12): strides (3, 6, 1) elements.
+    assert c.strides == (6, 12, 2)
+    c = _np(tb.call("aten::clone", a, memory_format="contiguous_format"))
+    assert c.flags.c_contiguous
     np.testing.assert_array_equal(c, a)
 
 
