@@ -21,6 +21,7 @@
 #include "dispatch/op_table.h"
 #include "kernels/conv_internal.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/onednn_internal.h"
 #include "kernels/tensor_ops.h"
@@ -529,6 +530,14 @@ std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
     }
   }
   if (output_mask[2]) gb = BiasGrad(dy);
+  // torch's oneDNN convolution gives channels-last gradients when the input or the weight
+  // suggests channels-last; the passes above compute in C order.
+  MemoryFormat format = MemoryFormat::kContiguous;
+  for (MemoryFormat f : {SuggestMemoryFormat(input), SuggestMemoryFormat(weight)}) {
+    if (f != MemoryFormat::kContiguous) format = f;
+  }
+  if (gi.defined()) gi = InFormat(gi, format);
+  if (gw.defined()) gw = InFormat(gw, format);
   return {gi, gw, gb};
 }
 

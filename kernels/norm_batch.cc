@@ -5,9 +5,9 @@
 // kernels/norm_batch_fast.cc. Other float32 ones run on oneDNN's batch_normalization
 // primitives (the backward gets the training statistics back as mean and 1 / invstd^2 with
 // epsilon 0; in evaluation it uses the running ones as global statistics); evaluation
-// forward and other dtypes run on loops that accumulate in double, one channel per task. In training the running statistics are
-// updated in place (momentum; unbiased variance) and the batch mean and invstd returned; in
-// evaluation two empty tensors are.
+// forward and other dtypes run on loops that accumulate in double, one channel per task. In
+// training the running statistics are updated in place (momentum; unbiased variance) and the batch
+// mean and invstd returned; in evaluation two empty tensors are.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/layout.h"
 #include "kernels/norm_batch_internal.h"
 #include "kernels/norm_internal.h"
 #include "kernels/simd_internal.h"
@@ -121,12 +122,12 @@ Vec ToVec(const Tensor& t) {
   return Vec(p, p + d.numel());
 }
 
-std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input,
-                                             const std::optional<Tensor>& weight,
-                                             const std::optional<Tensor>& bias,
-                                             const std::optional<Tensor>& running_mean,
-                                             const std::optional<Tensor>& running_var,
-                                             bool training, double momentum, double eps) {
+std::tuple<Tensor, Tensor, Tensor> BatchNormC(const char* op, const Tensor& input,
+                                              const std::optional<Tensor>& weight,
+                                              const std::optional<Tensor>& bias,
+                                              const std::optional<Tensor>& running_mean,
+                                              const std::optional<Tensor>& running_var,
+                                              bool training, double momentum, double eps) {
   CheckFloat(op, input);
   const BnShape sh = BatchNormShape(op, input);
   const int64_t cnt = sh.n * sh.s;
@@ -202,6 +203,19 @@ std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input
   }
   UpdateRunningStats(running_mean, running_var, rm, rv, mean, var, cnt, momentum);
   return {out, FromDoubles(mean, {sh.c}, pdt), FromDoubles(invstd, {sh.c}, pdt)};
+}
+
+// BatchNormC's output (computed in C order) in the input's suggested memory format, as torch
+// lays it out: channels-last stays channels-last.
+std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input,
+                                             const std::optional<Tensor>& weight,
+                                             const std::optional<Tensor>& bias,
+                                             const std::optional<Tensor>& running_mean,
+                                             const std::optional<Tensor>& running_var,
+                                             bool training, double momentum, double eps) {
+  auto [out, mean, invstd] =
+      BatchNormC(op, input, weight, bias, running_mean, running_var, training, momentum, eps);
+  return {InFormat(out, SuggestMemoryFormat(input)), mean, invstd};
 }
 
 std::tuple<Tensor, Tensor, Tensor> NativeBatchNorm(const Tensor& input,
@@ -300,7 +314,7 @@ bool OneDnnBatchNormBackward(const Tensor& x, const Tensor& dy, const std::optio
   }
 }
 
-std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackward(
+std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackwardC(
     const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight,
     const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
     const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool train,
@@ -400,6 +414,18 @@ std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackward(
   if (output_mask[2]) db = FromDoubles(sum_dy, {sh.c}, wdt);
   return {dx, dw, db};
 }
+// The input gradient in the input's suggested memory format, as torch's.
+std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackward(
+    const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+    const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool train,
+    double eps, const std::vector<bool>& output_mask) {
+  auto [dx, dw, db] = NativeBatchNormBackwardC(grad_out, input, weight, running_mean, running_var,
+                                               save_mean, save_invstd, train, eps, output_mask);
+  if (dx.defined()) dx = InFormat(dx, SuggestMemoryFormat(input));
+  return {dx, dw, db};
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(norm_batch) {
