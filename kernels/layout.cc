@@ -109,6 +109,14 @@ MemoryFormat MemoryFormatArg(const Value& v, const char* op) {
 
 bool IsNonOverlappingAndDense(IntArrayRef shape, IntArrayRef strides) {
   const size_t nd = shape.size();
+  int64_t expected = 1;  // C-contiguous (the common case) first, without sorting
+  bool contiguous = true;
+  for (size_t i = nd; i-- > 0 && contiguous;) {
+    if (shape[i] == 1) continue;
+    contiguous = strides[i] == expected;
+    expected *= shape[i];
+  }
+  if (contiguous) return true;
   if (nd == 1) return shape[0] < 2 || strides[0] == 1;
   std::vector<size_t> perm(nd);
   std::iota(perm.begin(), perm.end(), 0);
@@ -118,7 +126,7 @@ bool IsNonOverlappingAndDense(IntArrayRef shape, IntArrayRef strides) {
     if (shape[b] < 2) return true;
     return strides[a] < strides[b];
   });
-  int64_t expected = 1;
+  expected = 1;
   for (size_t d : perm) {
     if (shape[d] < 2) return true;
     if (strides[d] != expected) return false;
@@ -230,23 +238,40 @@ Tensor LaidOutLike(const Tensor& t, const Tensor& like) {
   return out;
 }
 
+Tensor LaidOutElementwise(const Tensor& t, std::initializer_list<const Tensor*> operands) {
+  const Dims want = StridesInOrder(t.shape(), ElementwiseOrder(t.shape(), operands));
+  bool same = true;
+  for (int64_t d = 0; d < t.ndim(); ++d) {
+    if (t.shape()[d] > 1 && t.strides()[d] != want[d]) same = false;
+  }
+  if (same) return t;
+  Tensor out = EmptyDense(t.shape(), want, t.dtype());
+  out.copy_from(t);
+  return out;
+}
+
 Tensor EmptyLike(const Tensor& src, DType dtype, MemoryFormat format, const char* op) {
   return EmptyDense(src.shape(), LikeStrides(src, format, op), dtype);
 }
 
-Dims ElementwiseOrder(IntArrayRef shape, const std::vector<const Tensor*>& operands) {
+// C-contiguous operands (broadcast or not) only ever order dimensions outside-in, up to the
+// places of size-1 dimensions, which no layout comparison looks at.
+bool AllContiguous(const Tensor* const* operands, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (operands[i] != nullptr && !operands[i]->is_contiguous()) return false;
+  }
+  return true;
+}
+
+Dims ElementwiseOrder(IntArrayRef shape, const Tensor* const* operands, size_t n) {
   const int64_t nd = static_cast<int64_t>(shape.size());
   Dims identity(nd);
   std::iota(identity.begin(), identity.end(), 0);
-  if (nd <= 1) return identity;
-  bool all_contiguous = true;
-  for (const Tensor* t : operands) {
-    if (t != nullptr && !(t->shape() == shape && t->is_contiguous())) all_contiguous = false;
-  }
-  if (all_contiguous) return identity;
+  if (nd <= 1 || AllContiguous(operands, n)) return identity;
   std::vector<Dims> strides;
-  strides.reserve(operands.size());
-  for (const Tensor* t : operands) {
+  strides.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor* t = operands[i];
     if (t == nullptr) continue;
     Dims s(nd, 0);  // leading dimensions t lacks are broadcast
     const int64_t offset = nd - t->ndim();
@@ -289,9 +314,15 @@ Tensor Unpermuted(const Tensor& t, IntArrayRef order) {
   return t.permute(inverse);
 }
 
-ElementwiseLayout::ElementwiseLayout(IntArrayRef shape, const std::vector<const Tensor*>& operands)
-    : order_(ElementwiseOrder(shape, operands)),
-      loop_shape_(PermutedShape(shape, order_)),
-      permuted_(!IsIdentityOrder(order_)) {}
+ElementwiseLayout::ElementwiseLayout(IntArrayRef shape, const Tensor* const* operands, size_t n)
+    : permuted_(false) {
+  if (shape.size() <= 1 || AllContiguous(operands, n)) {  // the common case, kept cheap
+    loop_shape_ = shape;
+    return;
+  }
+  order_ = ElementwiseOrder(shape, operands, n);
+  loop_shape_ = PermutedShape(shape, order_);
+  permuted_ = !IsIdentityOrder(order_);
+}
 
 }  // namespace tb

@@ -11,6 +11,7 @@
 // Layouts are compared on dimensions of size > 1: a dimension of size 1 may have any stride.
 #pragma once
 
+#include <initializer_list>
 #include <string_view>
 #include <vector>
 
@@ -83,6 +84,11 @@ TB_API Tensor CloneLike(const Tensor& t, MemoryFormat format = MemoryFormat::kPr
 // one of its inputs.
 TB_API Tensor LaidOutLike(const Tensor& t, const Tensor& like);
 
+// t itself when laid out as a new result of an element-wise op over `operands` (dense, in
+// ElementwiseOrder), else a copy of t laid out so: for kernels that compute into a C-contiguous
+// buffer a result torch computes (or decomposes into) element-wise ops over `operands`.
+TB_API Tensor LaidOutElementwise(const Tensor& t, std::initializer_list<const Tensor*> operands);
+
 // EmptyDense(src.shape(), LikeStrides(src, format, op), dtype).
 TB_API Tensor EmptyLike(const Tensor& src, DType dtype,
                         MemoryFormat format = MemoryFormat::kPreserve,
@@ -93,8 +99,11 @@ TB_API Tensor EmptyLike(const Tensor& src, DType dtype,
 // `shape`; null entries are skipped). Dimensions are sorted by stride, operand by operand: the
 // first operand whose strides of two dimensions differ (neither being broadcast) decides
 // their order; equal strides put the larger dimension outside. Identity (C order) when every
-// operand is C-contiguous of the full shape.
-TB_API Dims ElementwiseOrder(IntArrayRef shape, const std::vector<const Tensor*>& operands);
+// operand is C-contiguous (the same order on the dimensions of size > 1).
+TB_API Dims ElementwiseOrder(IntArrayRef shape, const Tensor* const* operands, size_t n);
+inline Dims ElementwiseOrder(IntArrayRef shape, std::initializer_list<const Tensor*> operands) {
+  return ElementwiseOrder(shape, operands.begin(), operands.size());
+}
 // The same from operand strides already broadcast to `shape` (0 on broadcast dimensions).
 TB_API Dims ElementwiseOrder(IntArrayRef shape, const std::vector<Dims>& strides);
 
@@ -115,7 +124,9 @@ TB_API Tensor Unpermuted(const Tensor& t, IntArrayRef order);
 // Out() turns it back to the op's dimension order, laid out as torch lays out the result.
 class TB_API ElementwiseLayout {
  public:
-  ElementwiseLayout(IntArrayRef shape, const std::vector<const Tensor*>& operands);
+  ElementwiseLayout(IntArrayRef shape, const Tensor* const* operands, size_t n);
+  ElementwiseLayout(IntArrayRef shape, std::initializer_list<const Tensor*> operands)
+      : ElementwiseLayout(shape, operands.begin(), operands.size()) {}
   bool permuted() const { return permuted_; }
   Tensor In(const Tensor& t) const { return permuted_ ? Permuted(t, order_) : t; }
   Tensor NewResult(DType dtype) const { return Tensor::Empty(loop_shape_, dtype); }

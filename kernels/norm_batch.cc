@@ -205,8 +205,8 @@ std::tuple<Tensor, Tensor, Tensor> BatchNormC(const char* op, const Tensor& inpu
   return {out, FromDoubles(mean, {sh.c}, pdt), FromDoubles(invstd, {sh.c}, pdt)};
 }
 
-// BatchNormC's output (computed in C order) in the input's suggested memory format, as torch
-// lays it out: channels-last stays channels-last.
+// BatchNormC's output (computed in C order) laid out as the input, as torch's decomposition
+// (element-wise ops over the input and its statistics) lays it out in a traced graph.
 std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input,
                                              const std::optional<Tensor>& weight,
                                              const std::optional<Tensor>& bias,
@@ -215,7 +215,7 @@ std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input
                                              bool training, double momentum, double eps) {
   auto [out, mean, invstd] =
       BatchNormC(op, input, weight, bias, running_mean, running_var, training, momentum, eps);
-  return {InFormat(out, SuggestMemoryFormat(input)), mean, invstd};
+  return {LaidOutElementwise(out, {&input}), mean, invstd};
 }
 
 std::tuple<Tensor, Tensor, Tensor> NativeBatchNorm(const Tensor& input,
@@ -414,7 +414,8 @@ std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackwardC(
   if (output_mask[2]) db = FromDoubles(sum_dy, {sh.c}, wdt);
   return {dx, dw, db};
 }
-// The input gradient in the input's suggested memory format, as torch's.
+// The input gradient laid out as torch's decomposition (element-wise ops over grad_out and the
+// input) lays it out.
 std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackward(
     const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight,
     const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
@@ -422,7 +423,7 @@ std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackward(
     double eps, const std::vector<bool>& output_mask) {
   auto [dx, dw, db] = NativeBatchNormBackwardC(grad_out, input, weight, running_mean, running_var,
                                                save_mean, save_invstd, train, eps, output_mask);
-  if (dx.defined()) dx = InFormat(dx, SuggestMemoryFormat(input));
+  if (dx.defined()) dx = LaidOutElementwise(dx, {&grad_out, &input});
   return {dx, dw, db};
 }
 
