@@ -52,10 +52,13 @@ __all__ = [
 
 
 class NA:
-    """A cell that could not be measured, with the reason (printed as ``n/a (reason)``)."""
+    """A cell that could not be measured, with the reason (printed as ``n/a (reason)``).
+    ``label`` is what ``print_table`` shows in the cell (the reason goes under the table):
+    "n/a", or for a path that raised, say, the exception's class."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, label: str = "n/a"):
         self.reason = " ".join(str(reason).split())
+        self.label = label
 
     def short(self, width: int = 48) -> str:
         r = self.reason if len(self.reason) <= width else self.reason[: width - 3] + "..."
@@ -306,7 +309,7 @@ def _cell(x, footnotes: dict) -> str:
     if isinstance(x, NA):
         if x.reason not in footnotes:
             footnotes[x.reason] = len(footnotes) + 1
-        return f"n/a [{footnotes[x.reason]}]"
+        return f"{x.label} [{footnotes[x.reason]}]"
     if isinstance(x, Timing):
         return fmt_time(x)
     if isinstance(x, float):
@@ -314,13 +317,19 @@ def _cell(x, footnotes: dict) -> str:
     return str(x)
 
 
-def print_table(title: str, headers: list[str], rows: list[list], left: int = 1) -> None:
-    """A plain-text table; the first `left` columns are left-aligned, the others right-aligned.
-    Cells may be str, Timing (its min time), float (a ratio), or NA: printed "n/a [k]", with
-    reason k listed under the table."""
+def print_table(
+    title: str, headers: list[str], rows: list[list], left: int = 1, markdown: bool = False
+) -> None:
+    """A plain-text table (``markdown``: a GitHub-flavoured Markdown one); the first `left`
+    columns are left-aligned, the others right-aligned. Cells may be str, Timing (its min
+    time), float (a ratio), or NA: printed "n/a [k]" (or the NA's label), with reason k listed
+    under the table."""
     footnotes: dict[str, int] = {}
     cells = [[_cell(c, footnotes) for c in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    if markdown:
+        _print_markdown(title, headers, cells, widths, left, footnotes)
+        return
 
     def line(parts):
         out = []
@@ -339,6 +348,27 @@ def print_table(title: str, headers: list[str], rows: list[list], left: int = 1)
     sys.stdout.flush()
 
 
+def _print_markdown(title, headers, cells, widths, left, footnotes) -> None:
+    def line(parts):
+        return "| " + " | ".join(p.replace("|", "\\|") for p in parts) + " |"
+
+    rule = [
+        ("-" * max(3, w)) if i < left else ("-" * max(3, w - 1) + ":") for i, w in enumerate(widths)
+    ]
+    print()
+    print(f"**{title}**")
+    print()
+    print(line(headers))
+    print("|" + "|".join(f" {r} " for r in rule) + "|")
+    for r in cells:
+        print(line(r))
+    if footnotes:
+        print()
+        for reason, k in footnotes.items():
+            print(f"- [{k}] {reason.replace('|', '/')}")
+    sys.stdout.flush()
+
+
 # ---- arguments and environment ---------------------------------------------------------------
 
 
@@ -347,6 +377,7 @@ class Args:
     repeats: int
     target_s: float
     threads: int | None
+    ns: object  # the parsed namespace, with the arguments ``extra`` added
 
 
 def parse_args(
@@ -355,8 +386,10 @@ def parse_args(
     quick_repeats: int = 7,
     full_target_s: float = 0.02,
     quick_target_s: float = 0.008,
+    extra=None,
 ) -> Args:
-    """--quick, --repeats N, and --threads N.
+    """--quick, --repeats N, and --threads N; ``extra(parser)`` may add a script's own
+    arguments, whose values are in ``Args.ns``.
 
     ``--threads N`` re-executes the script with OMP_NUM_THREADS / MKL_NUM_THREADS = N (torch
     and tensorbridge's OpenMP runtimes read them when they load) and, for N = 1, XLA_FLAGS
@@ -375,6 +408,8 @@ def parse_args(
         default=None,
         help="threads for torch, tensorbridge (OpenMP) and JAX (re-executes the script)",
     )
+    if extra is not None:
+        extra(p)
     ns = p.parse_args()
     if ns.threads is not None and os.environ.get("TB_BENCH_THREADS") != str(ns.threads):
         env = dict(os.environ)
@@ -395,6 +430,7 @@ def parse_args(
     a.repeats = ns.repeats or (quick_repeats if ns.quick else full_repeats)
     a.target_s = quick_target_s if ns.quick else full_target_s
     a.threads = ns.threads
+    a.ns = ns
     return a
 
 

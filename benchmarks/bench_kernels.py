@@ -2,7 +2,8 @@
 
 Question: for the ops that dominate real models (elementwise add/mul, reductions, matmul,
 batched matmul, a ResNet 3x3 convolution, max pooling, softmax/log_softmax, layer_norm,
-gelu/silu, and a convnet's training batch norm forward / backward and relu gradient), is
+gelu/silu, a convnet's training batch norm forward / backward and relu gradient, and CPU flash
+attention forward / backward at BERT-base size and at the model zoo's small size), is
 ``tb.call("aten::...", arrays...)`` on ``tb.Array``s (made with ``tb.from_dlpack`` over numpy
 memory) as fast as PyTorch?
 
@@ -19,6 +20,7 @@ Usage: python benchmarks/bench_kernels.py [--quick] [--repeats N] [--threads N]
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
@@ -79,6 +81,17 @@ _, _BN_SM, _BN_SI = torch.ops.aten.native_batch_norm(
     1e-5,
 )
 BN_SM, BN_SI = _BN_SM.numpy(), _BN_SI.numpy()
+# attention [batch, heads, tokens, head size]: BERT-base at 512 tokens, the model zoo's configs
+ATTN = {"big": (8, 12, 512, 64), "zoo": (2, 4, 32, 32)}
+ATTN_QKV = {n: tuple(rand(*s) for _ in range(3)) for n, s in ATTN.items()}
+
+
+@functools.cache
+def _attn_saved(size: str, causal: bool):
+    """Output and logsumexp of the forward (the backward's inputs) and a gradient."""
+    q, k, v = (torch.from_numpy(a) for a in ATTN_QKV[size])
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal)
+    return out.numpy(), lse.numpy(), rand(*ATTN[size])
 
 
 def tba(x: np.ndarray):
@@ -204,8 +217,29 @@ def tb_threshold_backward():
     return lambda: tb.call("aten::threshold_backward", dy, x, 0.0)
 
 
+FLASH = "aten::_scaled_dot_product_flash_attention_for_cpu"
+
+
+def tb_attention(size: str, causal: bool):
+    def path():
+        q, k, v = (tba(a) for a in ATTN_QKV[size])
+        return lambda: tb.call(FLASH, q, k, v, 0.0, causal)
+
+    return path
+
+
+def tb_attention_backward(size: str, causal: bool):
+    def path():
+        out, lse, go = _attn_saved(size, causal)
+        args = [tba(a) for a in (go, *ATTN_QKV[size], out, lse)]
+        return lambda: tb.call(FLASH + "_backward", *args, 0.0, causal)
+
+    return path
+
+
 # torch eager: the public torch function for the same ATen op, same memory (torch.ops.aten
-# for the autograd-internal ops: training batch norm and the two gradients)
+# for the autograd-internal ops: training batch norm, the gradients, and the flash attention
+# op, which F.scaled_dot_product_attention calls)
 
 
 def torch_add():
@@ -305,6 +339,51 @@ def torch_threshold_backward():
     return lambda: torch.ops.aten.threshold_backward(dy, x, 0.0)
 
 
+def torch_attention(size: str, causal: bool):
+    def path():
+        q, k, v = (tt(a) for a in ATTN_QKV[size])
+        return lambda: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q, k, v, 0.0, causal
+        )
+
+    return path
+
+
+def torch_attention_backward(size: str, causal: bool):
+    def path():
+        out, lse, go = _attn_saved(size, causal)
+        args = [tt(a) for a in (go, *ATTN_QKV[size], out, lse)]
+        return lambda: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            *args, 0.0, causal
+        )
+
+    return path
+
+
+def _attention_cases():
+    cases = []
+    for size, causal in (("big", False), ("zoo", False), ("zoo", True)):
+        shape = "[" + ",".join(str(d) for d in ATTN[size]) + "]"
+        kind = "causal" if causal else "full"
+        cases.append(
+            (
+                f"flash attention fwd {kind}",
+                shape,
+                tb_attention(size, causal),
+                torch_attention(size, causal),
+            )
+        )
+        cases.append(
+            (
+                f"flash attention bwd {kind}",
+                shape,
+                tb_attention_backward(size, causal),
+                torch_attention_backward(size, causal),
+            )
+        )
+    return cases
+
+
 # (label, shape, tb path, torch path)
 CASES = [
     ("add", "[16M] + [16M]", tb_add, torch_add),
@@ -330,6 +409,7 @@ CASES = [
     ("batch_norm train fwd", "[32,16,32,32]", tb_bn_train, torch_bn_train),
     ("batch_norm backward", "[32,16,32,32]", tb_bn_backward, torch_bn_backward),
     ("threshold_backward", "[32,16,32,32]", tb_threshold_backward, torch_threshold_backward),
+    *_attention_cases(),
 ]
 
 

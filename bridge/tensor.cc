@@ -30,6 +30,21 @@ int64_t ShapeNumel(IntArrayRef shape) {
   return n;
 }
 
+namespace {
+
+// Bytes of `numel` packed elements of `dtype` (`shape` names the tensor in the error).
+int64_t PackedBytes(int64_t numel, DType dtype, IntArrayRef shape) {
+  int64_t bits;
+  if (__builtin_mul_overflow(numel, static_cast<int64_t>(DTypeBits(dtype)), &bits) ||
+      bits > std::numeric_limits<int64_t>::max() - 7) {
+    TB_THROW(ValueError) << "a tensor of shape " << ShapeString(shape) << " and dtype "
+                         << DTypeName(dtype) << " has more than 2^60 bytes";
+  }
+  return (bits + 7) / 8;
+}
+
+}  // namespace
+
 std::string ShapeString(IntArrayRef shape) {
   std::ostringstream os;
   os << "[";
@@ -111,7 +126,7 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, void* data, Dims shape, Dims st
 
 Tensor Tensor::Empty(IntArrayRef shape, DType dtype) {
   int64_t numel = ShapeNumel(shape);
-  auto storage = Storage::Allocate(static_cast<size_t>((numel * DTypeBits(dtype) + 7) / 8));
+  auto storage = Storage::Allocate(static_cast<size_t>(PackedBytes(numel, dtype, shape)));
   void* data = storage->data();
   return Tensor(std::move(storage), data, Dims(shape), ContiguousStrides(shape), dtype, Device{});
 }
@@ -119,12 +134,12 @@ Tensor Tensor::Empty(IntArrayRef shape, DType dtype) {
 Tensor Tensor::Zeros(IntArrayRef shape, DType dtype) {
   int64_t numel = ShapeNumel(shape);
   auto storage =
-      Storage::Allocate(static_cast<size_t>((numel * DTypeBits(dtype) + 7) / 8), /*zero=*/true);
+      Storage::Allocate(static_cast<size_t>(PackedBytes(numel, dtype, shape)), /*zero=*/true);
   void* data = storage->data();
   return Tensor(std::move(storage), data, Dims(shape), ContiguousStrides(shape), dtype, Device{});
 }
 
-int64_t Tensor::nbytes() const { return (numel_ * DTypeBits(dtype_) + 7) / 8; }
+int64_t Tensor::nbytes() const { return PackedBytes(numel_, dtype_, shape_); }
 
 bool Tensor::is_contiguous() const { return ContiguousLayout(shape_, strides_); }
 

@@ -9,9 +9,15 @@ function(tb_target_warnings target)
   endif()
 endfunction()
 
-# AddressSanitizer + UndefinedBehaviorSanitizer (leak checking comes with ASan on Linux).
+# TB_SANITIZE=ON or address: AddressSanitizer + UndefinedBehaviorSanitizer (leak checking
+# comes with ASan on Linux). TB_SANITIZE=thread: ThreadSanitizer. Only our own code is
+# instrumented: oneDNN and the system libgomp are not, so TSan runs want OMP_NUM_THREADS=1
+# (a libgomp team's synchronisation is invisible to it and would read as races).
 function(tb_target_sanitizers target)
-  if(TB_SANITIZE)
+  if(TB_SANITIZE STREQUAL "thread")
+    target_compile_options(${target} PRIVATE -fsanitize=thread -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=thread)
+  elseif(TB_SANITIZE)
     target_compile_options(${target} PRIVATE
       -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
     target_link_options(${target} PUBLIC -fsanitize=address,undefined)

@@ -2,8 +2,11 @@
 // whole kernel (kernels/); a decomposition is taken when the op is outside the
 // backend-legal set (config.legal_ops / TENSORBRIDGE_DECOMPOSE) or has no kernel.
 // The formulas are PyTorch's own (torch/_decomp/decompositions.py) written over table ops.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <optional>
 
 #include "dispatch/op_call.h"
 
@@ -17,7 +20,11 @@ struct Prims {
       log1p{"aten::log1p"}, erf{"aten::erf"}, tanh{"aten::tanh"}, sigmoid{"aten::sigmoid"},
       rsqrt{"aten::rsqrt"}, clamp{"aten::clamp"}, where{"aten::where.self"}, gt{"aten::gt.Scalar"},
       lt{"aten::lt.Scalar"}, sum{"aten::sum.dim_IntList"}, amax{"aten::amax"},
-      mean{"aten::mean.dim"}, var{"aten::var.correction"};
+      mean{"aten::mean.dim"}, var{"aten::var.correction"}, bmm{"aten::bmm"}, expand{"aten::expand"},
+      reshape{"aten::reshape"}, transpose{"aten::transpose.int"}, unsqueeze{"aten::unsqueeze"},
+      ones{"aten::ones"}, tril{"aten::tril"}, where_other{"aten::where.ScalarOther"},
+      where_self{"aten::where.ScalarSelf"}, eq{"aten::eq.Scalar"}, all{"aten::all.dim"},
+      softmax{"aten::_softmax"}, to_copy{"aten::_to_copy"};
   static const Prims& Get() {
     static const Prims* p = new Prims();
     return *p;
@@ -202,6 +209,100 @@ std::tuple<Tensor, Tensor, Tensor> LayerNormBackward(const Tensor& grad, const T
   return {dx, dw, db};
 }
 
+// torch's _safe_softmax (the softmax of sdpa's math path): rows of -inf only give 0.
+Tensor SafeSoftmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  const Prims& p = Prims::Get();
+  Tensor xs = x;
+  if (dtype && *dtype != x.dtype()) {
+    xs = T(p.to_copy.WithKeywords({x}, {{"dtype", Value(*dtype)}}));
+  }
+  Tensor out = T(p.softmax(xs, dim, false));
+  Tensor none = T(p.all(T(p.eq(x, -std::numeric_limits<double>::infinity())), dim, true));
+  return T(p.where_self(none, 0.0, out));
+}
+
+// a [..., m, k] @ b [..., k, n] with the leading dims broadcast, as one bmm.
+Tensor BatchedMatmul(const Tensor& a, const Tensor& b) {
+  const Prims& p = Prims::Get();
+  // The leading dims of a and b, broadcast (numpy's rules).
+  const int64_t na = a.ndim() - 2, nb = b.ndim() - 2, nl = std::max(na, nb);
+  std::vector<int64_t> lead(nl);
+  for (int64_t i = 0; i < nl; ++i) {
+    const int64_t x = i - (nl - na) >= 0 ? a.size(i - (nl - na)) : 1;
+    const int64_t y = i - (nl - nb) >= 0 ? b.size(i - (nl - nb)) : 1;
+    TB_CHECK(x == y || x == 1 || y == 1, ValueError)
+        << "aten::scaled_dot_product_attention: shapes " << ShapeString(a.shape()) << " and "
+        << ShapeString(b.shape()) << " do not broadcast";
+    lead[i] = x == 1 ? y : x;
+  }
+  int64_t n = 1;
+  for (int64_t d : lead) n *= d;
+  auto flat = [&](const Tensor& t) {
+    std::vector<int64_t> full(lead.begin(), lead.end());
+    full.push_back(t.size(-2));
+    full.push_back(t.size(-1));
+    return T(p.reshape(T(p.expand(t, full)), std::vector<int64_t>{n, t.size(-2), t.size(-1)}));
+  };
+  Tensor r = T(p.bmm(flat(a), flat(b)));
+  std::vector<int64_t> shape(lead.begin(), lead.end());
+  shape.push_back(a.size(-2));
+  shape.push_back(b.size(-1));
+  return T(p.reshape(r, shape));
+}
+
+// torch's math attention: softmax(q k^T * scale + bias) v, the causal cut and a bool mask as
+// -inf, an additive mask added; grouped key / value heads repeated (enable_gqa); rows that
+// see no key give 0 (torch's _safe_softmax).
+Tensor ScaledDotProductAttention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const std::optional<Tensor>& attn_mask, double dropout_p,
+                                 bool is_causal, std::optional<double> scale, bool enable_gqa) {
+  const Prims& p = Prims::Get();
+  const char* op = "aten::scaled_dot_product_attention";
+  TB_CHECK(dropout_p == 0.0, NotImplementedError)
+      << op << ": dropout_p = " << dropout_p
+      << " is not supported (dropout draws random numbers; use dropout_p = 0)";
+  TB_CHECK(!(is_causal && attn_mask.has_value()), ValueError)
+      << op << ": explicit attn_mask should not be set when is_causal=True";
+  TB_CHECK(q.ndim() >= 2 && k.ndim() >= 2 && v.ndim() >= 2, ValueError)
+      << op << ": query, key and value need at least 2 dimensions, got " << ShapeString(q.shape())
+      << ", " << ShapeString(k.shape()) << " and " << ShapeString(v.shape());
+  Tensor key = k, value = v;
+  if (enable_gqa && q.ndim() >= 3 && k.ndim() >= 3 && k.size(-3) != q.size(-3)) {
+    const int64_t h = q.size(-3), hk = k.size(-3);
+    TB_CHECK(hk > 0 && h % hk == 0, ValueError)
+        << op << ": the number of key/value heads (" << hk
+        << ") must divide the number of query heads (" << h << ")";
+    auto repeat = [&](const Tensor& t) {  // [..., hk, S, E] -> [..., h, S, E]
+      std::vector<int64_t> grouped(t.shape().begin(), t.shape().end());
+      grouped.insert(grouped.end() - 2, h / hk);
+      std::vector<int64_t> flat(t.shape().begin(), t.shape().end());
+      flat[flat.size() - 3] = h;
+      return T(p.reshape(T(p.expand(T(p.unsqueeze(t, int64_t{-3})), grouped)), flat));
+    };
+    key = repeat(k);
+    value = repeat(v);
+  }
+  const int64_t L = q.size(-2), S = key.size(-2);
+  const double sc = scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  const double ninf = -std::numeric_limits<double>::infinity();
+  Tensor s = T(p.mul(BatchedMatmul(q, T(p.transpose(key, int64_t{-2}, int64_t{-1}))), sc));
+  if (is_causal) {
+    Tensor ones = T(
+        p.ones.WithKeywords({Value(std::vector<int64_t>{L, S})}, {{"dtype", Value(DType::kBool)}}));
+    s = T(p.where_other(T(p.tril(ones)), s, ninf));
+  }
+  if (attn_mask) {
+    s = attn_mask->dtype() == DType::kBool ? T(p.where_other(*attn_mask, s, ninf))
+                                           : T(p.add(s, *attn_mask));
+  }
+  Tensor w = T(p.softmax(s, int64_t{-1}, false));
+  if (attn_mask) {
+    Tensor none = T(p.all(T(p.eq(s, ninf)), int64_t{-1}, true));
+    w = T(p.where_self(none, 0.0, w));
+  }
+  return BatchedMatmul(w, value);
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(decompositions) {
@@ -221,6 +322,9 @@ TB_REGISTER_KERNELS(decompositions) {
   table.RegisterDecomposition("aten::native_layer_norm", Boxed<&LayerNorm>(), TB_HERE);
   table.RegisterDecomposition("aten::native_layer_norm_backward", Boxed<&LayerNormBackward>(),
                               TB_HERE);
+  table.RegisterDecomposition("aten::_safe_softmax", Boxed<&SafeSoftmax>(), TB_HERE);
+  table.RegisterDecomposition("aten::scaled_dot_product_attention",
+                              Boxed<&ScaledDotProductAttention>(), TB_HERE);
 }
 
 }  // namespace tb

@@ -68,8 +68,12 @@ bool HasStrides(const Tensor& t, const std::vector<int64_t>& strides) {
 }  // namespace
 
 Tensor Plan::Restride(const Tensor& t, const std::vector<int64_t>& strides) const {
-  Stack s{Value(std::vector<int64_t>(t.shape().begin(), t.shape().end())), Value(strides),
-          Value(t.dtype()), Value(), Value(), Value()};
+  Stack s{Value(std::vector<int64_t>(t.shape().begin(), t.shape().end())),
+          Value(strides),
+          Value(t.dtype()),
+          Value(),
+          Value(),
+          Value()};
   table_->Call(empty_strided_op_, s);
   Tensor out = s[0].to_tensor();
   Stack c{Value(out), Value(t), Value(false)};
@@ -131,11 +135,20 @@ void Plan::Finalize() {
       const bool read = last_use[v] != -1;
       n.keep_output.push_back(read);
       if (read) slot_of_[v] = take();
-      const bool expect = read && v < static_cast<int>(expected_strides_.size()) &&
-                          !expected_strides_[v].empty();
+      const bool expect =
+          read && v < static_cast<int>(expected_strides_.size()) && !expected_strides_[v].empty();
       n.expect_strides.push_back(expect ? expected_strides_[v] : std::vector<int64_t>{});
     }
   }
+  input_expect_.clear();
+  for (int v : inputs_) {
+    if (v < static_cast<int>(expected_strides_.size()) && !expected_strides_[v].empty()) {
+      input_expect_.resize(inputs_.size());
+      break;
+    }
+  }
+  for (size_t i = 0; i < input_expect_.size(); ++i)
+    input_expect_[i] = expected_strides_[inputs_[i]];
   empty_strided_op_ = table_->Intern("aten::empty_strided");
   copy_op_ = table_->Intern("aten::copy_");
   output_inputs_.clear();
@@ -144,6 +157,9 @@ void Plan::Finalize() {
                                           : inputs_.end();
     output_inputs_.push_back(it == inputs_.end() ? -1 : static_cast<int>(it - inputs_.begin()));
   }
+  // Made here, before any run: a run on another thread may read them as soon as profiling
+  // is turned on, with no other synchronisation.
+  counters_ = std::make_unique<Counters[]>(nodes_.size());
   finalized_ = true;
 }
 
@@ -189,7 +205,13 @@ Stack Plan::Run(Stack inputs) const {
   TB_CHECK(inputs.size() == inputs_.size(), TypeError)
       << "Plan: expected " << inputs_.size() << " inputs, got " << inputs.size();
   std::vector<Value> slots(num_slots_);
-  for (size_t i = 0; i < inputs_.size(); ++i) slots[slot_of_[inputs_[i]]] = std::move(inputs[i]);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!input_expect_.empty() && !input_expect_[i].empty() && inputs[i].is_tensor() &&
+        !HasStrides(inputs[i].to_tensor(), input_expect_[i])) {
+      inputs[i] = Value(Restride(inputs[i].to_tensor(), input_expect_[i]));
+    }
+    slots[slot_of_[inputs_[i]]] = std::move(inputs[i]);
+  }
   Stack stack;
   const bool profile = profiling_.load(std::memory_order_relaxed);
   using Clock = std::chrono::steady_clock;
@@ -239,9 +261,6 @@ Stack Plan::Run(Stack inputs) const {
 void Plan::SetProfiling(bool on) {
   TB_CHECK(finalized_, ValueError) << "Plan: profiling starts after Finalize";
   if (on) {
-    // Counters are made once and only cleared after: a run on another thread may be
-    // reading them.
-    if (!counters_) counters_ = std::make_unique<Counters[]>(nodes_.size());
     for (size_t i = 0; i < nodes_.size(); ++i) {
       counters_[i].calls.store(0, std::memory_order_relaxed);
       counters_[i].ns.store(0, std::memory_order_relaxed);
@@ -257,7 +276,7 @@ std::vector<Plan::NodeTime> Plan::NodeTimes() const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
     NodeTime t{n.name, table_->Info(n.op).qualified, n.resolution.served_by};
-    if (counters_) {
+    if (finalized_) {
       t.calls = counters_[i].calls.load(std::memory_order_relaxed);
       t.total_ns = counters_[i].ns.load(std::memory_order_relaxed);
       t.min_ns = t.calls ? counters_[i].min_ns.load(std::memory_order_relaxed) : 0;

@@ -60,7 +60,8 @@ class TB_API Plan {
   // The strides the captured graph expects of a value (torch's meta function's). A kernel
   // may lay a result out otherwise (a contiguous result where torch keeps its input's
   // layout): where the graph depends on the layout (views, as_strided, outputs), the plan
-  // then copies the result into the expected strides. Dimensions of size 1 do not count.
+  // then copies the result into the expected strides. An input given expected strides is
+  // copied into them when it arrives laid out otherwise. Dimensions of size 1 do not count.
   void ExpectStrides(int value, std::vector<int64_t> strides);
   // Resolves kernels, computes liveness and assigns slots. Nothing can be added afterwards.
   void Finalize();
@@ -123,10 +124,11 @@ class TB_API Plan {
   std::vector<Node> nodes_;
   std::vector<Arg> outputs_;
   std::vector<std::string> value_names_;
-  std::vector<int> slot_of_;        // value number -> slot
-  std::vector<int> output_inputs_;  // set by Finalize()
+  std::vector<int> slot_of_;                            // value number -> slot
+  std::vector<int> output_inputs_;                      // set by Finalize()
   std::vector<std::vector<int64_t>> expected_strides_;  // by value number (ExpectStrides)
-  OpId empty_strided_op_ = 0, copy_op_ = 0;            // for Restride, set by Finalize()
+  std::vector<std::vector<int64_t>> input_expect_;      // per input; empty: none expected
+  OpId empty_strided_op_ = 0, copy_op_ = 0;             // for Restride, set by Finalize()
   mutable std::atomic<uint64_t> restrides_{0};
   size_t num_slots_ = 0;
   bool finalized_ = false;
@@ -134,7 +136,7 @@ class TB_API Plan {
     std::atomic<uint64_t> calls{0}, ns{0}, min_ns{UINT64_MAX};
   };
   std::atomic<bool> profiling_{false};
-  std::unique_ptr<Counters[]> counters_;  // one per node, made by SetProfiling(true)
+  std::unique_ptr<Counters[]> counters_;  // one per node, made by Finalize()
 };
 
 }  // namespace tb

@@ -360,7 +360,13 @@ Value Check(const FunctionSchema& s, const Argument& a, Value v) {
       if (v.tag() != Value::Tag::kString) BadArg(s, a, v);
       return v;
     case TypeKind::kDevice:
-      if (v.tag() == Value::Tag::kString && v.to_string() == "cpu") return Value(Device{});
+      if (v.tag() == Value::Tag::kString) {
+        const std::string& d = v.to_string();
+        if (d == "cpu" || d == "cpu:0") return Value(Device{});
+        TB_THROW(NotImplementedError)
+            << s.name().ToString() << ": argument '" << a.name << "': device '" << d
+            << "' is not supported (the table's kernels run on the cpu)";
+      }
       if (v.tag() != Value::Tag::kDevice) BadArg(s, a, v);
       return v;
     case TypeKind::kGenerator:

@@ -6,8 +6,13 @@
    trained with torch.optim; the numpy arrays change in place.
 3. torch.compile(model, backend="tensorbridge"): the captured graph becomes a C++ plan,
    built once, run on the wrapped arrays; new batch sizes get plans of their own.
-4. call_torch: a torch function called from JAX, under jax.jit and jax.grad.
-5. How every op was served: kernel, composite, decomposition or PyTorch fallback.
+4. A real model from transformers (LLaMA, small random config): eager on weights tensorbridge
+   wraps, a compiled training step, and greedy generation with a KV cache, eager and compiled,
+   all against torch.
+5. call_torch: a torch function called from JAX, under jax.jit and jax.grad.
+6. A transformers model (BERT, small random config) from JAX: its forward inside jax.jit,
+   and a jax.jit(jax.value_and_grad(...)) step over its parameters, against torch autograd.
+7. How every op was served: kernel, composite, decomposition or PyTorch fallback.
 """
 
 import warnings
@@ -107,8 +112,30 @@ def step3_compile() -> None:
     )
 
 
-def step4_call_torch_from_jax() -> None:
-    print("-- 4. a torch function inside jax.jit and jax.grad")
+def step4_transformers_model() -> None:
+    print("-- 4. a transformers model (LLaMA: grouped-query attention, rotary embeddings)")
+    try:
+        from tensorbridge import zoo
+    except ImportError:
+        print("   (transformers not installed)")
+        return
+    for mode, what in (
+        ("eager", "eager on wrapped weights"),
+        ("train", "compiled training step (loss and every gradient)"),
+        ("generate", "greedy generation, 8 tokens, eager and compiled"),
+    ):
+        torch._dynamo.reset()
+        r = zoo.check("llama", mode)
+        assert r.ok, (mode, r.max_error)
+        print(
+            f"   {what}: max difference from torch {r.max_error:.1e}, "
+            f"ops on torch's fallback: {sum(r.fallbacks.values())}"
+            + (f"; {r.detail}" if r.detail else "")
+        )
+
+
+def step5_call_torch_from_jax() -> None:
+    print("-- 5. a torch function inside jax.jit and jax.grad")
     try:
         import jax
         import jax.numpy as jnp
@@ -131,14 +158,69 @@ def step4_call_torch_from_jax() -> None:
     print(f"   paths: {m['ffi_runs']} XLA FFI plan runs, {m['callback_runs']} host callbacks")
 
 
+def step6_transformers_model_from_jax() -> None:
+    print("-- 6. a transformers model under jax.jit and jax.grad")
+    try:
+        import jax
+        import jax.numpy as jnp
+        import transformers
+    except ImportError:
+        print("   (JAX or transformers not installed)")
+        return
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        vocab_size=100,
+        max_position_embeddings=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        attn_implementation="eager",
+    )
+    model = transformers.BertModel(config).eval()
+    ids = np.random.default_rng(3).integers(0, 100, (2, 16)).astype(np.int32)
+    # The model inside jax.jit: captured once into a plan (its weights bound in place).
+    out = jax.jit(lambda i: tb.call_torch(model, i))(jnp.asarray(ids))
+    with torch.no_grad():
+        want = model(torch.from_numpy(ids).long())
+    torch.testing.assert_close(torch.from_numpy(np.array(out.last_hidden_state)), want[0])
+    print(f"   jit: {type(out).__name__} of JAX arrays, keys {list(out.keys())}")
+    # Its trainable parameters as a JAX pytree; buffers (position_ids, ...) stay in the module.
+    params, apply = tb.functionalize(model)
+
+    def loss(p, i):
+        out = apply(p, i)
+        return jnp.mean(out.last_hidden_state**2) + jnp.mean(out.pooler_output)
+
+    value, grads = jax.jit(jax.value_and_grad(loss))(params, jnp.asarray(ids))
+    want = model(torch.from_numpy(ids).long())
+    ((want.last_hidden_state**2).mean() + want.pooler_output.mean()).backward()
+    scale = max(float(p.grad.abs().max()) for p in model.parameters())
+    err = max(
+        float(np.abs(np.asarray(grads[n]) - p.grad.numpy()).max())
+        for n, p in model.named_parameters()
+    )
+    assert err <= 1e-4 * scale, err
+    print(
+        f"   jit(value_and_grad): loss {float(value):.6f}, {len(grads)} parameter gradients, "
+        f"largest difference from torch autograd {err / scale:.1e} of the largest gradient"
+    )
+    m = tb.call_torch_metrics()
+    print(f"   paths: {m['ffi_runs']} XLA FFI plan runs, {m['callback_runs']} host callbacks")
+
+
 def main() -> None:
     print(f"tensorbridge {tb.__version__}, oneDNN {tb.onednn_info()}\n")
     tb.reset_metrics()
     step1_wrap_and_call()
     step2_train_on_numpy()
     step3_compile()
-    step4_call_torch_from_jax()
-    print("-- 5. how each op was served (top 15 by calls)")
+    step4_transformers_model()
+    step5_call_torch_from_jax()
+    step6_transformers_model_from_jax()
+    print("-- 7. how each op was served (top 15 by calls)")
     print("   " + "\n   ".join(tb.metrics_report().splitlines()[:16]))
     m = tb.metrics()
     total = {

@@ -1,5 +1,6 @@
 #include "interop/dlpack_convert.h"
 
+#include <cstdint>
 #include <utility>
 
 namespace tb {
@@ -168,11 +169,28 @@ Tensor DescribeDLTensor(const DLTensor& dl, bool read_only, MakeStorage&& make_s
     lo /= 8;
     hi /= 8;
   }
-  char* first = static_cast<char*>(dl.data) + dl.byte_offset;
-  if (numel == 0 && dl.data == nullptr) first = nullptr;
+  // The first element's address and the range the view reaches, computed on integers: a byte
+  // offset or extent that wraps around the address space is refused, not turned into a
+  // pointer (that arithmetic would be undefined).
+  const auto base = reinterpret_cast<uintptr_t>(dl.data);
+  uintptr_t first_addr = 0, lo_addr = 0, hi_addr = 0;
+  bool wraps = __builtin_add_overflow(base, dl.byte_offset, &first_addr);
+  if (numel > 0) {
+    // lo <= 0 <= hi; the unsigned negation is exact even for INT64_MIN.
+    wraps |=
+        __builtin_sub_overflow(first_addr, uintptr_t{0} - static_cast<uintptr_t>(lo), &lo_addr) ||
+        __builtin_add_overflow(first_addr, static_cast<uintptr_t>(hi), &hi_addr);
+  }
+  if (wraps) {
+    TB_THROW(BufferError) << "DLPack tensor of shape " << ShapeString(shape) << " at address "
+                          << base << " with byte_offset " << dl.byte_offset
+                          << " reaches past the end of the address space";
+  }
+  char* first = numel == 0 && dl.data == nullptr ? nullptr : reinterpret_cast<char*>(first_addr);
   Device device{static_cast<DeviceType>(dl.device.device_type), dl.device.device_id};
   std::shared_ptr<Storage> storage =
-      make_storage(numel > 0 ? first + lo : first, static_cast<size_t>(hi - lo), device);
+      make_storage(numel > 0 ? reinterpret_cast<char*>(lo_addr) : first,
+                   static_cast<size_t>(hi_addr - lo_addr), device);
   return Tensor(std::move(storage), first, std::move(shape), std::move(strides), dtype, device,
                 read_only);
 }

@@ -105,12 +105,11 @@ inline bool OneDnnEltwise(const Tensor& self, const Tensor& out, dnnl::algorithm
   try {
     auto prim = onednn::Cached(key, [&] {
       dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, alg, md, alpha, beta);
-      return dnnl::primitive(
-          dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(desc, onednn::Engine())));
+      return dnnl::primitive(dnnl::eltwise_forward(
+          dnnl::eltwise_forward::primitive_desc(desc, onednn::Attr(), onednn::Engine())));
     });
-    prim.execute(onednn::Stream(), {{DNNL_ARG_SRC, onednn::Wrap(md, self.data())},
-                                    {DNNL_ARG_DST, onednn::Wrap(md, out.mutable_data())}});
-    onednn::Stream().wait();
+    onednn::Execute(prim, {{DNNL_ARG_SRC, onednn::Wrap(md, self.data())},
+                           {DNNL_ARG_DST, onednn::Wrap(md, out.mutable_data())}});
     return true;
   } catch (const dnnl::error&) {
     return false;
@@ -152,14 +151,13 @@ inline Tensor OneDnnEltwiseBackward(const Tensor& grad, const Tensor& src, dnnl:
           dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, alg, md, alpha, beta),
           eng);
       dnnl::eltwise_backward::desc desc(alg, md, md, alpha, beta);
-      return dnnl::primitive(
-          dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(desc, eng, hint)));
+      return dnnl::primitive(dnnl::eltwise_backward(
+          dnnl::eltwise_backward::primitive_desc(desc, onednn::Attr(), eng, hint)));
     });
     Tensor out = EmptyDense(src.shape(), src.strides(), dt);
-    prim.execute(onednn::Stream(), {{DNNL_ARG_SRC, onednn::Wrap(md, src.data())},
-                                    {DNNL_ARG_DIFF_DST, onednn::Wrap(md, grad.data())},
-                                    {DNNL_ARG_DIFF_SRC, onednn::Wrap(md, out.mutable_data())}});
-    onednn::Stream().wait();
+    onednn::Execute(prim, {{DNNL_ARG_SRC, onednn::Wrap(md, src.data())},
+                           {DNNL_ARG_DIFF_DST, onednn::Wrap(md, grad.data())},
+                           {DNNL_ARG_DIFF_SRC, onednn::Wrap(md, out.mutable_data())}});
     return out;
   } catch (const dnnl::error&) {
     return Tensor();

@@ -1,7 +1,9 @@
 // Comparisons: aten::eq, ne, lt, le, gt, ge (.Tensor and .Scalar), with their in-place and
 // out= overloads. Operands compare in their promoted dtype (Half/BFloat16 as float); the
 // result is bool (in-place: converted to self's dtype). aten::equal: same shape and every
-// element equal (as eq: NaN is unequal to itself).
+// element equal (as eq: NaN is unequal to itself). aten::isin: whether each element equals
+// one of a set of test elements (in the promoted dtype; NaN is in no set).
+#include <algorithm>
 #include <string>
 
 #include "dispatch/op_table.h"
@@ -84,6 +86,49 @@ bool Equal(const Tensor& self, const Tensor& other) {
   return true;
 }
 
+// isin: the test elements sorted once (NaN dropped: it equals nothing), then a binary search
+// per element; O((n + m) log m).
+Tensor IsinImpl(const Tensor& elements, const Tensor& test, bool invert) {
+  constexpr const char* kOp = "aten::isin";
+  kernels::CheckCpu(kOp, {&elements, &test});
+  const DType dt = ResultType({Operand(elements), Operand(test)});
+  TB_CHECK(!IsComplex(dt), NotImplementedError)
+      << kOp << ": not implemented for " << DTypeName(dt) << " tensors";
+  Tensor out = Tensor::Empty(elements.shape(), DType::kBool);
+  if (out.numel() == 0) return out;
+  const Tensor e = Cast(elements, dt).contiguous();
+  const Tensor t = Cast(test, dt).contiguous();
+  bool* o = out.data_as<bool>();
+  TB_DISPATCH_T(dt, kOp, TB_TYPES_ALL, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using M = opmath_t<T>;
+    std::vector<M> set;
+    set.reserve(static_cast<size_t>(t.numel()));
+    const T* tp = t.data_as<const T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const M v = static_cast<M>(tp[i]);
+      if (v == v) set.push_back(v);  // NaN is in no set
+    }
+    std::sort(set.begin(), set.end());
+    const T* ep = e.data_as<const T>();
+    for (int64_t i = 0; i < e.numel(); ++i) {
+      const M v = static_cast<M>(ep[i]);
+      o[i] = (v == v && std::binary_search(set.begin(), set.end(), v)) != invert;
+    }
+  });
+  return out;
+}
+
+Tensor IsinTT(const Tensor& elements, const Tensor& test, bool /*assume_unique*/, bool invert) {
+  return IsinImpl(elements, test, invert);
+}
+Tensor IsinTS(const Tensor& elements, const Scalar& test, bool /*assume_unique*/, bool invert) {
+  return IsinImpl(elements, WrapScalar(test), invert);
+}
+Tensor IsinST(const Scalar& element, const Tensor& test, bool /*assume_unique*/, bool invert) {
+  return IsinImpl(WrapScalar(element), test, invert);
+}
+
 template <Cmp kKind>
 void RegisterCompare(KernelRegistrar& table) {
   using O = CompareOps<kKind>;
@@ -107,6 +152,9 @@ TB_REGISTER_KERNELS(compare) {
   RegisterCompare<Cmp::kGt>(table);
   RegisterCompare<Cmp::kGe>(table);
   table.RegisterKernel("aten::equal", DeviceType::kCPU, Boxed<&Equal>(), TB_HERE);
+  table.RegisterKernel("aten::isin.Tensor_Tensor", DeviceType::kCPU, Boxed<&IsinTT>(), TB_HERE);
+  table.RegisterKernel("aten::isin.Tensor_Scalar", DeviceType::kCPU, Boxed<&IsinTS>(), TB_HERE);
+  table.RegisterKernel("aten::isin.Scalar_Tensor", DeviceType::kCPU, Boxed<&IsinST>(), TB_HERE);
 }
 
 }  // namespace tb

@@ -177,13 +177,13 @@ OneDnnConv MakeOneDnnConv(Pass pass, const ConvParams& p, dnnl::memory::data_typ
   dnnl::convolution_forward::desc fwd(dnnl::prop_kind::forward_training,
                                       dnnl::algorithm::convolution_direct, src, wei, dst, s.strides,
                                       s.dil, s.pad_l, s.pad_r);
-  dnnl::convolution_forward::primitive_desc fwd_pd(fwd, eng);
+  dnnl::convolution_forward::primitive_desc fwd_pd(fwd, onednn::Attr(), eng);
   if (pass == Pass::kForward && bias) {
     md b({p.cout}, dt, dnnl::memory::format_tag::a);
     dnnl::convolution_forward::desc fb(dnnl::prop_kind::forward_training,
                                        dnnl::algorithm::convolution_direct, src, wei, b, dst,
                                        s.strides, s.dil, s.pad_l, s.pad_r);
-    dnnl::convolution_forward::primitive_desc pd(fb, eng);
+    dnnl::convolution_forward::primitive_desc pd(fb, onednn::Attr(), eng);
     return {dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc()};
   }
   if (pass == Pass::kForward) {
@@ -193,13 +193,13 @@ OneDnnConv MakeOneDnnConv(Pass pass, const ConvParams& p, dnnl::memory::data_typ
   if (pass == Pass::kBackwardData) {
     dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, src, wei, dst,
                                             s.strides, s.dil, s.pad_l, s.pad_r);
-    dnnl::convolution_backward_data::primitive_desc pd(d, eng, fwd_pd);
+    dnnl::convolution_backward_data::primitive_desc pd(d, onednn::Attr(), eng, fwd_pd);
     return {dnnl::convolution_backward_data(pd), pd.diff_src_desc(), pd.weights_desc(),
             pd.diff_dst_desc()};
   }
   dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, src, wei, dst,
                                              s.strides, s.dil, s.pad_l, s.pad_r);
-  dnnl::convolution_backward_weights::primitive_desc pd(d, eng, fwd_pd);
+  dnnl::convolution_backward_weights::primitive_desc pd(d, onednn::Attr(), eng, fwd_pd);
   return {dnnl::convolution_backward_weights(pd), pd.src_desc(), pd.diff_weights_desc(),
           pd.diff_dst_desc()};
 }
@@ -224,7 +224,6 @@ void OneDnnPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x,
     auto wm = onednn::Wrap(onednn::PlainDesc(s.wei, dt), w.data());
     auto ym = onednn::Wrap(onednn::PlainDesc(s.dst, dt), y.data());
     auto& eng = onednn::Engine();
-    auto& stream = onednn::Stream();
     if (pass == Pass::kForward) {
       auto xs = onednn::ToLayout(xm, c.src), ws = onednn::ToLayout(wm, c.wei);
       dnnl::memory ys = c.dst == ym.get_desc() ? ym : dnnl::memory(c.dst, eng);
@@ -233,22 +232,21 @@ void OneDnnPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x,
       if (bias) {
         args.emplace(DNNL_ARG_BIAS, onednn::Wrap(onednn::PlainDesc({p.cout}, dt), bias->data()));
       }
-      c.prim.execute(stream, args);
+      onednn::Execute(c.prim, args);
       onednn::FromLayout(ys, ym);
     } else if (pass == Pass::kBackwardData) {
       auto ys = onednn::ToLayout(ym, c.dst), ws = onednn::ToLayout(wm, c.wei);
       dnnl::memory xs = c.src == xm.get_desc() ? xm : dnnl::memory(c.src, eng);
-      c.prim.execute(stream,
-                     {{DNNL_ARG_DIFF_DST, ys}, {DNNL_ARG_WEIGHTS, ws}, {DNNL_ARG_DIFF_SRC, xs}});
+      onednn::Execute(c.prim,
+                      {{DNNL_ARG_DIFF_DST, ys}, {DNNL_ARG_WEIGHTS, ws}, {DNNL_ARG_DIFF_SRC, xs}});
       onednn::FromLayout(xs, xm);
     } else {
       auto ys = onednn::ToLayout(ym, c.dst), xs = onednn::ToLayout(xm, c.src);
       dnnl::memory ws = c.wei == wm.get_desc() ? wm : dnnl::memory(c.wei, eng);
-      c.prim.execute(stream,
-                     {{DNNL_ARG_DIFF_DST, ys}, {DNNL_ARG_SRC, xs}, {DNNL_ARG_DIFF_WEIGHTS, ws}});
+      onednn::Execute(c.prim,
+                      {{DNNL_ARG_DIFF_DST, ys}, {DNNL_ARG_SRC, xs}, {DNNL_ARG_DIFF_WEIGHTS, ws}});
       onednn::FromLayout(ws, wm);
     }
-    stream.wait();
   });
 }
 

@@ -1,6 +1,6 @@
 // Factories: aten::empty.memory_format, empty_strided, zeros, ones, full, scalar_tensor,
-// empty_like, zeros_like, ones_like, full_like, new_empty, new_zeros, new_ones, new_full,
-// arange (default, start, start_step), linspace.
+// empty_like, zeros_like, ones_like, full_like, new_empty, new_empty_strided, new_zeros, new_ones,
+// new_full, arange (default, start, start_step), linspace.
 //
 // The dtype is the one given, else torch's default: float32 for zeros / ones / empty /
 // scalar_tensor / linspace and for arange with a floating-point bound; int64 for integer
@@ -188,6 +188,13 @@ Tensor NewEmpty(const Tensor& self, const std::vector<int64_t>& size, std::optio
   return Tensor::Empty(size, dtype.value_or(self.dtype()));
 }
 
+// The autograd engine's way to lay a gradient out like its input (AccumulateGrad).
+Tensor NewEmptyStrided(const Tensor& self, const std::vector<int64_t>& size,
+                       const std::vector<int64_t>& stride, std::optional<DType> dtype,
+                       const Value& layout, const Value& device, const Value& pin_memory) {
+  return EmptyStrided(size, stride, dtype.value_or(self.dtype()), layout, device, pin_memory);
+}
+
 Tensor NewZeros(const Tensor& self, const std::vector<int64_t>& size, std::optional<DType> dtype,
                 const Value& layout, const Value& device, const Value& /*pin_memory*/) {
   CheckOptions(layout, device, "aten::new_zeros");
@@ -325,6 +332,7 @@ TB_REGISTER_KERNELS(factory) {
   table.RegisterKernel("aten::ones_like", cpu, Boxed<&OnesLike>(), TB_HERE);
   table.RegisterKernel("aten::full_like", cpu, Boxed<&FullLike>(), TB_HERE);
   table.RegisterKernel("aten::new_empty", cpu, Boxed<&NewEmpty>(), TB_HERE);
+  table.RegisterKernel("aten::new_empty_strided", cpu, Boxed<&NewEmptyStrided>(), TB_HERE);
   table.RegisterKernel("aten::new_zeros", cpu, Boxed<&NewZeros>(), TB_HERE);
   table.RegisterKernel("aten::new_ones", cpu, Boxed<&NewOnes>(), TB_HERE);
   table.RegisterKernel("aten::new_full", cpu, Boxed<&NewFull>(), TB_HERE);

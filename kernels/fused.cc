@@ -79,7 +79,7 @@ bool OneDnnLinear(const char* op, const Tensor& bias, Tensor a, Tensor b, Linear
   std::string key = onednn::Key("matmul_bias_act", m, k, n, as, bs, static_cast<int>(act));
   onednn::Guard(op, [&] {
     auto prim = onednn::Cached(key, [&] {
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = onednn::Attr();
       attr.set_post_ops(PostOps(act));
       dnnl::matmul::desc desc(a_md, b_md, bias_md, c_md);
       return dnnl::primitive(
@@ -87,10 +87,9 @@ bool OneDnnLinear(const char* op, const Tensor& bias, Tensor a, Tensor b, Linear
     });
     auto am = onednn::Wrap(a_md, a.data()), bm = onednn::Wrap(b_md, b.data());
     auto biasm = onednn::Wrap(bias_md, bc.data()), cm = onednn::Wrap(c_md, out->data());
-    prim.execute(
-        onednn::Stream(),
+    onednn::Execute(
+        prim,
         {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_BIAS, biasm}, {DNNL_ARG_DST, cm}});
-    onednn::Stream().wait();
   });
   return true;
 }
@@ -115,7 +114,7 @@ bool OneDnnInnerProduct(const char* op, const Tensor* bias, const Tensor& a, con
                                 static_cast<int>(bc.defined()), static_cast<int>(oi));
   onednn::Guard(op, [&] {
     auto prim = onednn::Cached(key, [&] {
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = onednn::Attr();
       attr.set_post_ops(PostOps(act));
       const auto prop = dnnl::prop_kind::forward_inference;
       auto desc = bc.defined()
@@ -128,14 +127,12 @@ bool OneDnnInnerProduct(const char* op, const Tensor* bias, const Tensor& a, con
     auto dm = onednn::Wrap(dst_md, out->data());
     if (bc.defined()) {
       auto bm = onednn::Wrap(bias_md, bc.data());
-      prim.execute(
-          onednn::Stream(),
+      onednn::Execute(
+          prim,
           {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dm}});
     } else {
-      prim.execute(onednn::Stream(),
-                   {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
+      onednn::Execute(prim, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dm}});
     }
-    onednn::Stream().wait();
   });
   return true;
 }

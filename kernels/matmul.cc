@@ -88,7 +88,7 @@ void OneDnnGemm(const char* op, const Tensor& out, Tensor a, Tensor b, double al
   std::string key = onednn::Key("matmul", static_cast<int>(dt), ad, as, bd, bs, alpha, beta);
   onednn::Guard(op, [&] {
     auto prim = onednn::Cached(key, [&] {
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = onednn::Attr();
       if (alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(alpha)});
       if (beta != 0.0) {
         dnnl::post_ops po;
@@ -101,9 +101,7 @@ void OneDnnGemm(const char* op, const Tensor& out, Tensor a, Tensor b, double al
     });
     auto am = onednn::Wrap(a_md, a.data()), bm = onednn::Wrap(b_md, b.data());
     auto cm = onednn::Wrap(c_md, out.data());
-    prim.execute(onednn::Stream(),
-                 {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-    onednn::Stream().wait();
+    onednn::Execute(prim, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   });
 }
 

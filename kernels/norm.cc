@@ -64,7 +64,7 @@ bool OneDnnLayerNorm(const Tensor& x, const std::optional<Tensor>& w,
       dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_training, md, smd,
                                                 static_cast<float>(eps), flags);
       return dnnl::primitive(dnnl::layer_normalization_forward(
-          dnnl::layer_normalization_forward::primitive_desc(d, onednn::Engine())));
+          dnnl::layer_normalization_forward::primitive_desc(d, onednn::Attr(), onednn::Engine())));
     });
     *mean = Tensor::Empty({m}, DType::kFloat32);
     *var = Tensor::Empty({m}, DType::kFloat32);
@@ -75,8 +75,7 @@ bool OneDnnLayerNorm(const Tensor& x, const std::optional<Tensor>& w,
                                                {DNNL_ARG_VARIANCE, onednn::Wrap(smd, var->data())}};
     if (w) args.emplace(DNNL_ARG_SCALE, onednn::Wrap(pmd, wc.data()));
     if (b) args.emplace(DNNL_ARG_SHIFT, onednn::Wrap(pmd, bc.data()));
-    prim.execute(onednn::Stream(), args);
-    onednn::Stream().wait();
+    onednn::Execute(prim, args);
     return true;
   } catch (const dnnl::error&) {
     return false;
@@ -175,7 +174,7 @@ bool OneDnnLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& me
       dnnl::layer_normalization_backward::desc d(dnnl::prop_kind::backward, md, md, smd, 0.f,
                                                  flags);
       return dnnl::primitive(dnnl::layer_normalization_backward(
-          dnnl::layer_normalization_backward::primitive_desc(d, eng, hint)));
+          dnnl::layer_normalization_backward::primitive_desc(d, onednn::Attr(), eng, hint)));
     });
     Tensor mu = mean.contiguous(), var = VarianceFromRstd(rstd);
     Tensor w = F32Param(weight, n, 1.f), shift = F32Param(std::nullopt, n, 0.f);

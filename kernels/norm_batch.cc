@@ -68,8 +68,9 @@ bool OneDnnBatchNormTraining(const Tensor& x, const std::optional<Tensor>& weigh
         onednn::Cached(onednn::Key("bnorm", sh.n, sh.c, sh.s, eps, static_cast<int>(flags)), [&] {
           dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_training, md,
                                                     static_cast<float>(eps), flags);
-          return dnnl::primitive(dnnl::batch_normalization_forward(
-              dnnl::batch_normalization_forward::primitive_desc(d, onednn::Engine())));
+          return dnnl::primitive(
+              dnnl::batch_normalization_forward(dnnl::batch_normalization_forward::primitive_desc(
+                  d, onednn::Attr(), onednn::Engine())));
         });
     Tensor mu = Tensor::Empty({sh.c}, DType::kFloat32), v = Tensor::Empty({sh.c}, DType::kFloat32);
     Tensor w = F32Param(weight, sh.c, 1.f), b = F32Param(bias, sh.c, 0.f);
@@ -290,7 +291,7 @@ bool OneDnnBatchNormBackward(const Tensor& x, const Tensor& dy, const std::optio
           dnnl::batch_normalization_backward::desc d(dnnl::prop_kind::backward, md, md,
                                                      static_cast<float>(eps), flags);
           return dnnl::primitive(dnnl::batch_normalization_backward(
-              dnnl::batch_normalization_backward::primitive_desc(d, eng, hint)));
+              dnnl::batch_normalization_backward::primitive_desc(d, onednn::Attr(), eng, hint)));
         });
     Tensor mu = mean.contiguous(), v = var.contiguous();
     Tensor w = F32Param(weight, sh.c, 1.f), shift = F32Param(std::nullopt, sh.c, 0.f);

@@ -154,9 +154,6 @@ inline Tensor InvStd(const Tensor& var, double eps) {
 
 using Args = std::unordered_map<int, dnnl::memory>;
 
-inline void Execute(const dnnl::primitive& prim, const Args& args) {
-  prim.execute(onednn::Stream(), args);
-  onednn::Stream().wait();
-}
+using onednn::Execute;
 
 }  // namespace tb::kernels::norm

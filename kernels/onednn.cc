@@ -59,6 +59,56 @@ dnnl::stream& Stream() {
   return stream;
 }
 
+dnnl::primitive_attr Attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+namespace {
+
+// Up to this size, a thread keeps its scratchpad between executions; larger ones (rare: im2col
+// buffers of large convolutions) are made for the call and freed after it.
+constexpr size_t kKeptScratchpadBytes = size_t{16} << 20;
+
+dnnl::memory ScratchpadMemory(size_t nbytes) {
+  return dnnl::memory(dnnl::memory::desc({static_cast<dnnl::memory::dim>(nbytes)},
+                                         dnnl::memory::data_type::u8, dnnl::memory::format_tag::a),
+                      Engine());
+}
+
+}  // namespace
+
+void Execute(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args) {
+  const_dnnl_primitive_desc_t pd = prim.get_primitive_desc();
+  const_dnnl_primitive_attr_t attr = nullptr;
+  dnnl_scratchpad_mode_t mode = dnnl_scratchpad_mode_library;
+  TB_ICHECK(dnnl_primitive_desc_get_attr(pd, &attr) == dnnl_success &&
+            dnnl_primitive_attr_get_scratchpad_mode(attr, &mode) == dnnl_success &&
+            mode == dnnl_scratchpad_mode_user)
+      << "a oneDNN primitive made without onednn::Attr() (a library-managed scratchpad is "
+         "shared by every thread that runs the primitive)";
+  const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  const size_t nbytes = md != nullptr ? dnnl_memory_desc_get_size(md) : 0;
+  if (nbytes > kKeptScratchpadBytes) {
+    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, ScratchpadMemory(nbytes));
+  } else if (nbytes > 0) {
+    // This thread's scratchpad, grown to the largest asked for on the thread (a primitive
+    // takes a larger one than it needs). One execution uses it at a time: Execute does not
+    // nest, and OpenMP workers inside the call share their caller's.
+    thread_local dnnl::memory kept;
+    thread_local size_t kept_bytes = 0;
+    if (nbytes > kept_bytes) {
+      kept_bytes = (nbytes + 4095) / 4096 * 4096;
+      kept = ScratchpadMemory(kept_bytes);
+    }
+    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, kept);
+  }
+  dnnl::stream& stream = Stream();
+  prim.execute(stream, args);
+  stream.wait();  // the scratchpad must outlive the execution
+}
+
 dnnl::primitive Cached(const std::string& key, const std::function<dnnl::primitive()>& make) {
   static std::mutex mu;
   static auto* cache = new std::unordered_map<std::string, dnnl::primitive>();

@@ -1,6 +1,15 @@
 // Private to kernels/: access to the engine, the per-thread stream and the primitive cache,
 // plus small helpers the oneDNN-backed kernels share (memory descriptors of tensors, cache
 // keys, a typed cache for primitives kept with their descriptors, layout conversion).
+//
+// Threads. A cached primitive is shared by every thread that calls the op, so it must never
+// own mutable state. With oneDNN's default, library-managed scratchpad it does: the buffer
+// for its temporaries (brgemm's per-thread batch of A/B block addresses, packed copies of
+// blocks, partial sums) is allocated with the primitive and indexed by the OpenMP thread
+// number inside the call, so two callers executing it at once both write slot 0 and one reads
+// the other's operand addresses (oneDNN documents library scratchpads as not thread-safe).
+// Every primitive here is therefore made with Attr() (a user-managed scratchpad) and run
+// through Execute(), which lends each execution the calling thread's own scratchpad.
 #pragma once
 
 #include <functional>
@@ -22,6 +31,14 @@ namespace tb::onednn {
 dnnl::engine& Engine();
 // One stream per thread: primitives are immutable and may run concurrently.
 dnnl::stream& Stream();
+
+// The attributes every cached primitive starts from: a user-managed scratchpad (see above).
+dnnl::primitive_attr Attr();
+
+// Runs `prim` (made with Attr()) on this thread's stream with this thread's scratchpad, and
+// waits for it. Raises an internal error for a primitive with a library-managed
+// scratchpad, which would be unsafe to share between threads.
+void Execute(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> args);
 
 // Returns the cached primitive for `key`, creating it with `make` on first use.
 dnnl::primitive Cached(const std::string& key, const std::function<dnnl::primitive()>& make);
@@ -97,15 +114,14 @@ inline dnnl::memory Wrap(const dnnl::memory::desc& md, const void* data) {
 inline dnnl::memory ToLayout(const dnnl::memory& user, const dnnl::memory::desc& want) {
   if (user.get_desc() == want) return user;
   dnnl::memory m(want, Engine());
-  dnnl::reorder(user, m).execute(Stream(), const_cast<dnnl::memory&>(user), m);
+  Execute(dnnl::reorder(user, m, Attr()), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, m}});
   return m;
 }
 
 // Copies `from` (a primitive's layout) into `user` when they are different memories.
 inline void FromLayout(const dnnl::memory& from, const dnnl::memory& user) {
   if (from.get() == user.get()) return;
-  dnnl::reorder(from, user)
-      .execute(Stream(), const_cast<dnnl::memory&>(from), const_cast<dnnl::memory&>(user));
+  Execute(dnnl::reorder(from, user, Attr()), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, user}});
 }
 
 // True when oneDNN lacks an implementation (as opposed to a real failure).

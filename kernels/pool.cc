@@ -89,19 +89,18 @@ bool OneDnnAvgPool(const PoolGeom& g, int64_t nsp, const Tensor& self, bool ceil
           dnnl::pooling_forward::desc(
               backward ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference,
               alg, smd, dmd, strides, kernel, pad, pad),
-          eng);
+          onednn::Attr(), eng);
       if (!backward) return dnnl::primitive(dnnl::pooling_forward(fwd));
       dnnl::pooling_backward::desc d(alg, smd, dmd, strides, kernel, pad, pad);
-      return dnnl::primitive(
-          dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(d, eng, fwd)));
+      return dnnl::primitive(dnnl::pooling_backward(
+          dnnl::pooling_backward::primitive_desc(d, onednn::Attr(), eng, fwd)));
     });
     auto sm = onednn::Wrap(smd, src.data()), dm = onednn::Wrap(dmd, dst.data());
     if (backward) {
-      prim.execute(onednn::Stream(), {{DNNL_ARG_DIFF_DST, dm}, {DNNL_ARG_DIFF_SRC, sm}});
+      onednn::Execute(prim, {{DNNL_ARG_DIFF_DST, dm}, {DNNL_ARG_DIFF_SRC, sm}});
     } else {
-      prim.execute(onednn::Stream(), {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
+      onednn::Execute(prim, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_DST, dm}});
     }
-    onednn::Stream().wait();
     return true;
   } catch (const dnnl::error&) {
     return false;

@@ -60,12 +60,11 @@ bool OneDnnSoftmax(const Tensor& x, const Tensor& out, const Split& s, bool log)
       dnnl::softmax_v2_forward::desc d(
           dnnl::prop_kind::forward_inference,
           log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, smd, dmd, 1);
-      return dnnl::primitive(
-          dnnl::softmax_v2_forward(dnnl::softmax_v2_forward::primitive_desc(d, onednn::Engine())));
+      return dnnl::primitive(dnnl::softmax_v2_forward(
+          dnnl::softmax_v2_forward::primitive_desc(d, onednn::Attr(), onednn::Engine())));
     });
-    prim.execute(onednn::Stream(), {{DNNL_ARG_SRC, onednn::Wrap(smd, x.data())},
-                                    {DNNL_ARG_DST, onednn::Wrap(dmd, out.data())}});
-    onednn::Stream().wait();
+    onednn::Execute(prim, {{DNNL_ARG_SRC, onednn::Wrap(smd, x.data())},
+                           {DNNL_ARG_DST, onednn::Wrap(dmd, out.data())}});
     return true;
   } catch (const dnnl::error&) {
     return false;
@@ -90,13 +89,12 @@ bool OneDnnSoftmaxBackward(const Tensor& g, const Tensor& y, const Tensor& out, 
       dnnl::softmax_v2_forward::primitive_desc hint(
           dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_training, alg, md, md, 1), eng);
       dnnl::softmax_v2_backward::desc d(alg, md, md, md, 1);
-      return dnnl::primitive(
-          dnnl::softmax_v2_backward(dnnl::softmax_v2_backward::primitive_desc(d, eng, hint)));
+      return dnnl::primitive(dnnl::softmax_v2_backward(
+          dnnl::softmax_v2_backward::primitive_desc(d, onednn::Attr(), eng, hint)));
     });
-    prim.execute(onednn::Stream(), {{DNNL_ARG_DST, onednn::Wrap(md, y.data())},
-                                    {DNNL_ARG_DIFF_DST, onednn::Wrap(md, g.data())},
-                                    {DNNL_ARG_DIFF_SRC, onednn::Wrap(md, out.data())}});
-    onednn::Stream().wait();
+    onednn::Execute(prim, {{DNNL_ARG_DST, onednn::Wrap(md, y.data())},
+                           {DNNL_ARG_DIFF_DST, onednn::Wrap(md, g.data())},
+                           {DNNL_ARG_DIFF_SRC, onednn::Wrap(md, out.data())}});
     return true;
   } catch (const dnnl::error&) {
     return false;

@@ -78,8 +78,11 @@ const FuncInfo& Info(py::handle func) {
       break;
     }
   }
-  func.inc_ref();
-  return st.funcs.emplace(func.ptr(), std::move(info)).first->second;
+  // The attribute reads above may run Python code and let another thread fill the entry
+  // first: the reference is taken once, by the thread that inserts.
+  auto [it_new, inserted] = st.funcs.emplace(func.ptr(), std::move(info));
+  if (inserted) func.inc_ref();
+  return it_new->second;
 }
 
 // Unwraps one argument. Returns false when a tensorbridge.Tensor without data (a tracer's

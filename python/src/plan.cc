@@ -1,5 +1,8 @@
 // tensorbridge._C.Plan: building and running captured graphs from Python.
 #include "dispatch/plan.h"
+
+#include <pybind11/gil_safe_call_once.h>
+
 #include "bridge/alloc_stats.h"
 #include "bridge/host_allocator.h"
 #include "dlpack_py.h"
@@ -45,29 +48,34 @@ struct TorchSide {
   py::object from_capsule;  // torch._C._from_dlpack, where the table has no to_py
 };
 
-const TorchSide& Torch() {
-  static TorchSide* side = [] {
-    auto* t = new TorchSide;  // never freed: outlives the interpreter's last plan call
-    py::module_ torch = py::module_::import("torch");
-    py::object tensor = torch.attr("Tensor");
-    t->tensor = reinterpret_cast<PyTypeObject*>(tensor.ptr());
-    t->parameter = reinterpret_cast<PyTypeObject*>(torch.attr("nn").attr("Parameter").ptr());
-    py::object cap = py::getattr(tensor, "__dlpack_c_exchange_api__", py::none());
-    if (!cap.is_none() && PyCapsule_IsValid(cap.ptr(), "dlpack_exchange_api")) {
-      auto* header = static_cast<DLPackExchangeAPIHeader*>(
-          PyCapsule_GetPointer(cap.ptr(), "dlpack_exchange_api"));
-      while (header != nullptr && header->version.major != TB_DLPACK_MAJOR_VERSION) {
-        header = header->prev_api;
-      }
-      if (header != nullptr) {
-        t->to_py =
-            reinterpret_cast<const DLPackExchangeAPI*>(header)->managed_tensor_to_py_object_no_sync;
-      }
+TorchSide* MakeTorchSide() {
+  auto* t = new TorchSide;  // never freed: outlives the interpreter's last plan call
+  py::module_ torch = py::module_::import("torch");
+  py::object tensor = torch.attr("Tensor");
+  t->tensor = reinterpret_cast<PyTypeObject*>(tensor.ptr());
+  t->parameter = reinterpret_cast<PyTypeObject*>(torch.attr("nn").attr("Parameter").ptr());
+  py::object cap = py::getattr(tensor, "__dlpack_c_exchange_api__", py::none());
+  if (!cap.is_none() && PyCapsule_IsValid(cap.ptr(), "dlpack_exchange_api")) {
+    auto* header = static_cast<DLPackExchangeAPIHeader*>(
+        PyCapsule_GetPointer(cap.ptr(), "dlpack_exchange_api"));
+    while (header != nullptr && header->version.major != TB_DLPACK_MAJOR_VERSION) {
+      header = header->prev_api;
     }
-    t->from_capsule = torch.attr("_C").attr("_from_dlpack");
-    return t;
-  }();
-  return *side;
+    if (header != nullptr) {
+      t->to_py =
+          reinterpret_cast<const DLPackExchangeAPI*>(header)->managed_tensor_to_py_object_no_sync;
+    }
+  }
+  t->from_capsule = torch.attr("_C").attr("_from_dlpack");
+  return t;
+}
+
+const TorchSide& Torch() {
+  // Made under the GIL by the first caller: gil_safe_call_once_and_store rather than a
+  // function-local static, whose guard would deadlock a second thread that waits for it with
+  // the GIL held while the first runs Python (the import) and needs the GIL back.
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<TorchSide*> side;
+  return *side.call_once_and_store_result(MakeTorchSide).get_stored();
 }
 
 // A torch tensor sharing the memory of `t` (no copy).

@@ -36,7 +36,8 @@ from tensorbridge._C import (
 )
 from tensorbridge._compile import explain, load_exported, plan_metrics, reset_plan_metrics
 from tensorbridge._config import config
-from tensorbridge._jax import call_torch, call_torch_metrics, functionalize, torch_function
+from tensorbridge._functionalize import functionalize
+from tensorbridge._jax import call_torch, call_torch_metrics, torch_function
 from tensorbridge._profile import profile
 from tensorbridge._registry import KernelHandle, register_kernel
 from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module

@@ -125,8 +125,14 @@ def _fusions(gm: torch.fx.GraphModule) -> dict:
 
 
 class _Builder:
-    def __init__(self, gm: torch.fx.GraphModule):
+    """Builds the plan of an ATen FX graph. ``contiguous_io``: the caller hands over and takes
+    back contiguous buffers (as XLA does), so inputs traced with other strides are copied into
+    them, and outputs need no particular layout (dynamo's guards ensure the inputs' strides
+    otherwise, and its callers see the outputs' strides)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, contiguous_io: bool = False):
         self.gm = gm
+        self.contiguous_io = contiguous_io
         self.plan = _C.Plan()
         self.env: dict = {}
         self.fused = _fusions(gm) if fusion else {}
@@ -209,17 +215,36 @@ class _Builder:
     def _expect_strides(self):
         """Gives the plan the graph's strides of every value whose layout the graph depends
         on: the inputs of views and as_strided, and the outputs (which AOT autograd may view
-        again, and which a backward graph reads with the strides it was traced with)."""
+        again, and which a backward graph reads with the strides it was traced with); for a
+        view, the value it views."""
         need = []
         for n in self.gm.graph.nodes:
-            if n.op == "output":
+            if n.op == "placeholder" and self.contiguous_io:
+                meta = n.meta.get("val")
+                if isinstance(meta, torch.Tensor) and all(
+                    isinstance(x, int) for x in meta.stride()
+                ):
+                    if not meta.is_contiguous():
+                        self.plan.expect_strides(self.env[n], list(meta.stride()))
+            if n.op == "output" and not self.contiguous_io:
                 outs = n.args[0]
                 need.extend(outs if isinstance(outs, (list, tuple)) else (outs,))
             elif n.op == "call_function" and n.target in _LAYOUT_SENSITIVE:
                 need.append(n.args[0])
         done = set()
         for src in need:
-            if not isinstance(src, torch.fx.Node) or src in done or src.op != "call_function":
+            if not isinstance(src, torch.fx.Node):
+                continue
+            # A view's layout follows its base's: the first node up its chain of views that
+            # computes a value is the one to check. A chain that starts at an input or a
+            # constant keeps that memory's own layout (bound as it is, no copy).
+            while (
+                src.op == "call_function"
+                and (getattr(src.target, "is_view", False) or src.target in _VIEWS)
+                and isinstance(src.args[0], torch.fx.Node)
+            ):
+                src = src.args[0]
+            if src in done or src.op != "call_function":
                 continue
             done.add(src)
             value = self.env.get(src)
@@ -437,8 +462,13 @@ def _compile_static(gm, record, kind, specialized=None):
 
 
 # relu's backward is threshold_backward; decomposed, it is a le and a where over the whole
-# activation (two passes, an extra buffer), so it stays whole where a kernel serves it.
-_KEEP_WHOLE = (_aten.native_batch_norm_backward.default, _aten.threshold_backward.default)
+# activation (two passes, an extra buffer), so it stays whole where a kernel serves it. The CPU
+# flash attention op decomposed is the full [L, S] score matrix; whole, it is the fused kernel.
+_KEEP_WHOLE = (
+    _aten.native_batch_norm_backward.default,
+    _aten.threshold_backward.default,
+    _aten._scaled_dot_product_flash_attention_for_cpu.default,
+)
 
 # Core decompositions that are wrong under autograd. The one of the CPU flash attention op
 # (meant for export) returns the attention weights where the op returns its logsumexp, which

@@ -7,11 +7,15 @@ DLPack). Under JAX transforms output shapes come from running the function once 
 signature on fake tensors, and the function becomes a ``custom_vjp`` JAX function of one of
 two kinds (``jit_mode``):
 
-- ``"ffi"``: captured once into C++ plans (forward, and the vector-Jacobian product for the
-  backward pass) that an XLA FFI custom call runs on XLA's buffers with no Python per call
-  (``_jax_ffi``); under ``vmap`` the custom call runs once per batch element inside XLA.
+- ``"ffi"``: captured once into C++ plans that an XLA FFI custom call runs on XLA's buffers
+  with no Python per call (``_jax_ffi``): the forward; under ``jax.grad`` a forward that also
+  returns the activations the backward reads, and the backward (``_jax_grad``), for the
+  inputs JAX differentiates; under ``vmap`` the plan of ``torch.func.vmap`` of the function
+  (or, where that cannot be captured, the custom call once per batch element inside XLA).
 - ``"callback"``: ``jax.pure_callback`` runs the function on the host per call; the backward
   pass runs torch autograd; ``vmap`` runs the whole batch at once through ``torch.func.vmap``.
+
+Results come back as JAX pytrees of the containers the function returns (``_jax_tree``).
 
 ``"auto"`` (the default, ``tensorbridge.config.jit_mode``) takes the FFI where the function
 can be captured and the callback otherwise; ``metrics`` in ``call_torch_metrics()`` say which.
@@ -25,11 +29,11 @@ import numpy as np
 import torch
 import torch.utils._pytree as torch_pytree
 
-from tensorbridge import _jax_ffi
+from tensorbridge import _jax_ffi, _jax_grad, _jax_tree
 from tensorbridge._config import config
 from tensorbridge._tensor import Tensor, wrap
 
-__all__ = ["call_torch", "call_torch_metrics", "functionalize", "torch_function"]
+__all__ = ["call_torch", "call_torch_metrics", "torch_function"]
 
 _TORCH_DTYPE = {
     np.dtype(np.bool_): torch.bool,
@@ -88,7 +92,10 @@ def _run_eager(fn, args, kwargs):
     a, k = torch_pytree.tree_unflatten(tensors, spec)
     with torch.no_grad():
         out = fn(*a, **k)
-    return torch_pytree.tree_map(lambda t: _export(t, to_jax), out)
+    if not to_jax:
+        return torch_pytree.tree_map(lambda t: _export(t, False), out)
+    out_leaves, out_spec = torch_pytree.tree_flatten(out)
+    return _jax_tree.unflattener(_jax(), out_spec)([_export(t, True) for t in out_leaves])
 
 
 def _export(t, to_jax: bool):
@@ -116,22 +123,35 @@ def _meta_outputs(fn, leaves_spec, shapes_dtypes):
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     try:
-        with FakeTensorMode(), torch.no_grad():
+        with FakeTensorMode(allow_non_fake_inputs=True), torch.no_grad():
             fakes = [torch.empty(s, dtype=_torch_dtype(d)) for s, d in shapes_dtypes]
             args, kwargs = torch_pytree.tree_unflatten(fakes, leaves_spec)
             out = fn(*args, **kwargs)
     except Exception as e:
         raise ValueError(
             "call_torch under a JAX transform needs output shapes that depend only on input "
-            f"shapes (inferred once on fake tensors); {getattr(fn, '__name__', fn)} failed: {e}"
+            f"shapes (inferred once on fake tensors); {_jax_ffi.fn_name(fn)} failed: {e}"
         ) from e
     out_leaves, out_spec = torch_pytree.tree_flatten(out)
-    for o in out_leaves:
+    for i, o in enumerate(out_leaves):
         if not isinstance(o, torch.Tensor):
+            where = _leaf_path(out, i)
             raise TypeError(
-                f"call_torch: under a JAX transform every output must be a tensor, got {type(o).__name__}"
+                f"call_torch: under a JAX transform every output must be a tensor (in dicts, "
+                f"tuples, lists, dataclasses or other pytree containers), got "
+                f"{type(o).__name__} at {where} of {_jax_ffi.fn_name(fn)}; return only "
+                "the tensors you need"
             )
     return out_spec, [(tuple(o.shape), o.dtype) for o in out_leaves]
+
+
+def _leaf_path(tree, i: int) -> str:
+    """Where leaf `i` of `tree` sits, for messages (its key path where the containers have keys)."""
+    try:
+        path = torch_pytree.tree_flatten_with_path(tree)[0][i][0]
+        return torch_pytree.keystr(path) or "the output"
+    except Exception:  # a container registered without keys
+        return f"output leaf {i}"
 
 
 _NP_DTYPE = {v: k for k, v in _TORCH_DTYPE.items()}
@@ -152,6 +172,7 @@ class _Traced:
         self.fn = fn
         self.spec = spec
         self._out = {}
+        self._grad_fns = {}  # differentiated-input mask -> (forward, backward) FFI functions
 
     def out_info(self, shapes_dtypes):
         key = tuple(shapes_dtypes)
@@ -191,19 +212,20 @@ class _Traced:
             outs = torch.func.vmap(flat_fn, in_dims=tuple(in_dims))(*tensors)
         return [_export(o, False) for o in outs]
 
-    def host_backward(self, *arrays_and_cts):
+    def host_backward(self, mask, *arrays_and_cts):
+        """Torch autograd on the host: the gradients of the inputs in `mask`, given the
+        cotangents of the floating-point outputs."""
         _jax_ffi.count_callback_run()
-        n = len(arrays_and_cts) - len(self._last_out_info)
+        n = len(mask)
         arrays, cts = arrays_and_cts[:n], arrays_and_cts[n:]
         inputs = []
-        for a in arrays:
+        for a, m in zip(arrays, mask, strict=True):
             t = wrap(np.array(a))  # a private copy: autograd may need it writable
-            if t.dtype.is_floating_point or t.dtype.is_complex:
-                t.requires_grad_(True)
-            inputs.append(t)
+            inputs.append(t.requires_grad_(True) if m else t)
         args, kwargs = torch_pytree.tree_unflatten(inputs, self.spec)
         with torch.enable_grad():
             outs = torch_pytree.tree_leaves(self.fn(*args, **kwargs))
+        outs = [o for o in outs if o.dtype.is_floating_point or o.dtype.is_complex]
         diff = [t for t in inputs if t.requires_grad]
         pairs = [
             (o, wrap(np.asarray(c))) for o, c in zip(outs, cts, strict=True) if o.requires_grad
@@ -215,13 +237,11 @@ class _Traced:
             if pairs
             else [None] * len(diff)
         )
-        it = iter(grads)
-        result = []
-        for t, a in zip(inputs, arrays, strict=True):
-            if t.requires_grad:
-                g = next(it)
-                result.append(np.zeros(a.shape, a.dtype) if g is None else _export(g, False))
-        return result
+        dtypes = [a.dtype for a, m in zip(arrays, mask, strict=True) if m]
+        return [
+            np.zeros(t.shape, dt) if g is None else _export(g, False)
+            for g, t, dt in zip(grads, diff, dtypes, strict=True)
+        ]
 
     def _ffi_forward(self, jax, plan_id, result_shapes, jit_mode):
         """The forward through the FFI. Under ``vmap`` it runs one plan of the batched function
@@ -258,7 +278,7 @@ class _Traced:
         def batched_fn(*ts):
             return torch.func.vmap(flat_fn, in_dims=in_dims)(*ts)
 
-        batched_fn.__name__ = f"vmap({getattr(fn, '__name__', fn)})"
+        batched_fn.__name__ = f"vmap({_jax_ffi.fn_name(fn)})"
         traced = _Traced(batched_fn, torch_pytree.tree_flatten((tuple(arrays), {}))[1])
         shapes = tuple((tuple(a.shape), np.dtype(a.dtype)) for a in arrays)
         try:
@@ -267,13 +287,13 @@ class _Traced:
             return None
         return f if traced.uses_ffi else None
 
-    def _plans(self, jax, shapes_dtypes, out_info, diff_mask, jit_mode, note=True):
+    def _plans(self, jax, shapes_dtypes, out_info, jit_mode, note=True):
         """The forward plan id, or None for the callback path."""
         if jit_mode == "callback":
             return None
         why = _jax_ffi.ffi_usable(jax)
         forced = jit_mode == "ffi"
-        name = getattr(self.fn, "__name__", repr(self.fn))
+        name = _jax_ffi.fn_name(self.fn)
         try:
             if why is not None:
                 raise _jax_ffi.CaptureError(why)
@@ -290,47 +310,54 @@ class _Traced:
             return None
         return fwd
 
-    def _backward_plan(self, jax, shapes_dtypes, out_info, diff_mask, jit_mode):
-        """The FFI function of the backward plan (captured on first use), or None for the
-        callback (torch autograd on the host)."""
-        if not hasattr(self, "_ffi_backward"):
-            name = getattr(self.fn, "__name__", repr(self.fn))
+    def _grad_functions(self, jax, mask, shapes_dtypes, out_info, result_shapes, jit_mode):
+        """The FFI functions (forward with saved activations, backward) of the gradient of the
+        inputs in `mask`, captured on first use; None where the gradient takes the callback
+        (torch autograd on the host)."""
+        if mask not in self._grad_fns:
+            name = _jax_ffi.fn_name(self.fn)
             try:
-                bwd = _jax_ffi.capture_backward(
+                plans = _jax_grad.capture(
                     self.fn,
                     self.spec,
                     shapes_dtypes,
                     out_info,
-                    diff_mask,
+                    mask,
                     _torch_dtype,
                     allow_fallback=jit_mode == "ffi",
                 )
-                grad_shapes = [
+                saved = [jax.ShapeDtypeStruct(s, _np_dtype(d)) for s, d in plans.saved]
+                grads = [
                     jax.ShapeDtypeStruct(s, d)
-                    for (s, d), m in zip(shapes_dtypes, diff_mask, strict=True)
+                    for (s, d), m in zip(shapes_dtypes, mask, strict=True)
                     if m
                 ]
-                self._ffi_backward = _jax_ffi.ffi_function(jax, bwd, grad_shapes)
+                self._grad_fns[mask] = (
+                    _jax_ffi.ffi_function(jax, plans.forward, list(result_shapes) + saved),
+                    _jax_ffi.ffi_function(jax, plans.backward, grads),
+                )
             except _jax_ffi.CaptureError as e:
-                _jax_ffi.note_callback(f"{name} (backward): {e}")
-                self._ffi_backward = None
-        return self._ffi_backward
+                _jax_ffi.note_callback(f"{name} (gradient): {e}")
+                self._grad_fns[mask] = None
+        return self._grad_fns[mask]
 
     def build(self, jax, shapes_dtypes, jit_mode="auto", note=True):
         out_spec, out_info = self.out_info(shapes_dtypes)
-        self._last_out_info = out_info
+        out_tree = _jax_tree.unflattener(jax, out_spec)
         self._in_info = shapes_dtypes
         result_shapes = [jax.ShapeDtypeStruct(s, _np_dtype(d)) for s, d in out_info]
         if not jax.config.jax_enable_x64:
             for i, r in enumerate(result_shapes):
                 if r.dtype.itemsize == 8 and r.dtype.kind in "iuf":
                     raise TypeError(
-                        f"call_torch: output {i} of {getattr(self.fn, '__name__', self.fn)} is "
+                        f"call_torch: output {i} of {_jax_ffi.fn_name(self.fn)} is "
                         f"{r.dtype}, which JAX holds only with jax_enable_x64 on; cast it in the "
                         "torch function (e.g. .to(torch.int32)) or enable x64"
                     )
-        diff_mask = [np.issubdtype(np.dtype(d), np.inexact) for _, d in shapes_dtypes]
-        fwd_plan = self._plans(jax, shapes_dtypes, out_info, diff_mask, jit_mode, note)
+        inexact = [np.issubdtype(np.dtype(d), np.inexact) for _, d in shapes_dtypes]
+        float_out = [d.is_floating_point or d.is_complex for _, d in out_info]
+        n_out = len(out_info)
+        fwd_plan = self._plans(jax, shapes_dtypes, out_info, jit_mode, note)
         self.uses_ffi = fwd_plan is not None
 
         if fwd_plan is not None:
@@ -342,39 +369,60 @@ class _Traced:
                     self._host_dispatch, result_shapes, *arrays, vmap_method="expand_dims"
                 )
 
+        def grad_functions(mask):
+            if fwd_plan is None:
+                return None
+            return self._grad_functions(jax, mask, shapes_dtypes, out_info, result_shapes, jit_mode)
+
         @jax.custom_vjp
         def f(*arrays):
-            return forward(*arrays)
+            return tuple(forward(*arrays))
 
-        def f_fwd(*arrays):
-            return forward(*arrays), arrays
+        # symbolic_zeros: the forward learns which inputs JAX differentiates (`perturbed`), so
+        # the gradient plans compute only those; the backward learns which cotangents are zero.
+        def f_fwd(*primals):
+            arrays = tuple(p.value for p in primals)
+            mask = tuple(bool(p.perturbed) and m for p, m in zip(primals, inexact, strict=True))
+            # The mask rides in the residuals' structure: () for a differentiated input.
+            marker = tuple(() if m else None for m in mask)
+            fns = grad_functions(mask) if any(mask) else None
+            if fns is None:
+                return tuple(forward(*arrays)), (arrays, (), marker)
+            res = fns[0](*arrays)
+            return tuple(res[:n_out]), (arrays, tuple(res[n_out:]), marker)
 
-        def f_bwd(arrays, cts):
-            grad_shapes = [
-                jax.ShapeDtypeStruct(a.shape, a.dtype)
-                for a, m in zip(arrays, diff_mask, strict=True)
-                if m
+        def f_bwd(res, cts):
+            arrays, saved, marker = res
+            mask = tuple(m == () for m in marker)
+            cts = [c for c, fl in zip(cts, float_out, strict=True) if fl]
+            if not any(mask) or all(isinstance(c, _symbolic_zero(jax)) for c in cts):
+                return tuple(None for _ in arrays)
+            cts = [
+                jax.numpy.zeros(c.shape, c.dtype) if isinstance(c, _symbolic_zero(jax)) else c
+                for c in cts
             ]
-            ffi_backward = (
-                None
-                if fwd_plan is None
-                else self._backward_plan(jax, shapes_dtypes, out_info, diff_mask, jit_mode)
-            )
-            if ffi_backward is not None:
-                grads = iter(ffi_backward(*arrays, *cts))
+            fns = grad_functions(mask)
+            if fns is not None:
+                grads = iter(fns[1](*arrays, *saved, *cts))
             else:
+                grad_shapes = [
+                    jax.ShapeDtypeStruct(a.shape, a.dtype)
+                    for a, m in zip(arrays, mask, strict=True)
+                    if m
+                ]
                 grads = iter(
                     jax.pure_callback(
-                        self.host_backward, grad_shapes, *arrays, *cts, vmap_method="sequential"
+                        functools.partial(self.host_backward, mask),
+                        grad_shapes,
+                        *arrays,
+                        *cts,
+                        vmap_method="sequential",
                     )
                 )
-            out = []
-            for a, m in zip(arrays, diff_mask, strict=True):
-                out.append(next(grads) if m else np.zeros(a.shape, jax.dtypes.float0))
-            return tuple(out)
+            return tuple(next(grads) if m else None for m in mask)
 
-        f.defvjp(f_fwd, f_bwd)
-        return f, out_spec
+        f.defvjp(f_fwd, f_bwd, symbolic_zeros=True)
+        return f, out_tree
 
     def _host_dispatch(self, *arrays):
         # Under vmap (vmap_method="expand_dims") every argument gains leading axes: the batch
@@ -393,6 +441,10 @@ class _Traced:
         return [np.stack([r[k] for r in rows]) for k in range(len(rows[0]))]
 
 
+def _symbolic_zero(jax):
+    return jax.custom_derivatives.SymbolicZero
+
+
 def _run_jax(fn, args, kwargs, cache, jit_mode):
     jax = _jax()
     leaves, spec = torch_pytree.tree_flatten((args, kwargs))
@@ -406,9 +458,9 @@ def _run_jax(fn, args, kwargs, cache, jit_mode):
     if key not in cache:
         traced = _Traced(fn, spec)
         cache[key] = (traced, *traced.build(jax, shapes_dtypes, mode))
-    traced, f, out_spec = cache[key]
+    traced, f, out_tree = cache[key]
     outs = f(*leaves)
-    return torch_pytree.tree_unflatten(list(outs), out_spec)
+    return out_tree(list(outs))
 
 
 def _jit_mode(mode):
@@ -421,6 +473,10 @@ def _jit_mode(mode):
 def call_torch(fn, *args, jit_mode=None, **kwargs):
     """Runs torch function `fn` on numpy or JAX arrays (pytrees of them) and returns its results
     in the caller's framework. Works eagerly and inside ``jax.jit``, ``jax.grad``, ``jax.vmap``.
+
+    `fn` may be a module or a closure over one: under JAX transforms the tensors it holds
+    (parameters, buffers, constants) are captured with it, sharing their memory. Results come
+    back in the containers `fn` returns (dicts, tuples, ``ModelOutput``s, ...), arrays inside.
 
     ``jit_mode`` (keyword, not passed to `fn`) picks how the function runs under JAX
     transforms: ``"ffi"``, ``"callback"`` or ``"auto"``; None means ``config.jit_mode``."""
@@ -453,35 +509,3 @@ def _is_tracer(x) -> bool:
         return False
     jax = _jax()
     return isinstance(x, jax.core.Tracer)
-
-
-def functionalize(module: torch.nn.Module, *, jit_mode=None):
-    """``params, apply = functionalize(module)``: the module's parameters and buffers as JAX
-    arrays, and a pure function ``apply(params, *inputs)`` that runs the module with them, usable
-    under ``jax.jit`` and ``jax.grad`` (so a JAX/optax loop can train a torch model)."""
-    import jax.numpy as jnp
-
-    names = [n for n, _ in module.named_parameters()] + [n for n, _ in module.named_buffers()]
-    state = dict(module.named_parameters())
-    state.update(dict(module.named_buffers()))
-    params = {n: jnp.asarray(state[n].detach().cpu().numpy()) for n in names}
-
-    def run(params_, *inputs):
-        return torch.func.functional_call(module, params_, inputs)
-
-    traced = torch_function(run, jit_mode=jit_mode)
-
-    def apply(params_, *inputs):
-        return _run_jax_always(traced, run, params_, inputs)
-
-    return params, apply
-
-
-def _run_jax_always(traced, run, params_, inputs):
-    # Parameters may be concrete JAX arrays outside jit: route through the JAX path all the
-    # same, so that jax.grad sees a custom_vjp function.
-    jax = _jax()
-    leaves = torch_pytree.tree_leaves((params_, inputs))
-    if any(_is_tracer(x) for x in leaves):
-        return traced(params_, *inputs)
-    return jax.jit(lambda p, *i: traced(p, *i))(params_, *inputs)

@@ -1,14 +1,15 @@
 """call_torch inside ``jax.jit`` through XLA's FFI: the torch function captured once into a plan.
 
-Per input signature the function is traced with ``make_fx`` (functionalized, on fake tensors,
-with the compile backend's decomposition table) into an ATen graph, which becomes one
-``_C.Plan``; the plan is registered with the C++ FFI handler ``tensorbridge_plan`` under an
-integer id. Inside ``jax.jit`` the function lowers to an XLA custom call of that handler: each
-call wraps XLA's buffers as tensors (inputs read-only, no copy), runs the plan in C++ and
+Per input signature the function is traced with ``make_fx`` (on fake tensors, with the compile
+backend's decomposition table, functionalized where it mutates anything) into an ATen graph,
+which becomes one ``_C.Plan``; the plan is registered with the C++ FFI handler
+``tensorbridge_plan`` under an integer id. Tensors the function holds rather than takes (a
+module's parameters and buffers, constants) become constants of the plan that share the
+tensor's memory. Inside ``jax.jit`` the function lowers to an XLA custom call of that handler:
+each call wraps XLA's buffers as tensors (inputs read-only, no copy), runs the plan in C++ and
 copies its outputs into XLA's result buffers, with no Python and no GIL.
 
-The backward pass is captured the same way: ``torch.func.vjp`` of the function, traced by
-``make_fx``, gives one plan that recomputes the forward and runs the backward ops.
+The gradient is captured the same way, as a forward and a backward plan (``_jax_grad``).
 
 A function that cannot be captured stays on ``jax.pure_callback`` (in ``jit_mode="auto"``):
 output shapes that depend on data, ops the plan cannot hold, Python values in the graph, and
@@ -88,23 +89,49 @@ def _register(jax) -> None:
 
 
 def _trace(flat_fn, examples, grad: bool):
+    """The ATen graph of flat_fn on fake tensors of the examples' metadata: traced as it runs
+    (tensors the function holds -- parameters, buffers, constants -- become graph constants
+    that keep the very tensor, no copy), then functionalized by a second trace of that graph
+    where it mutates anything. (The first trace sees plain fake tensors, so that code which
+    asks whether it is being traced -- ``transformers``' mask utilities -- knows it is.)"""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from tensorbridge._compile import _decompositions
 
+    # A graph that autograd differentiates keeps the ops whose core decomposition is wrong
+    # under autograd (see _compile._NOT_UNDER_AUTOGRAD) whole; a forward graph takes them all.
+    decompositions = _decompositions(autograd=grad)
     ctx = torch.enable_grad() if grad else torch.no_grad()
     try:
         with ctx:
             gm = make_fx(
-                torch.func.functionalize(flat_fn),
-                decomposition_table=_decompositions(),
+                flat_fn,
+                decomposition_table=decompositions,
                 tracing_mode="fake",
+                _allow_non_fake_inputs=True,
             )(*examples)
+        if _mutates(gm):
+            with torch.no_grad():
+                gm = make_fx(
+                    torch.func.functionalize(gm),
+                    decomposition_table=decompositions,
+                    tracing_mode="fake",
+                    _allow_non_fake_inputs=True,
+                )(*examples)
     except Exception as e:  # any tracing failure means: not capturable
         raise CaptureError(f"tracing with make_fx failed: {type(e).__name__}: {e}") from e
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm
+
+
+def _mutates(gm) -> bool:
+    return any(
+        n.op == "call_function"
+        and isinstance(n.target, torch._ops.OpOverload)
+        and n.target._schema.is_mutable
+        for n in gm.graph.nodes
+    )
 
 
 def _build(gm, allow_fallback: bool):
@@ -116,16 +143,25 @@ def _build(gm, allow_fallback: bool):
             if any(not isinstance(o, torch.fx.Node) for o in outs):
                 raise CaptureError("an output of the graph is not a tensor computed by the graph")
     try:
-        plan = _Builder(gm).build()
+        plan = _Builder(gm, contiguous_io=True).build()  # XLA's buffers are row-major
     except Exception as e:  # ops the plan cannot hold
         raise CaptureError(f"building the plan failed: {type(e).__name__}: {e}") from e
     n_fallback = plan.count("fallback")
     if n_fallback and not allow_fallback:
+        ops = ", ".join(fallback_ops(plan))
         raise CaptureError(
             f"{n_fallback} node(s) have no tensorbridge kernel and would run PyTorch's kernel "
-            "through Python (fallback); jit_mode='ffi' runs them in the handler under the GIL"
+            f"through Python (fallback: {ops}); jit_mode='ffi' runs them in the handler under "
+            "the GIL"
         )
     return plan
+
+
+def fallback_ops(plan) -> list:
+    """The ops of a plan's fallback nodes, each once, sorted."""
+    from tensorbridge._compile import _FALLBACK_LINE
+
+    return sorted(set(_FALLBACK_LINE.findall(plan.dump())))
 
 
 def _examples(shapes_dtypes, torch_dtype):
@@ -141,54 +177,79 @@ def capture_forward(fn, spec, shapes_dtypes, out_info, torch_dtype, allow_fallba
         return tuple(torch_pytree.tree_leaves(fn(*args, **kwargs)))
 
     gm = _trace(flat_fn, _examples(shapes_dtypes, torch_dtype), grad=False)
-    _check_no_input_mutation(gm, getattr(fn, "__name__", repr(fn)))
+    _check_no_input_mutation(gm, fn)
     _check_outputs(gm, out_info)
-    return _C._ffi_register_plan(_build(gm, allow_fallback))
+    return register(_build(gm, allow_fallback))
 
 
-def capture_backward(
-    fn, spec, shapes_dtypes, out_info, diff_mask, torch_dtype, allow_fallback
-) -> int:
-    """Captures the vector-Jacobian product of fn: inputs (all of fn's inputs, then one
-    cotangent per output), outputs (the gradients of the differentiable inputs)."""
-    if not all(d.is_floating_point or d.is_complex for _, d in out_info):
-        raise CaptureError("an output is not floating point (its cotangent is float0)")
-    n_in = len(shapes_dtypes)
-    diff_idx = [i for i, m in enumerate(diff_mask) if m]
-
-    def flat_bwd(*ts):
-        inputs, cts = list(ts[:n_in]), ts[n_in:]
-
-        def of_diff(*diff):
-            full = list(inputs)
-            for i, d in zip(diff_idx, diff, strict=True):
-                full[i] = d
-            args, kwargs = torch_pytree.tree_unflatten(full, spec)
-            return tuple(torch_pytree.tree_leaves(fn(*args, **kwargs)))
-
-        _, vjp_fn = torch.func.vjp(of_diff, *[inputs[i] for i in diff_idx])
-        return tuple(vjp_fn(tuple(cts)))
-
-    examples = _examples(shapes_dtypes, torch_dtype)
-    examples += [torch.empty(s, dtype=d) for s, d in out_info]
-    gm = _trace(flat_bwd, examples, grad=True)
-    _check_outputs(gm, [(shapes_dtypes[i][0], torch_dtype(shapes_dtypes[i][1])) for i in diff_idx])
-    return _C._ffi_register_plan(_build(gm, allow_fallback))
+def register(plan) -> int:
+    """Keeps a plan for the FFI handler; returns its id."""
+    return _C._ffi_register_plan(plan)
 
 
-def _check_no_input_mutation(gm, name: str) -> None:
+def fn_name(fn) -> str:
+    """A torch function's name for messages (a module's class name)."""
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else type(fn).__name__
+
+
+def _check_no_input_mutation(gm, fn) -> None:
+    """Refuses a graph that writes into its inputs (XLA's buffers are immutable) or into state
+    it holds (a module's buffers, bound into the plan as constants)."""
+    name = fn_name(fn)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for n in gm.graph.nodes:
         if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
             continue
         for i, a in enumerate(n.target._schema.arguments):
-            if a.alias_info is not None and a.alias_info.is_write and i < len(n.args):
-                if n.args[i] in placeholders:
-                    raise BufferError(
-                        f"call_torch: {name} writes into its input {placeholders.index(n.args[i])} "
-                        f"in place ({n.target}); arrays under jax.jit are immutable: clone the "
-                        "input first"
-                    )
+            if a.alias_info is None or not a.alias_info.is_write or i >= len(n.args):
+                continue
+            dst = n.args[i]
+            if dst in placeholders:
+                raise BufferError(
+                    f"call_torch: {name} writes into its input {placeholders.index(dst)} "
+                    f"in place ({n.target}); arrays under jax.jit are immutable: clone the "
+                    "input first"
+                )
+            if isinstance(dst, torch.fx.Node) and dst.op == "get_attr":
+                raise BufferError(
+                    f"call_torch: {name} writes in place ({n.target}) into "
+                    f"{_state_name(fn, getattr(gm, dst.target))}, which it holds; state "
+                    "captured under jax.jit must not change (a buffer updated in training "
+                    "mode, such as batch-norm statistics: call module.eval() first)"
+                )
+
+
+def _state_name(fn, t) -> str:
+    """Which module tensor `t` is, where fn is a module, a method of one, or a closure or
+    partial over one (looked for a few closures deep); else its shape."""
+    todo, seen = [(fn, 0)], set()
+    while todo:
+        h, depth = todo.pop(0)
+        if h is None or id(h) in seen:
+            continue
+        seen.add(id(h))
+        if isinstance(h, torch.nn.Module):
+            for kind, items in (("buffer", h.named_buffers()), ("parameter", h.named_parameters())):
+                for n, v in items:
+                    if v.data_ptr() == t.data_ptr() and v.shape == t.shape:
+                        return f"{type(h).__name__} {kind} {n!r}"
+            continue
+        if depth < 3:
+            inner = [getattr(h, "__self__", None), getattr(h, "func", None)]
+            inner += list(getattr(h, "args", None) or ())
+            closure = getattr(h, "__closure__", None) or ()
+            inner += [c.cell_contents for c in closure if _filled(c)]
+            todo += [(i, depth + 1) for i in inner]
+    return f"a tensor of shape {tuple(t.shape)}"
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
 
 
 def _check_outputs(gm, expected) -> None:

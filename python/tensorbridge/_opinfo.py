@@ -126,13 +126,28 @@ class OpInfoResult:
         return collections.Counter(op for s in self.samples for op in s.fallbacks)
 
 
+def _applies_on_cpu(info, dtype) -> bool:
+    """True when torch applies the DecorateInfo `info` to a value comparison run on the CPU:
+    one of the comparison test classes, the CPU or any device, active, and not
+    ``test_compare_cpu`` (which runs on CUDA/XPU only, comparing them with the CPU)."""
+    return (
+        getattr(info, "cls_name", None) in _COMPARISON_TESTS
+        and getattr(info, "device_type", None) in (None, "cpu")
+        and getattr(info, "test_name", None) != "test_compare_cpu"
+        and bool(getattr(info, "active_if", True))
+        and (info.dtypes is None or dtype in info.dtypes)
+    )
+
+
 def tolerances(opinfo, dtype) -> tuple[float | None, float | None]:
     """(atol, rtol) for comparing `opinfo`'s outputs of `dtype` with torch's CPU kernel.
 
-    torch's defaults for the dtype (None, None), unless the OpInfo's ``toleranceOverride``
-    decorators for ``TestCommon`` (the tests that compare an op's implementations and variants
-    with each other, on any device) raise them for this dtype: the largest such override is taken,
-    never below the default.
+    torch's defaults for the dtype (None, None), unless a ``toleranceOverride`` torch applies
+    to the op's value comparisons on the CPU raises them for this dtype: one given directly to
+    the OpInfo, or through a ``DecorateInfo`` for ``TestCommon`` (or every test class) that is
+    active and not restricted to another device (overrides for CUDA or for
+    ``test_compare_cpu``, which compares a GPU with the CPU, do not apply). The largest such
+    override is taken, never below the default.
     """
     from torch.testing._comparison import default_tolerances
     from torch.testing._internal.common_device_type import toleranceOverride
@@ -140,10 +155,11 @@ def tolerances(opinfo, dtype) -> tuple[float | None, float | None]:
     atol = rtol = 0.0
     found = False
     for info in getattr(opinfo, "decorators", ()) or ():
-        decorators = getattr(info, "decorators", None)
-        if decorators is None or getattr(info, "cls_name", None) not in _COMPARISON_TESTS:
-            continue
-        if info.dtypes is not None and dtype not in info.dtypes:
+        if isinstance(info, toleranceOverride):  # applied to every test on every device
+            decorators = [info]
+        elif getattr(info, "decorators", None) is not None and _applies_on_cpu(info, dtype):
+            decorators = info.decorators
+        else:
             continue
         for dec in decorators:
             if isinstance(dec, toleranceOverride) and dtype in dec.d:
@@ -250,19 +266,26 @@ def run_samples(opinfo, dtype, max_samples: int | None = None, grad: bool = Fals
     grad = grad and dtype in opinfo.supported_backward_dtypes("cpu")
     atol, rtol = tolerances(opinfo, dtype)
     torch.manual_seed(0)
+    fallback = tb.config.fallback
+    # An op without a kernel runs torch's and is recorded ("blocked"), whatever the caller set.
+    tb.config.fallback = "allow"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             samples = list(opinfo.sample_inputs("cpu", dtype, requires_grad=grad))
         except Exception:  # torch cannot make samples of this op for this dtype
+            tb.config.fallback = fallback
             return res
         res.available = len(samples)
-        for i, s in enumerate(samples):
-            if max_samples is not None and res.total >= max_samples:
-                break
-            r = _run_one(opinfo, s, i, atol, rtol, grad)
-            if r is not None:
-                res.samples.append(r)
+        try:
+            for i, s in enumerate(samples):
+                if max_samples is not None and res.total >= max_samples:
+                    break
+                r = _run_one(opinfo, s, i, atol, rtol, grad)
+                if r is not None:
+                    res.samples.append(r)
+        finally:
+            tb.config.fallback = fallback
     return res
 
 

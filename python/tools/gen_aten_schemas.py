@@ -17,7 +17,14 @@ def main() -> None:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = os.path.join(root, "dispatch", "aten_schemas.txt")
     lines = []
-    for name in sorted(dir(torch.ops.aten)):
+    # torch.ops.aten lists an op only once something has looked it up: every aten op the
+    # dispatcher knows is looked up here, so that the file does not depend on what ran before.
+    registered = {
+        n.split("::", 1)[1].split(".")[0]
+        for n in torch._C._dispatch_get_all_op_names()
+        if n.startswith("aten::")
+    }
+    for name in sorted(set(dir(torch.ops.aten)) | registered):
         try:
             packet = getattr(torch.ops.aten, name)
         except (AttributeError, RuntimeError):
@@ -26,6 +33,8 @@ def main() -> None:
             continue
         for overload in sorted(packet.overloads()):
             op = getattr(packet, overload)
+            if ", ...)" in str(op._schema):
+                continue  # `(Tensor a, ...)`: Python-only overloads the table cannot bind
             schema = str(op._schema)
             assert "\n" not in schema
             core = " #core" if torch.Tag.core in op.tags else ""

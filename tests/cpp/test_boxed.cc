@@ -92,16 +92,24 @@ TEST(BoxedTest, WrongArgumentTypeNamesOpAndIndex) {
   auto h = table.RegisterKernel("test::add_scaled", DeviceType::kCPU, Boxed<&AddScaled>(), "t");
   Tensor a = CpuTensor({1}), b = CpuTensor({2});
   Stack s1{a, 3, 2.0};
-  std::string m1 = EXPECT_TB_ERROR(kTypeError, table.Call("test::add_scaled", s1));
+  std::string m1 =
+      EXPECT_TB_ERROR(kTypeError, "test::add_scaled: argument 1 expected Tensor but got int",
+                      table.Call("test::add_scaled", s1));
   EXPECT_EQ(m1, "test::add_scaled: argument 1 expected Tensor but got int");
   Stack s0{std::nullopt, b, 2.0};
-  std::string m0 = EXPECT_TB_ERROR(kTypeError, table.Call("test::add_scaled", s0));
+  std::string m0 =
+      EXPECT_TB_ERROR(kTypeError, "test::add_scaled: argument 0 expected Tensor but got None",
+                      table.Call("test::add_scaled", s0));
   EXPECT_EQ(m0, "test::add_scaled: argument 0 expected Tensor but got None");
   Stack s2{a, b, "two"};
-  std::string m2 = EXPECT_TB_ERROR(kTypeError, table.Call("test::add_scaled", s2));
+  std::string m2 =
+      EXPECT_TB_ERROR(kTypeError, "test::add_scaled: argument 2 expected Scalar but got str",
+                      table.Call("test::add_scaled", s2));
   EXPECT_EQ(m2, "test::add_scaled: argument 2 expected Scalar but got str");
   Stack s3{a, b, a};
-  std::string m3 = EXPECT_TB_ERROR(kTypeError, table.Call("test::add_scaled", s3));
+  std::string m3 =
+      EXPECT_TB_ERROR(kTypeError, "test::add_scaled: argument 2 expected Scalar but got Tensor",
+                      table.Call("test::add_scaled", s3));
   EXPECT_EQ(m3, "test::add_scaled: argument 2 expected Scalar but got Tensor");
 }
 
@@ -110,13 +118,16 @@ TEST(BoxedTest, WrongArityIsATypeError) {
   auto h = table.RegisterKernel("test::add_scaled", DeviceType::kCPU, Boxed<&AddScaled>(), "t");
   Tensor a = CpuTensor({1});
   Stack two{a, a};
-  std::string m = EXPECT_TB_ERROR(kTypeError, table.Call("test::add_scaled", two));
+  std::string m = EXPECT_TB_ERROR(kTypeError, "test::add_scaled: expected 3 arguments, got 2",
+                                  table.Call("test::add_scaled", two));
   EXPECT_EQ(m, "test::add_scaled: expected 3 arguments, got 2");
   Stack four{a, a, 1, 1};
-  m = EXPECT_TB_ERROR(kTypeError, table.Call("test::add_scaled", four));
+  m = EXPECT_TB_ERROR(kTypeError, "test::add_scaled: expected 3 arguments, got 4",
+                      table.Call("test::add_scaled", four));
   EXPECT_EQ(m, "test::add_scaled: expected 3 arguments, got 4");
   Stack none;
-  EXPECT_TB_ERROR(kTypeError, table.Call("test::add_scaled", none));
+  EXPECT_TB_ERROR(kTypeError, "test::add_scaled: expected 3 arguments, got 0",
+                  table.Call("test::add_scaled", none));
 }
 
 TEST(BoxedTest, OptionalTensorAcceptsNone) {
@@ -134,7 +145,8 @@ TEST(BoxedTest, OptionalTensorAcceptsNone) {
   table.Call("test::count", with_tensor);
   EXPECT_EQ(with_tensor[0].to_int(), 2);
   Stack with_int{t, 5};
-  std::string m = EXPECT_TB_ERROR(kTypeError, table.Call("test::count", with_int));
+  std::string m = EXPECT_TB_ERROR(kTypeError, "test::count: argument 1 expected Tensor but got int",
+                                  table.Call("test::count", with_int));
   EXPECT_EQ(m, "test::count: argument 1 expected Tensor but got int");
 }
 
@@ -151,10 +163,12 @@ TEST(BoxedTest, IntListAcceptsASingleInt) {
   table.Call("test::sum", empty);
   EXPECT_EQ(empty[0].to_int(), 0);
   Stack bad{2.5};
-  std::string m = EXPECT_TB_ERROR(kTypeError, table.Call("test::sum", bad));
+  std::string m = EXPECT_TB_ERROR(kTypeError, "test::sum: argument 0 expected int[] but got float",
+                                  table.Call("test::sum", bad));
   EXPECT_EQ(m, "test::sum: argument 0 expected int[] but got float");
   Stack doubles{std::vector<double>{1.0}};
-  m = EXPECT_TB_ERROR(kTypeError, table.Call("test::sum", doubles));
+  m = EXPECT_TB_ERROR(kTypeError, "test::sum: argument 0 expected int[] but got float[]",
+                      table.Call("test::sum", doubles));
   EXPECT_EQ(m, "test::sum: argument 0 expected int[] but got float[]");
 }
 
@@ -170,19 +184,24 @@ TEST(BoxedTest, ScalarArgumentConversions) {
   table.Call("test::mix", b);
   EXPECT_DOUBLE_EQ(b[0].to_double(), 1035.0);
   Stack bad_bool{1, 1.0, 1, "", DType::kFloat32};
-  std::string m = EXPECT_TB_ERROR(kTypeError, table.Call("test::mix", bad_bool));
+  std::string m = EXPECT_TB_ERROR(kTypeError, "test::mix: argument 2 expected bool but got int",
+                                  table.Call("test::mix", bad_bool));
   EXPECT_EQ(m, "test::mix: argument 2 expected bool but got int");
   Stack bad_int{1.5, 1.0, true, "", DType::kFloat32};
-  m = EXPECT_TB_ERROR(kTypeError, table.Call("test::mix", bad_int));
+  m = EXPECT_TB_ERROR(kTypeError, "test::mix: argument 0 expected int but got float",
+                      table.Call("test::mix", bad_int));
   EXPECT_EQ(m, "test::mix: argument 0 expected int but got float");
   Stack bad_str{1, 1.0, true, 7, DType::kFloat32};
-  m = EXPECT_TB_ERROR(kTypeError, table.Call("test::mix", bad_str));
+  m = EXPECT_TB_ERROR(kTypeError, "test::mix: argument 3 expected str but got int",
+                      table.Call("test::mix", bad_str));
   EXPECT_EQ(m, "test::mix: argument 3 expected str but got int");
   Stack bad_dtype{1, 1.0, true, "", 7};
-  m = EXPECT_TB_ERROR(kTypeError, table.Call("test::mix", bad_dtype));
+  m = EXPECT_TB_ERROR(kTypeError, "test::mix: argument 4 expected ScalarType but got int",
+                      table.Call("test::mix", bad_dtype));
   EXPECT_EQ(m, "test::mix: argument 4 expected ScalarType but got int");
   Stack bad_double{1, "x", true, "", DType::kFloat32};
-  m = EXPECT_TB_ERROR(kTypeError, table.Call("test::mix", bad_double));
+  m = EXPECT_TB_ERROR(kTypeError, "test::mix: argument 1 expected float but got str",
+                      table.Call("test::mix", bad_double));
   EXPECT_EQ(m, "test::mix: argument 1 expected float but got str");
 }
 
@@ -217,7 +236,9 @@ TEST(BoxedTest, OptionalScalarsTuplesVoidAndLists) {
   table.Call("test::count_list", list);
   EXPECT_EQ(list[0].to_int(), 2);
   Stack not_list{t};
-  std::string m = EXPECT_TB_ERROR(kTypeError, table.Call("test::count_list", not_list));
+  std::string m =
+      EXPECT_TB_ERROR(kTypeError, "test::count_list: argument 0 expected Tensor[] but got Tensor",
+                      table.Call("test::count_list", not_list));
   EXPECT_EQ(m, "test::count_list: argument 0 expected Tensor[] but got Tensor");
 }
 

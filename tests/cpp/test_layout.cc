@@ -55,14 +55,11 @@ TEST(LayoutTest, FormatStrides) {
             (std::vector<int64_t>{120, 1, 60, 15, 3}));
   EXPECT_EQ(Vec(FormatStrides({2, 3}, MemoryFormat::kContiguous, "op")),
             (std::vector<int64_t>{3, 1}));
-  std::string msg = ErrorOf(
-      [] {
-        FormatStrides({2, 3}, MemoryFormat::kChannelsLast, "aten::x");
-      },
-      ErrorKind::kValueError);
-  EXPECT_TRUE(Contains(msg, "aten::x") && Contains(msg, "4-d")) << msg;
-  msg = ErrorOf([] { ParseMemoryFormat("sideways", "aten::clone"); }, ErrorKind::kValueError);
-  EXPECT_TRUE(Contains(msg, "aten::clone") && Contains(msg, "sideways")) << msg;
+  std::string msg = EXPECT_TB_ERROR(kValueError, "aten::x",
+                                    FormatStrides({2, 3}, MemoryFormat::kChannelsLast, "aten::x"));
+  EXPECT_TRUE(Contains(msg, "4-d")) << msg;
+  msg = EXPECT_TB_ERROR(kValueError, "aten::clone", ParseMemoryFormat("sideways", "aten::clone"));
+  EXPECT_TRUE(Contains(msg, "sideways")) << msg;
   EXPECT_EQ(ParseMemoryFormat("", "op"), MemoryFormat::kPreserve);
   EXPECT_EQ(ParseMemoryFormat("channels_last", "op"), MemoryFormat::kChannelsLast);
 }

@@ -15,12 +15,16 @@
 
 namespace tb::testing {
 
-// Runs `fn`, expects a tb::Error of `kind`, returns its message ("" and a failure otherwise).
-inline std::string ErrorOf(const std::function<void()>& fn, ErrorKind kind) {
+// Runs `fn`, expects a tb::Error of `kind` whose message contains `expected`; returns the message
+// ("" and a failure otherwise).
+inline std::string ErrorOf(const std::function<void()>& fn, ErrorKind kind,
+                           const std::string& expected) {
   try {
     fn();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), kind) << ErrorKindName(e.kind()) << ": " << e.message();
+    EXPECT_NE(e.message().find(expected), std::string::npos)
+        << "the message \"" << e.message() << "\" does not contain \"" << expected << "\"";
     return e.message();
   } catch (const std::exception& e) {
     ADD_FAILURE() << "expected tb::Error(" << ErrorKindName(kind) << "), got " << e.what();
@@ -45,10 +49,11 @@ Tensor FromValues(IntArrayRef shape, DType dtype, const std::vector<T>& values) 
 
 }  // namespace tb::testing
 
-// EXPECT_TB_ERROR(kValueError, t.view({5, 5})): the statement throws a tb::Error of that kind;
-// the expression's value is the error message.
-#define EXPECT_TB_ERROR(kind, ...)                                              \
-  ([&] {                                                                        \
-    SCOPED_TRACE(#__VA_ARGS__);                                                 \
-    return ::tb::testing::ErrorOf([&] { __VA_ARGS__; }, ::tb::ErrorKind::kind); \
+// EXPECT_TB_ERROR(kValueError, "view: shape [5, 5] is invalid", t.view({5, 5})): the statement
+// throws a tb::Error of that kind whose message contains the text; the expression's value is
+// the whole message.
+#define EXPECT_TB_ERROR(kind, expected, ...)                                              \
+  ([&] {                                                                                  \
+    SCOPED_TRACE(#__VA_ARGS__);                                                           \
+    return ::tb::testing::ErrorOf([&] { __VA_ARGS__; }, ::tb::ErrorKind::kind, expected); \
   }())

@@ -20,3 +20,34 @@ def fresh_dynamo():
     yield
     torch._dynamo.reset()
     _compile.fusion = True
+
+
+@pytest.fixture
+def no_fallback():
+    """config.fallback = "error" for a test: a kernel the table lost raises instead of running
+    torch's (which would compare torch with itself)."""
+    import tensorbridge as tb
+
+    before = tb.config.fallback
+    tb.config.fallback = "error"
+    yield
+    tb.config.fallback = before
+
+
+def check_family_samples(r, family_ops, bar=0.95):
+    """Judges a family's OpInfo samples (an ``_opinfo.OpInfoResult``).
+
+    A sample that raised or did not match torch fails the test whatever else it needed; so does
+    one in which an op of this family (`family_ops`) fell back to torch. Samples that matched
+    torch but needed ops of other families (blocked) are not judged; of the others, at least
+    `bar` must pass. Skips only when torch has no samples, or when every sample was blocked.
+    """
+    if r.total == 0:
+        pytest.skip(f"torch has no CPU samples of {r.op} for {r.dtype}")
+    own = sorted(op for op in r.fallbacks if op in family_ops)
+    assert not own, f"{r.op}: ops of this family fell back to torch: {own}"
+    judged = r.total - r.blocked
+    if judged == 0:
+        pytest.skip(f"every sample of {r.op} needs ops of other families: {sorted(r.fallbacks)}")
+    failed = [(i, m) for i, m in r.failures if not m.startswith("fell back")]
+    assert r.passed / judged >= bar, f"{r.passed}/{judged} passed; first failures: {failed[:5]}"

@@ -44,6 +44,15 @@ def test_compiled_inference_matches_eager(name):
     compiled = torch.compile(model, backend="tensorbridge")
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    assert_plans_ran(compiled, calls=1)
+
+
+def assert_plans_ran(compiled, calls):
+    """`compiled`'s results came from its plans (`calls` runs), none of whose nodes ran torch's
+    own kernel: a compiled call that fell back to eager torch would compare torch with itself."""
+    m = tb.plan_metrics(compiled)
+    assert m["plans_built"] >= 1 and m["plan_calls"] == calls, m
+    assert "fallback nodes: none" in tb.explain(compiled)
 
 
 def training_pair(name, **compile_kwargs):
@@ -96,10 +105,10 @@ def test_compiled_attention_gradients_match_torch():
     assert tb.plan_metrics()["plans_built"] == 2
 
 
-def test_inference_attention_is_decomposed_into_table_ops():
-    # Without autograd the core decomposition of the CPU flash attention op is right (only its
-    # backward read the wrong output), so inference plans run it on table kernels, not on
-    # PyTorch's fallback.
+def test_inference_attention_runs_on_the_fused_kernel():
+    # The core decomposition of the CPU flash attention op would build the full [L, S] score
+    # matrix; with the table's fused kernel, inference plans keep the op whole (as training
+    # plans must).
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 4, 6, 8, generator=g) for _ in range(3))
 
@@ -108,9 +117,11 @@ def test_inference_attention_is_decomposed_into_table_ops():
 
     compiled = torch.compile(attend, backend="tensorbridge")
     torch.testing.assert_close(compiled(q, k, v), attend(q, k, v), rtol=1e-4, atol=1e-5)
+    assert_plans_ran(compiled, calls=1)
     text = tb.explain(compiled)
     assert "0 fallback" in text and "fallback nodes: none" in text
-    assert "_scaled_dot_product_flash_attention_for_cpu" not in text
+    assert "_scaled_dot_product_flash_attention_for_cpu" in text
+    assert "aten::_softmax" not in text
 
 
 def test_one_plan_per_graph_and_a_new_one_per_shape():
@@ -233,6 +244,7 @@ def test_compiled_outputs_stay_correct_over_repeated_calls():
     for got, ref in zip(outs, want, strict=True):
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
     assert len({o.data_ptr() for o in outs}) == len(outs)
+    assert_plans_ran(compiled, calls=10)
 
 
 def test_export_runs_on_a_plan():
@@ -241,7 +253,9 @@ def test_export_runs_on_a_plan():
     x = torch.randn(2, 3, 8, 8)
     ep = torch.export.export(model, (x,))
     run = tb.load_exported(ep)
+    calls = tb.plan_metrics()["plan_calls"]
     torch.testing.assert_close(run(x), model(x), rtol=1e-4, atol=1e-5)
+    assert tb.plan_metrics()["plan_calls"] == calls + 1  # the plan ran, not eager torch
     assert run.plan.num_nodes > 3
 
 
@@ -262,6 +276,7 @@ def test_wrapped_and_plain_tensors_mix_in_compiled_calls(wrapped):
     x = tb.wrap(a) if "x" in wrapped else torch.from_numpy(a)
     compiled = torch.compile(model, backend="tensorbridge", dynamic=False)
     y = compiled(x)
+    assert_plans_ran(compiled, calls=1)
     expected = torch.from_numpy(a @ w.T + b)
     torch.testing.assert_close(tb.to_torch(y.detach()) if isinstance(y, tb.Tensor) else y, expected)
     if "w" in wrapped:

@@ -506,7 +506,7 @@ def test_exchange_api_managed_tensor_from_py_object():
     )
     assert DLManagedTensorVersioned.from_address(out.value).flags == READ_ONLY
     delete_managed(out.value)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"expected a tensorbridge.Array, got numpy.ndarray"):
         FROM_PY(api.managed_tensor_from_py_object_no_sync)(np.zeros(2), ctypes.byref(out))
 
 

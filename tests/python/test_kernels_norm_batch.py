@@ -11,6 +11,9 @@ import torch
 
 import tensorbridge as tb
 
+# Kernel tests: an op the table lost raises rather than running torch's own kernel.
+pytestmark = pytest.mark.usefixtures("no_fallback")
+
 FLOATS = [torch.float32, torch.float64]
 # 2-d, per-position sums (planes < 16), plane by plane with and without a 16-lane tail, and
 # sizes above the parallel threshold (32768 elements) both ways.

@@ -54,6 +54,11 @@ KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
     ("fft.irfft", "float64"): _COMPLEX_GRAD,
     ("fft.irfft2", "float64"): _COMPLEX_GRAD,
     ("fft.irfftn", "float64"): _COMPLEX_GRAD,
+    # Reference samples with values up to 890: oneDNN sums in another order than torch, 2.1e-4
+    # from the float64 result where torch is 9.9e-5 (both a few ulp of 890), beyond torch's
+    # default float32 rtol of 1.3e-6 on the small elements. torch's looser tolerances for this
+    # op apply to CUDA only.
+    ("nn.functional.conv_transpose3d", "float32"): "float32 summation order (< 4 ulp)",
 }
 
 OPINFOS = [o for o in _opinfo.op_db() if coverage.skip_reason(o) is None]
