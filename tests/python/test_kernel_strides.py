@@ -17,9 +17,6 @@ kernel, as a compiled plan needs).
 ``test_strides`` runs a fixed subset (``SUBSET``, the op families plans run most) in well under
 a minute. The whole sweep is ``python tests/python/test_kernel_strides.py [--max-samples N]
 [--ops a,b]``, which prints the mismatching overloads by kernel file.
-
-Full sweep, all samples (float32, 4 layouts, gradients where torch has them):
-TODO
 """
 
 from __future__ import annotations
