@@ -12,6 +12,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/activation_internal.h"
+#include "kernels/layout.h"
 
 namespace tb {
 namespace {
@@ -193,7 +194,8 @@ Tensor GluBackward(const Tensor& grad_output, const Tensor& self, int64_t dim) {
   Tensor out = Tensor::Empty(self.shape(), ga.dtype());
   out.slice(d, 0, n / 2).copy_from(ga);
   out.slice(d, n / 2, n).copy_from(gb);
-  return out;
+  // torch concatenates the halves' gradients: the input's suggested memory format.
+  return InFormat(out, SuggestMemoryFormat(self));
 }
 
 }  // namespace

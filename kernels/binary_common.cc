@@ -123,16 +123,21 @@ Tensor Elementwise(const char* op, const std::vector<Input>& inputs, DType resul
   // The loops run over every operand permuted so that the result's innermost dimension comes
   // last: a new result is then allocated C-contiguous in that order (torch's layout for it),
   // and inputs sharing the layout take the contiguous fast paths.
-  std::vector<const Tensor*> operands;
-  operands.reserve(inputs.size() + 1);
-  if (dest != nullptr) operands.push_back(dest);
-  for (const Input& in : inputs) operands.push_back(in.tensor);
-  const ElementwiseLayout layout(shape, operands);
+  const Tensor* few[4];  // the operands, in TensorIterator's order (no allocation for <= 4)
+  std::vector<const Tensor*> many(inputs.size() + 1 > 4 ? inputs.size() + 1 : 0);
+  const Tensor** operands = many.empty() ? few : many.data();
+  size_t n = 0;
+  if (dest != nullptr) operands[n++] = dest;
+  for (const Input& in : inputs) operands[n++] = in.tensor;
+  const ElementwiseLayout layout(shape, operands, n);
   std::vector<Tensor> cast;
   cast.reserve(inputs.size());
   for (const Input& in : inputs) {
     const Tensor& t = *in.tensor;
-    if (IntArrayRef(t.shape()) == IntArrayRef(shape)) {
+    if (!layout.permuted()) {
+      Tensor c = Cast(t, in.dtype);
+      cast.push_back(IntArrayRef(c.shape()) == IntArrayRef(shape) ? std::move(c) : c.expand(shape));
+    } else if (IntArrayRef(t.shape()) == IntArrayRef(shape)) {
       // Converted in the loop order: the copy is contiguous in it.
       cast.push_back(Cast(layout.In(t), in.dtype));
     } else {
@@ -143,7 +148,7 @@ Tensor Elementwise(const char* op, const std::vector<Input>& inputs, DType resul
   if (dest == nullptr) {
     Tensor out = layout.NewResult(result);
     if (numel > 0) body(out, cast);
-    return layout.Out(out);
+    return layout.permuted() ? layout.Out(out) : out;
   }
   const Tensor d = layout.In(*dest);
   bool temp = dest->dtype() != result;

@@ -18,9 +18,14 @@
 
 #include <Eigen/Core>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "dispatch/op_table.h"
 #include "kernels/conv_internal.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/onednn_internal.h"
 #include "kernels/tensor_ops.h"
@@ -435,6 +440,80 @@ void CheckBias(const char* op, const Tensor& bias, int64_t channels, DType dt) {
                                           << " does not match input dtype " << DTypeName(dt);
 }
 
+// The layout torch's CPU convolution gives its result and its input and weight gradients (the
+// memory format a fake CPU tensor gets, i.e. what a traced graph holds): a 1-d convolution runs
+// as a 2-d one over the input made contiguous and the weight unsqueezed; a 2-d one (oneDNN or
+// the native kernel) is channels-last when the input or the weight suggests it; a 3-d one only
+// on oneDNN (float32 per torch's size heuristics, bfloat16 always), when they suggest
+// channels-last-3d. Tensors are laid out so by ConvLayout.
+struct ConvFormat {
+  MemoryFormat format = MemoryFormat::kContiguous;
+};
+
+ConvFormat ConvFormatOf(const Tensor& input, const Tensor& weight,
+                        const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+                        bool transposed, const std::vector<int64_t>& output_padding,
+                        int64_t groups) {
+  ConvFormat f;
+  const int64_t nd = input.ndim();
+  if (nd == 3) {  // the input is made contiguous: only the weight, seen as 4-d, can decide
+    const Tensor w4 = weight.unsqueeze(2);
+    if (SuggestMemoryFormat(w4) == MemoryFormat::kChannelsLast) {
+      f.format = MemoryFormat::kChannelsLast;
+    }
+    return f;
+  }
+  const MemoryFormat fi = SuggestMemoryFormat(input), fw = SuggestMemoryFormat(weight);
+  if (nd == 4) {
+    if (fi == MemoryFormat::kChannelsLast || fw == MemoryFormat::kChannelsLast) {
+      f.format = MemoryFormat::kChannelsLast;
+    }
+    return f;
+  }
+  if (fi != MemoryFormat::kChannelsLast3d && fw != MemoryFormat::kChannelsLast3d) return f;
+  // oneDNN or not, as torch's ConvParams::use_mkldnn decides on the CPU.
+  auto any = [](const std::vector<int64_t>& v, auto pred) {
+    return std::any_of(v.begin(), v.end(), pred);
+  };
+  bool mkldnn = false;
+  if (transposed && output_padding.size() == stride.size()) {
+    for (size_t i = 0; i < stride.size(); ++i) {
+      if (output_padding[i] >= stride[i]) return f;  // output padding too big for oneDNN
+    }
+  }
+  if (input.dtype() == DType::kBFloat16) {
+    mkldnn = true;
+  } else if (input.dtype() == DType::kFloat32) {
+    const int64_t n = input.size(0), kw = weight.size(-1), kh = weight.size(-2);
+    int64_t threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    const bool strided = any(stride, [](int64_t s) { return s != 1; });
+    const bool dilated = any(dilation, [](int64_t d) { return d != 1; });
+    mkldnn = (strided || dilated || n >= 16 || kw != 1 || kh != 1 || threads > 1) &&
+             (groups > 1 || (kw > 3 && kh > 3) || n > 1 ||
+              n * input.size(1) * input.size(2) * input.size(3) > 20480);
+  }
+  if (mkldnn) f.format = MemoryFormat::kChannelsLast3d;
+  return f;
+}
+
+// t (a result or gradient of the convolution, computed in C order) laid out as ConvFormat says.
+Tensor ConvLayout(const Tensor& t, const ConvFormat& f) {
+  if (f.format == MemoryFormat::kContiguous || !t.defined()) return t;
+  if (t.ndim() == 3) {  // channels-last of the 2-d view: [N, C, L] stored as [N, L, C]
+    const Dims strides = StridesInOrder(t.shape(), {0, 2, 1});
+    bool same = true;
+    for (int64_t d = 0; d < 3; ++d) same &= t.size(d) == 1 || t.stride(d) == strides[d];
+    if (same) return t;
+    Tensor out = EmptyDense(t.shape(), strides, t.dtype());
+    out.copy_from(t);
+    return out;
+  }
+  return InFormat(t, f.format);
+}
+
 }  // namespace
 
 namespace kernels {
@@ -468,7 +547,9 @@ Tensor Convolution(const char* op, const Tensor& input, const Tensor& weight,
     }
   }
   if (bias && out.numel() > 0 && (transposed || !work)) AddBias(out, *bias);
-  return out;
+  // Computed in C order, handed back in torch's layout.
+  return ConvLayout(
+      out, ConvFormatOf(input, weight, stride, dilation, transposed, output_padding, groups));
 }
 
 }  // namespace kernels
@@ -527,6 +608,11 @@ std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
     }
   }
   if (output_mask[2]) gb = BiasGrad(dy);
+  // The passes above compute in C order; the gradients in torch's layout.
+  const ConvFormat format =
+      ConvFormatOf(input, weight, stride, dilation, transposed, output_padding, groups);
+  gi = ConvLayout(gi, format);
+  gw = ConvLayout(gw, format);
   return {gi, gw, gb};
 }
 

@@ -15,6 +15,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/tensor_ops.h"
 
@@ -247,7 +248,12 @@ Tensor CdistBackward(const Tensor& grad, const Tensor& x1, const Tensor& x2, dou
   TB_CHECK(grad.shape() == IntArrayRef(shape) && cdist.shape() == IntArrayRef(shape), ValueError)
       << op << ": expected grad and cdist of shape " << ShapeString(shape) << ", got "
       << ShapeString(grad.shape()) << " and " << ShapeString(cdist.shape());
-  if (p == 0 || nb == 0 || r1 == 0 || r2 == 0 || m == 0) return Tensor::Zeros(e1, x1.dtype());
+  if (nb == 0 || r1 == 0 || r2 == 0 || m == 0) {  // no elements: torch's zeros_like(x1)
+    Tensor z = EmptyLike(x1, x1.dtype());
+    z.copy_from(Tensor::Zeros({}, x1.dtype()));
+    return z;
+  }
+  if (p == 0) return Tensor::Zeros(e1, x1.dtype());
   const Tensor a = x1.expand(e1).contiguous(), b = x2.expand(e2).contiguous();
   const Tensor g = grad.contiguous(), d = cdist.contiguous();
   Tensor out = Tensor::Empty(e1, x1.dtype());

@@ -15,6 +15,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/tensor_ops.h"
 
 namespace tb {
@@ -56,12 +57,15 @@ Tensor NonzeroImpl(const Tensor& self, const char* op) {
   });
   int64_t count = 0;
   for (uint8_t v : nz) count += v;
-  Tensor out = Tensor::Empty({count, nd}, DType::kInt64);
+  // Laid out as torch's: the coordinates of one dimension together (strides [1, count]).
+  Tensor out = Tensor::Empty({nd, count}, DType::kInt64).transpose(0, 1);
   int64_t* o = out.data_as<int64_t>();
   Dims coord(static_cast<size_t>(nd), 0);
+  int64_t k = 0;
   for (int64_t i = 0; i < numel; ++i) {
     if (nz[i]) {
-      for (int64_t d = 0; d < nd; ++d) *o++ = coord[d];
+      for (int64_t d = 0; d < nd; ++d) o[d * count + k] = coord[d];
+      ++k;
     }
     for (int64_t d = nd - 1; d >= 0; --d) {
       if (++coord[d] < c.size(d)) break;
@@ -122,15 +126,16 @@ void WithBits(int64_t element_size, const char* op, F&& fn) {
 
 // What an advanced index selects in `self`.
 struct IndexPlan {
-  bool empty_mask = false;       // a 0-d false mask: nothing is selected
-  bool any = false;              // some dimension is indexed by a tensor
-  Dims bshape;                   // the index tensors' broadcast shape
-  Dims result_shape;             // what index.Tensor returns
-  int64_t pre = 0;               // result dimensions before the B dimensions
-  Dims rest_sizes;               // the dimensions no tensor indexes, in result order ...
-  Dims rest_self_strides;        // ... their strides in self (bytes)
-  Dims rest_pos;                 // ... and their positions in result_shape
-  std::vector<int64_t> offsets;  // per element of B: byte offset of its block in self
+  bool empty_mask = false;          // a 0-d false mask: nothing is selected
+  bool any = false;                 // some dimension is indexed by a tensor
+  Dims bshape;                      // the index tensors' broadcast shape
+  Dims result_shape;                // what index.Tensor returns
+  int64_t pre = 0;                  // result dimensions before the B dimensions
+  Dims rest_sizes;                  // the dimensions no tensor indexes, in result order ...
+  Dims rest_self_strides;           // ... their strides in self (bytes)
+  Dims rest_pos;                    // ... and their positions in result_shape
+  std::vector<int64_t> offsets;     // per element of B: byte offset of its block in self
+  std::vector<Dims> index_strides;  // per index tensor: its strides broadcast to bshape
 };
 
 IndexPlan PlanIndex(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
@@ -206,6 +211,13 @@ IndexPlan PlanIndex(const Tensor& self, const std::vector<std::optional<Tensor>>
   const int64_t numb = ShapeNumel(plan.bshape);
   plan.offsets.assign(static_cast<size_t>(numb), 0);
   for (int64_t d : dims) {
+    const Tensor& ix = *per_dim[d];
+    Dims st(plan.bshape.size(), 0);
+    const size_t lead = plan.bshape.size() - static_cast<size_t>(ix.ndim());
+    for (int64_t j = 0; j < ix.ndim(); ++j) {
+      if (ix.size(j) != 1) st[lead + j] = ix.stride(j);
+    }
+    plan.index_strides.push_back(std::move(st));
     Tensor e = Tensor::Empty(plan.bshape, DType::kInt64);
     CopyCast(e, *per_dim[d]);
     const int64_t* v = e.data_as<const int64_t>();
@@ -229,16 +241,28 @@ Tensor Index(const Tensor& self, const std::vector<std::optional<Tensor>>& indic
   IndexPlan plan = PlanIndex(self, indices, kOp);
   TB_CHECK(plan.any && !plan.empty_mask, IndexError)
       << kOp << ": at least one index must be a tensor with dimensions";
-  Tensor out = Tensor::Empty(plan.result_shape, self.dtype());
+  // Laid out as torch's TensorIterator lays it out over self (its indexed dimensions
+  // broadcast) and the index tensors (broadcast over the others).
+  const int64_t rnd = static_cast<int64_t>(plan.result_shape.size());
+  const int64_t nb = static_cast<int64_t>(plan.bshape.size());
+  std::vector<Dims> operands(1, Dims(static_cast<size_t>(rnd), 0));
+  for (size_t i = 0; i < plan.rest_pos.size(); ++i) {
+    operands[0][plan.rest_pos[i]] = plan.rest_self_strides[i];
+  }
+  for (const Dims& st : plan.index_strides) {
+    Dims o(static_cast<size_t>(rnd), 0);
+    for (int64_t j = 0; j < nb; ++j) o[plan.pre + j] = st[j];
+    operands.push_back(std::move(o));
+  }
+  const Dims order = ElementwiseOrder(plan.result_shape, operands);
+  Tensor out =
+      EmptyDense(plan.result_shape, StridesInOrder(plan.result_shape, order), self.dtype());
   if (out.numel() == 0) return out;
   const int64_t es = self.element_size();
-  Dims cs = ContiguousStrides(out.shape());
   Dims dst_strides;
-  for (int64_t p : plan.rest_pos) dst_strides.push_back(cs[p] * es);
-  int64_t block = 1;  // elements between consecutive B positions in out
-  for (size_t d = plan.pre + plan.bshape.size(); d < plan.result_shape.size(); ++d) {
-    block *= plan.result_shape[d];
-  }
+  for (int64_t p : plan.rest_pos) dst_strides.push_back(out.stride(p) * es);
+  Dims b_strides;  // out's strides over the B dimensions
+  for (int64_t j = 0; j < nb; ++j) b_strides.push_back(out.stride(plan.pre + j));
   const char* src = static_cast<const char*>(self.data());
   char* dst = static_cast<char*>(out.data());
   const int64_t numb = static_cast<int64_t>(plan.offsets.size());
@@ -248,7 +272,12 @@ Tensor Index(const Tensor& self, const std::vector<std::optional<Tensor>>& indic
     auto copy = [](char* d, const char* s) { std::memcpy(d, s, sizeof(U)); };
 #pragma omp parallel for if (work > (1 << 16)) schedule(static)
     for (int64_t b = 0; b < numb; ++b) {
-      ForBlock(dst + b * block * es, dst_strides, src + plan.offsets[b], plan.rest_self_strides,
+      int64_t at = 0;  // b's position in out: its coordinates over B, row-major
+      for (int64_t j = nb - 1, r = b; j >= 0; --j) {
+        at += (r % plan.bshape[j]) * b_strides[j];
+        r /= plan.bshape[j];
+      }
+      ForBlock(dst + at * es, dst_strides, src + plan.offsets[b], plan.rest_self_strides,
                plan.rest_sizes, copy);
     }
   });
@@ -342,7 +371,7 @@ void IndexPutInto(const Tensor& self, const std::vector<std::optional<Tensor>>& 
 Tensor IndexPut(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
                 const Tensor& values, bool accumulate) {
   CheckHost(self, "aten::index_put");
-  Tensor out = self.clone();
+  Tensor out = CloneLike(self);  // self's layout, as torch's
   IndexPutInto(out, indices, values, accumulate, "aten::index_put");
   return out;
 }

@@ -45,7 +45,50 @@ Dims Reversed(Dims d) {
   return d;
 }
 
+// c10's is_channels_last_strides_2d/3d: strides increase along `walk` (the channel
+// dimension, the spatial ones from the last, the batch), each at least the extent of the one
+// before; the ambiguous N111-like cases count as contiguous.
+bool LooksChannelsLast(IntArrayRef shape, IntArrayRef strides, std::initializer_list<int> walk) {
+  if (strides[1] == 0) return false;
+  int64_t min = 0;
+  for (int d : walk) {
+    if (shape[d] == 0 || strides[d] < min) return false;
+    if (d == 0 && min == strides[1]) return false;
+    min = strides[d];
+    if (shape[d] > 1) min *= shape[d];
+  }
+  return true;
+}
+
 }  // namespace
+
+MemoryFormat SuggestMemoryFormat(const Tensor& t) {
+  if (t.ndim() == 4 && LooksChannelsLast(t.shape(), t.strides(), {1, 3, 2, 0})) {
+    return MemoryFormat::kChannelsLast;
+  }
+  if (t.ndim() == 5 && LooksChannelsLast(t.shape(), t.strides(), {1, 4, 3, 2, 0})) {
+    return MemoryFormat::kChannelsLast3d;
+  }
+  return MemoryFormat::kContiguous;
+}
+
+bool IsContiguousIn(const Tensor& t, MemoryFormat format) {
+  if (format == MemoryFormat::kPreserve) return true;
+  if (format == MemoryFormat::kContiguous) return t.is_contiguous();
+  if (t.ndim() != (format == MemoryFormat::kChannelsLast ? 4 : 5)) return false;
+  const Dims want = FormatStrides(t.shape(), format, "contiguous");
+  for (int64_t d = 0; d < t.ndim(); ++d) {
+    if (t.shape()[d] > 1 && t.strides()[d] != want[d]) return false;
+  }
+  return true;
+}
+
+Tensor InFormat(const Tensor& t, MemoryFormat format) {
+  if (IsContiguousIn(t, format)) return t;
+  Tensor out = EmptyDense(t.shape(), FormatStrides(t.shape(), format, "contiguous"), t.dtype());
+  out.copy_from(t);
+  return out;
+}
 
 MemoryFormat ParseMemoryFormat(std::string_view name, const char* op) {
   if (name.empty() || name == "preserve_format") return MemoryFormat::kPreserve;
@@ -66,6 +109,14 @@ MemoryFormat MemoryFormatArg(const Value& v, const char* op) {
 
 bool IsNonOverlappingAndDense(IntArrayRef shape, IntArrayRef strides) {
   const size_t nd = shape.size();
+  int64_t expected = 1;  // C-contiguous (the common case) first, without sorting
+  bool contiguous = true;
+  for (size_t i = nd; i-- > 0 && contiguous;) {
+    if (shape[i] == 1) continue;
+    contiguous = strides[i] == expected;
+    expected *= shape[i];
+  }
+  if (contiguous) return true;
   if (nd == 1) return shape[0] < 2 || strides[0] == 1;
   std::vector<size_t> perm(nd);
   std::iota(perm.begin(), perm.end(), 0);
@@ -75,7 +126,7 @@ bool IsNonOverlappingAndDense(IntArrayRef shape, IntArrayRef strides) {
     if (shape[b] < 2) return true;
     return strides[a] < strides[b];
   });
-  int64_t expected = 1;
+  expected = 1;
   for (size_t d : perm) {
     if (shape[d] < 2) return true;
     if (strides[d] != expected) return false;
@@ -141,23 +192,86 @@ Tensor EmptyDense(IntArrayRef shape, IntArrayRef strides, DType dtype) {
   return Tensor(std::move(storage), data, Dims(shape), Dims(strides), dtype, Device{});
 }
 
+Tensor EmptyPreservingStrides(const Tensor& t, DType dtype) {
+  int64_t extent = t.numel() > 0 ? 1 : 0;
+  bool simple = !IsSubByte(dtype);
+  for (int64_t d = 0; d < t.ndim(); ++d) {
+    const int64_t size = t.shape()[d], stride = t.strides()[d];
+    if (size > 1 && stride <= 0) simple = false;  // negative, or broadcast (overlapping)
+    if (size > 0) extent += (size - 1) * stride;
+  }
+  if (!simple || t.numel() == 0 || IsNonOverlappingAndDense(t.shape(), t.strides())) {
+    return EmptyLike(t, dtype);
+  }
+  // Positive strides may still overlap (a sliding window): only non-overlapping ones are kept.
+  Dims perm(t.ndim());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::sort(perm.begin(), perm.end(),
+            [&](int64_t a, int64_t b) { return t.strides()[a] < t.strides()[b]; });
+  int64_t reach = 0;  // offset of the last element of the dimensions so far
+  for (int64_t d : perm) {
+    const int64_t size = t.shape()[d], stride = t.strides()[d];
+    if (size <= 1) continue;
+    if (stride <= reach) return EmptyLike(t, dtype);
+    reach += (size - 1) * stride;
+  }
+  auto storage = Storage::Allocate(static_cast<size_t>(extent * DTypeSize(dtype)));
+  void* data = storage->data();
+  return Tensor(std::move(storage), data, Dims(t.shape()), Dims(t.strides()), dtype, Device{});
+}
+
+Tensor CloneLike(const Tensor& t, MemoryFormat format) {
+  Tensor out = EmptyLike(t, t.dtype(), format, "clone");
+  out.copy_from(t);
+  return out;
+}
+
+Tensor LaidOutLike(const Tensor& t, const Tensor& like) {
+  const Dims want = LikeStrides(like);
+  bool same = true;
+  for (int64_t d = 0; d < t.ndim(); ++d) {
+    if (t.shape()[d] > 1 && t.strides()[d] != want[d]) same = false;
+  }
+  if (same) return t;
+  Tensor out = EmptyDense(t.shape(), want, t.dtype());
+  out.copy_from(t);
+  return out;
+}
+
+Tensor LaidOutElementwise(const Tensor& t, std::initializer_list<const Tensor*> operands) {
+  const Dims want = StridesInOrder(t.shape(), ElementwiseOrder(t.shape(), operands));
+  bool same = true;
+  for (int64_t d = 0; d < t.ndim(); ++d) {
+    if (t.shape()[d] > 1 && t.strides()[d] != want[d]) same = false;
+  }
+  if (same) return t;
+  Tensor out = EmptyDense(t.shape(), want, t.dtype());
+  out.copy_from(t);
+  return out;
+}
+
 Tensor EmptyLike(const Tensor& src, DType dtype, MemoryFormat format, const char* op) {
   return EmptyDense(src.shape(), LikeStrides(src, format, op), dtype);
 }
 
-Dims ElementwiseOrder(IntArrayRef shape, const std::vector<const Tensor*>& operands) {
+// C-contiguous operands (broadcast or not) only ever order dimensions outside-in, up to the
+// places of size-1 dimensions, which no layout comparison looks at.
+bool AllContiguous(const Tensor* const* operands, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (operands[i] != nullptr && !operands[i]->is_contiguous()) return false;
+  }
+  return true;
+}
+
+Dims ElementwiseOrder(IntArrayRef shape, const Tensor* const* operands, size_t n) {
   const int64_t nd = static_cast<int64_t>(shape.size());
   Dims identity(nd);
   std::iota(identity.begin(), identity.end(), 0);
-  if (nd <= 1) return identity;
-  bool all_contiguous = true;
-  for (const Tensor* t : operands) {
-    if (t != nullptr && !(t->shape() == shape && t->is_contiguous())) all_contiguous = false;
-  }
-  if (all_contiguous) return identity;
+  if (nd <= 1 || AllContiguous(operands, n)) return identity;
   std::vector<Dims> strides;
-  strides.reserve(operands.size());
-  for (const Tensor* t : operands) {
+  strides.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor* t = operands[i];
     if (t == nullptr) continue;
     Dims s(nd, 0);  // leading dimensions t lacks are broadcast
     const int64_t offset = nd - t->ndim();
@@ -166,6 +280,15 @@ Dims ElementwiseOrder(IntArrayRef shape, const std::vector<const Tensor*>& opera
       s[offset + d] = broadcast ? 0 : t->strides()[d];
     }
     strides.push_back(std::move(s));
+  }
+  return Reversed(InnermostFirst(shape, strides));
+}
+
+Dims ElementwiseOrder(IntArrayRef shape, const std::vector<Dims>& strides) {
+  if (shape.size() <= 1) {
+    Dims identity(shape.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    return identity;
   }
   return Reversed(InnermostFirst(shape, strides));
 }
@@ -191,9 +314,15 @@ Tensor Unpermuted(const Tensor& t, IntArrayRef order) {
   return t.permute(inverse);
 }
 
-ElementwiseLayout::ElementwiseLayout(IntArrayRef shape, const std::vector<const Tensor*>& operands)
-    : order_(ElementwiseOrder(shape, operands)),
-      loop_shape_(PermutedShape(shape, order_)),
-      permuted_(!IsIdentityOrder(order_)) {}
+ElementwiseLayout::ElementwiseLayout(IntArrayRef shape, const Tensor* const* operands, size_t n)
+    : permuted_(false) {
+  if (shape.size() <= 1 || AllContiguous(operands, n)) {  // the common case, kept cheap
+    loop_shape_ = shape;
+    return;
+  }
+  order_ = ElementwiseOrder(shape, operands, n);
+  loop_shape_ = PermutedShape(shape, order_);
+  permuted_ = !IsIdentityOrder(order_);
+}
 
 }  // namespace tb

@@ -11,6 +11,7 @@
 // Layouts are compared on dimensions of size > 1: a dimension of size 1 may have any stride.
 #pragma once
 
+#include <initializer_list>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +49,19 @@ TB_API Dims StridesInOrder(IntArrayRef shape, IntArrayRef order);
 // another rank.
 TB_API Dims FormatStrides(IntArrayRef shape, MemoryFormat format, const char* op);
 
+// torch's suggest_memory_format: channels-last (channels-last-3d) for a 4-d (5-d) tensor
+// whose strides look like it by c10's rule (the channel dimension innermost, then the spatial
+// ones from the last, then the batch; ambiguous size-1 cases count as contiguous), else
+// contiguous. The strides need not be dense.
+TB_API MemoryFormat SuggestMemoryFormat(const Tensor& t);
+
+// t's strides equal FormatStrides(t.shape(), format) on its dimensions of size > 1.
+TB_API bool IsContiguousIn(const Tensor& t, MemoryFormat format);
+
+// t itself when IsContiguousIn(t, format), else a copy laid out so (torch's
+// t.contiguous(memory_format=format)).
+TB_API Tensor InFormat(const Tensor& t, MemoryFormat format);
+
 // The strides of torch's empty_like(src, memory_format=format) (and clone, _to_copy): with
 // kPreserve, src's own strides when they are non-overlapping and dense, else dense strides in
 // src's stride order.
@@ -57,6 +71,23 @@ TB_API Dims LikeStrides(const Tensor& src, MemoryFormat format = MemoryFormat::k
 // A new tensor of our own memory with `strides`, which must be dense for `shape` (as the
 // functions above return); C-contiguous for the packed sub-byte dtypes.
 TB_API Tensor EmptyDense(IntArrayRef shape, IntArrayRef strides, DType dtype);
+
+// A new tensor with t's shape and exact strides, dense or not (torch's clone_preserve_strides):
+// its storage spans t's elements. For overlapping or negative strides: EmptyLike(t, dtype).
+TB_API Tensor EmptyPreservingStrides(const Tensor& t, DType dtype);
+
+// t's values in a new tensor laid out as torch's clone(t, memory_format=format).
+TB_API Tensor CloneLike(const Tensor& t, MemoryFormat format = MemoryFormat::kPreserve);
+
+// t itself when its strides are LikeStrides(like) (t and like of one shape), else a copy of t
+// laid out so: for kernels that compute into a C-contiguous buffer a result torch lays out like
+// one of its inputs.
+TB_API Tensor LaidOutLike(const Tensor& t, const Tensor& like);
+
+// t itself when laid out as a new result of an element-wise op over `operands` (dense, in
+// ElementwiseOrder), else a copy of t laid out so: for kernels that compute into a C-contiguous
+// buffer a result torch computes (or decomposes into) element-wise ops over `operands`.
+TB_API Tensor LaidOutElementwise(const Tensor& t, std::initializer_list<const Tensor*> operands);
 
 // EmptyDense(src.shape(), LikeStrides(src, format, op), dtype).
 TB_API Tensor EmptyLike(const Tensor& src, DType dtype,
@@ -68,8 +99,13 @@ TB_API Tensor EmptyLike(const Tensor& src, DType dtype,
 // `shape`; null entries are skipped). Dimensions are sorted by stride, operand by operand: the
 // first operand whose strides of two dimensions differ (neither being broadcast) decides
 // their order; equal strides put the larger dimension outside. Identity (C order) when every
-// operand is C-contiguous of the full shape.
-TB_API Dims ElementwiseOrder(IntArrayRef shape, const std::vector<const Tensor*>& operands);
+// operand is C-contiguous (the same order on the dimensions of size > 1).
+TB_API Dims ElementwiseOrder(IntArrayRef shape, const Tensor* const* operands, size_t n);
+inline Dims ElementwiseOrder(IntArrayRef shape, std::initializer_list<const Tensor*> operands) {
+  return ElementwiseOrder(shape, operands.begin(), operands.size());
+}
+// The same from operand strides already broadcast to `shape` (0 on broadcast dimensions).
+TB_API Dims ElementwiseOrder(IntArrayRef shape, const std::vector<Dims>& strides);
 
 // True when `order` is 0, 1, ..., n-1.
 TB_API bool IsIdentityOrder(IntArrayRef order);
@@ -88,7 +124,9 @@ TB_API Tensor Unpermuted(const Tensor& t, IntArrayRef order);
 // Out() turns it back to the op's dimension order, laid out as torch lays out the result.
 class TB_API ElementwiseLayout {
  public:
-  ElementwiseLayout(IntArrayRef shape, const std::vector<const Tensor*>& operands);
+  ElementwiseLayout(IntArrayRef shape, const Tensor* const* operands, size_t n);
+  ElementwiseLayout(IntArrayRef shape, std::initializer_list<const Tensor*> operands)
+      : ElementwiseLayout(shape, operands.begin(), operands.size()) {}
   bool permuted() const { return permuted_; }
   Tensor In(const Tensor& t) const { return permuted_ ? Permuted(t, order_) : t; }
   Tensor NewResult(DType dtype) const { return Tensor::Empty(loop_shape_, dtype); }

@@ -1,10 +1,11 @@
 // Private to kernels/: the strided N-d loop every element-wise kernel runs on.
 //
 // ForEachRow walks a shape over N operands given by data pointer and byte strides. It first
-// merges dimensions that are contiguous for every operand (so a contiguous tensor is one
-// long row), then calls `row(ptrs, inner_strides, n)` per row, splitting rows across threads
-// when the work is large. Map<Out, In...> builds the usual out[i] = f(in[i]...) on it, with
-// a unit-stride inner loop the compiler vectorises.
+// orders the dimensions by the first operand's strides (the output is written in memory
+// order, whatever its layout) and merges dimensions that are contiguous for every operand (so
+// a dense tensor is one long row), then calls `row(ptrs, inner_strides, n)` per row, splitting
+// rows across threads when the work is large. Map<Out, In...> builds the usual out[i] = f(in[i]...)
+// on it, with a unit-stride inner loop the compiler vectorises.
 #pragma once
 
 #include <array>
@@ -55,14 +56,69 @@ LoopShape<N> Coalesce(IntArrayRef shape, const std::array<Dims, N>& byte_strides
   return out;
 }
 
-// row(std::array<char*, N>& ptrs, const std::array<int64_t, N>& inner_strides, int64_t n)
+// The dimensions in walking order, outermost first: by decreasing stride magnitude of the
+// first operand (the output), later operands deciding where it has equal or zero strides;
+// dimensions no operand orders keep their places. Identity when the first operand's strides
+// already decrease.
+template <size_t N>
+Dims WalkOrder(IntArrayRef shape, const std::array<Dims, N>& byte_strides) {
+  const size_t nd = shape.size();
+  Dims order(nd);
+  for (size_t d = 0; d < nd; ++d) order[d] = static_cast<int64_t>(d);
+  int64_t prev = -1;
+  bool sorted = true;
+  for (size_t d = 0; d < nd && sorted; ++d) {
+    if (shape[d] == 1) continue;
+    const int64_t s = byte_strides[0][d] < 0 ? -byte_strides[0][d] : byte_strides[0][d];
+    if (prev >= 0 && s > prev) sorted = false;
+    prev = s;
+  }
+  if (sorted) return order;
+  // a goes outside b when the first operand with two nonzero, unequal strides says so.
+  auto outside = [&](int64_t a, int64_t b) {
+    for (size_t k = 0; k < N; ++k) {
+      int64_t sa = byte_strides[k][a], sb = byte_strides[k][b];
+      sa = sa < 0 ? -sa : sa;
+      sb = sb < 0 ? -sb : sb;
+      if (sa == 0 || sb == 0 || sa == sb) continue;
+      return sa > sb;
+    }
+    return false;
+  };
+  for (size_t i = 1; i < nd; ++i) {
+    for (size_t j = i; j > 0 && outside(order[j], order[j - 1]); --j) {
+      std::swap(order[j], order[j - 1]);
+    }
+  }
+  return order;
+}
+
+// row(std::array<char*, N>& ptrs, const std::array<int64_t, N>& inner_strides, int64_t n):
+// called over rows that cover the shape once each, in no particular order (across threads for
+// large work); the dimensions are walked in WalkOrder, so that the output is written in the
+// order of its memory.
 template <size_t N, typename Row>
 void ForEachRow(IntArrayRef shape, const std::array<char*, N>& data,
                 const std::array<Dims, N>& byte_strides, Row&& row) {
   int64_t numel = 1;
   for (int64_t s : shape) numel *= s;
   if (numel == 0) return;
-  LoopShape<N> ls = Coalesce<N>(shape, byte_strides);
+  const Dims order = WalkOrder<N>(shape, byte_strides);
+  bool identity = true;
+  for (size_t i = 0; i < order.size(); ++i) identity &= order[i] == static_cast<int64_t>(i);
+  LoopShape<N> ls;
+  if (identity) {
+    ls = Coalesce<N>(shape, byte_strides);
+  } else {
+    Dims walk_shape(order.size());
+    std::array<Dims, N> walk_strides;
+    for (size_t k = 0; k < N; ++k) walk_strides[k] = Dims(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      walk_shape[i] = shape[order[i]];
+      for (size_t k = 0; k < N; ++k) walk_strides[k][i] = byte_strides[k][order[i]];
+    }
+    ls = Coalesce<N>(walk_shape, walk_strides);
+  }
   const int64_t nd = static_cast<int64_t>(ls.shape.size());
   const int64_t inner = ls.shape[nd - 1];
   const int64_t rows = numel / inner;
@@ -120,7 +176,7 @@ void MapRow(F& f, std::array<char*, 1 + sizeof...(In)>& p,
   Out* o = reinterpret_cast<Out*>(p[0]);
   const bool unit = s[0] == sizeof(Out) && ((s[I + 1] == sizeof(In)) && ...);
   if (unit) {
-    auto in = std::make_tuple(reinterpret_cast<const In*>(p[I + 1])...);
+    [[maybe_unused]] auto in = std::make_tuple(reinterpret_cast<const In*>(p[I + 1])...);
     for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(in)[i]...);
     return;
   }

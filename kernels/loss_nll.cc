@@ -20,6 +20,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/tensor_ops.h"
 
 namespace tb {
@@ -177,6 +178,8 @@ std::tuple<Tensor, Tensor> NllLossForward(const Tensor& self, const Tensor& targ
     *output.data_as<T>() = out;
     *total_weight.data_as<T>() = total;
   });
+  // Per-pixel losses laid out like the target, as torch's.
+  if (per_row && kSpatial && output.shape() == target.shape()) output = LaidOutLike(output, target);
   return {output, total_weight};
 }
 

@@ -21,6 +21,7 @@
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/tensor_ops.h"
 
 namespace tb {
@@ -102,7 +103,9 @@ Tensor MseLossBackward(const Tensor& grad, const Tensor& self, const Tensor& tar
     auto r = [](Acc v) { return static_cast<Acc>(static_cast<T>(v)); };
     return r(r(static_cast<Acc>(static_cast<T>(norm)) * r(a - b)) * g);
   };
-  return Pointwise(kOp, Prepare(kOp, self, target, reduction, &grad), f);
+  // Laid out as torch's decomposition, norm * (self - target) * grad, lays it out.
+  return LaidOutElementwise(Pointwise(kOp, Prepare(kOp, self, target, reduction, &grad), f),
+                            {&self, &target, &grad});
 }
 
 Tensor SmoothL1Loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
@@ -139,7 +142,8 @@ Tensor SmoothL1LossBackward(const Tensor& grad, const Tensor& self, const Tensor
     if (x >= bt) return nrm * g;
     return nrm * x * g / bt;
   };
-  return Pointwise(kOp, Prepare(kOp, self, target, reduction, &grad), f);
+  return LaidOutElementwise(Pointwise(kOp, Prepare(kOp, self, target, reduction, &grad), f),
+                            {&self, &target, &grad});
 }
 
 }  // namespace

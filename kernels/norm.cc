@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/layout.h"
 #include "kernels/norm_internal.h"
 #include "kernels/simd_internal.h"
 
@@ -197,7 +198,7 @@ bool OneDnnLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& me
   }
 }
 
-std::tuple<Tensor, Tensor, Tensor> NativeLayerNormBackward(
+std::tuple<Tensor, Tensor, Tensor> NativeLayerNormBackwardC(
     const Tensor& grad_out, const Tensor& input, const std::vector<int64_t>& normalized_shape,
     const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight,
     const std::optional<Tensor>& bias, const std::vector<bool>& output_mask) {
@@ -402,6 +403,18 @@ std::tuple<Tensor, Tensor, Tensor> NativeGroupNormBackward(
   }
   return {dx, dw, db};
 }
+// The input gradient laid out as torch's decomposition (element-wise over grad_out and the
+// input) lays it out in a traced graph.
+std::tuple<Tensor, Tensor, Tensor> NativeLayerNormBackward(
+    const Tensor& grad_out, const Tensor& input, const std::vector<int64_t>& normalized_shape,
+    const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& bias, const std::vector<bool>& output_mask) {
+  auto [dx, dw, db] = NativeLayerNormBackwardC(grad_out, input, normalized_shape, mean, rstd,
+                                               weight, bias, output_mask);
+  if (dx.defined()) dx = LaidOutElementwise(dx, {&grad_out, &input});
+  return {dx, dw, db};
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(norm) {

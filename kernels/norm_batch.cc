@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/layout.h"
 #include "kernels/norm_batch_internal.h"
 #include "kernels/norm_internal.h"
 #include "kernels/simd_internal.h"
@@ -122,12 +123,12 @@ Vec ToVec(const Tensor& t) {
   return Vec(p, p + d.numel());
 }
 
-std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input,
-                                             const std::optional<Tensor>& weight,
-                                             const std::optional<Tensor>& bias,
-                                             const std::optional<Tensor>& running_mean,
-                                             const std::optional<Tensor>& running_var,
-                                             bool training, double momentum, double eps) {
+std::tuple<Tensor, Tensor, Tensor> BatchNormC(const char* op, const Tensor& input,
+                                              const std::optional<Tensor>& weight,
+                                              const std::optional<Tensor>& bias,
+                                              const std::optional<Tensor>& running_mean,
+                                              const std::optional<Tensor>& running_var,
+                                              bool training, double momentum, double eps) {
   CheckFloat(op, input);
   const BnShape sh = BatchNormShape(op, input);
   const int64_t cnt = sh.n * sh.s;
@@ -203,6 +204,19 @@ std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input
   }
   UpdateRunningStats(running_mean, running_var, rm, rv, mean, var, cnt, momentum);
   return {out, FromDoubles(mean, {sh.c}, pdt), FromDoubles(invstd, {sh.c}, pdt)};
+}
+
+// BatchNormC's output (computed in C order) laid out as the input, as torch's decomposition
+// (element-wise ops over the input and its statistics) lays it out in a traced graph.
+std::tuple<Tensor, Tensor, Tensor> BatchNorm(const char* op, const Tensor& input,
+                                             const std::optional<Tensor>& weight,
+                                             const std::optional<Tensor>& bias,
+                                             const std::optional<Tensor>& running_mean,
+                                             const std::optional<Tensor>& running_var,
+                                             bool training, double momentum, double eps) {
+  auto [out, mean, invstd] =
+      BatchNormC(op, input, weight, bias, running_mean, running_var, training, momentum, eps);
+  return {LaidOutElementwise(out, {&input}), mean, invstd};
 }
 
 std::tuple<Tensor, Tensor, Tensor> NativeBatchNorm(const Tensor& input,
@@ -301,7 +315,7 @@ bool OneDnnBatchNormBackward(const Tensor& x, const Tensor& dy, const std::optio
   }
 }
 
-std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackward(
+std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackwardC(
     const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight,
     const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
     const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool train,
@@ -401,6 +415,19 @@ std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackward(
   if (output_mask[2]) db = FromDoubles(sum_dy, {sh.c}, wdt);
   return {dx, dw, db};
 }
+// The input gradient laid out as torch's decomposition (element-wise ops over grad_out and the
+// input) lays it out.
+std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackward(
+    const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+    const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool train,
+    double eps, const std::vector<bool>& output_mask) {
+  auto [dx, dw, db] = NativeBatchNormBackwardC(grad_out, input, weight, running_mean, running_var,
+                                               save_mean, save_invstd, train, eps, output_mask);
+  if (dx.defined()) dx = LaidOutElementwise(dx, {&grad_out, &input});
+  return {dx, dw, db};
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(norm_batch) {

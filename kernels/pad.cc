@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/tensor_ops.h"
 
@@ -58,7 +59,9 @@ Tensor ConstantPadNd(const Tensor& self, const std::vector<int64_t>& pad, const 
         << " and " << pad[2 * i + 1] << " resulted in a negative output size, "
         << "which is invalid. Check dimension " << d << " of your input.";
   }
-  Tensor out = Tensor::Empty(shape, self.dtype());
+  // Laid out in self's suggested memory format (channels-last stays so), as torch's.
+  Tensor out =
+      EmptyDense(shape, FormatStrides(shape, SuggestMemoryFormat(self), kOp), self.dtype());
   if (out.numel() == 0) return out;
   Tensor src = self, dst = out;
   bool full_cover = true;  // the input covers the whole output: no fill needed

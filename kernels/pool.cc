@@ -13,6 +13,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/onednn_internal.h"
 #include "kernels/pool_internal.h"
 
@@ -106,6 +107,14 @@ bool OneDnnAvgPool(const PoolGeom& g, int64_t nsp, const Tensor& self, bool ceil
   }
 }
 
+// The kernels compute in C order; torch lays the results (and input gradients) of 2-d pooling
+// over a batch out in the input's suggested memory format (channels-last stays so), those of
+// 3-d pooling in C order.
+Tensor LikeTorch(const Tensor& self, int64_t nsp, const Tensor& result) {
+  if (nsp != 2 || self.ndim() != 4) return result;
+  return InFormat(result, SuggestMemoryFormat(self));
+}
+
 Tensor AvgPool(const char* op, const Tensor& self, int64_t nsp,
                const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad,
@@ -152,15 +161,17 @@ Tensor AvgPool(const char* op, const Tensor& self, int64_t nsp,
 Tensor AvgPool2d(const Tensor& self, const std::vector<int64_t>& kernel_size,
                  const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
-  return AvgPool("aten::avg_pool2d", self, 2, kernel_size, stride, padding, ceil_mode,
-                 count_include_pad, divisor_override);
+  return LikeTorch(self, 2,
+                   AvgPool("aten::avg_pool2d", self, 2, kernel_size, stride, padding, ceil_mode,
+                           count_include_pad, divisor_override));
 }
 
 Tensor AvgPool3d(const Tensor& self, const std::vector<int64_t>& kernel_size,
                  const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
-  return AvgPool("aten::avg_pool3d", self, 3, kernel_size, stride, padding, ceil_mode,
-                 count_include_pad, divisor_override);
+  return LikeTorch(self, 3,
+                   AvgPool("aten::avg_pool3d", self, 3, kernel_size, stride, padding, ceil_mode,
+                           count_include_pad, divisor_override));
 }
 
 Tensor AvgPoolBackward(const char* op, const Tensor& grad_output, const Tensor& self, int64_t nsp,
@@ -215,8 +226,10 @@ Tensor AvgPool2dBackward(const Tensor& grad_output, const Tensor& self,
                          const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                          bool ceil_mode, bool count_include_pad,
                          std::optional<int64_t> divisor_override) {
-  return AvgPoolBackward("aten::avg_pool2d_backward", grad_output, self, 2, kernel_size, stride,
-                         padding, ceil_mode, count_include_pad, divisor_override);
+  return LikeTorch(
+      self, 2,
+      AvgPoolBackward("aten::avg_pool2d_backward", grad_output, self, 2, kernel_size, stride,
+                      padding, ceil_mode, count_include_pad, divisor_override));
 }
 
 // ---- adaptive average -----------------------------------------------------------------------
@@ -291,10 +304,10 @@ Tensor AdaptiveAvgPool(const char* op, const Tensor& self, int64_t nsp,
 }
 
 Tensor AdaptiveAvgPool2d(const Tensor& self, const std::vector<int64_t>& output_size) {
-  return AdaptiveAvgPool("aten::_adaptive_avg_pool2d", self, 2, output_size);
+  return LikeTorch(self, 2, AdaptiveAvgPool("aten::_adaptive_avg_pool2d", self, 2, output_size));
 }
 Tensor AdaptiveAvgPool3d(const Tensor& self, const std::vector<int64_t>& output_size) {
-  return AdaptiveAvgPool("aten::_adaptive_avg_pool3d", self, 3, output_size);
+  return LikeTorch(self, 3, AdaptiveAvgPool("aten::_adaptive_avg_pool3d", self, 3, output_size));
 }
 
 Tensor AdaptiveAvgPoolBackward(const char* op, const Tensor& grad_output, const Tensor& self,
@@ -342,10 +355,14 @@ Tensor AdaptiveAvgPoolBackward(const char* op, const Tensor& grad_output, const 
 }
 
 Tensor AdaptiveAvgPool2dBackward(const Tensor& grad_output, const Tensor& self) {
-  return AdaptiveAvgPoolBackward("aten::_adaptive_avg_pool2d_backward", grad_output, self, 2);
+  return LikeTorch(
+      self, 2,
+      AdaptiveAvgPoolBackward("aten::_adaptive_avg_pool2d_backward", grad_output, self, 2));
 }
 Tensor AdaptiveAvgPool3dBackward(const Tensor& grad_output, const Tensor& self) {
-  return AdaptiveAvgPoolBackward("aten::_adaptive_avg_pool3d_backward", grad_output, self, 3);
+  return LikeTorch(
+      self, 3,
+      AdaptiveAvgPoolBackward("aten::_adaptive_avg_pool3d_backward", grad_output, self, 3));
 }
 
 }  // namespace

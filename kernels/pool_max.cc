@@ -19,6 +19,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/pool_internal.h"
 
@@ -180,12 +181,10 @@ void MaxPoolChannelsLast(const PoolGeom& g, int64_t N, int64_t C, const T* in, T
   });
 }
 
-// Whether a 4-d tensor's strides are channels-last ones (and not also C-contiguous ones).
+// Whether torch's max pooling lays a 4-d input's results out channels-last (its
+// suggest_memory_format).
 bool IsChannelsLast(const Tensor& t) {
-  if (t.ndim() != 4 || t.is_contiguous()) return false;
-  const int64_t C = t.size(1), H = t.size(2), W = t.size(3);
-  return t.stride(1) == 1 && (W == 1 || t.stride(3) == C) && (H == 1 || t.stride(2) == W * C) &&
-         (t.size(0) == 1 || t.stride(0) == H * W * C);
+  return SuggestMemoryFormat(t) == MemoryFormat::kChannelsLast;
 }
 
 // An empty 4-d tensor of `shape` (N, C, H, W) laid out channels-last.
@@ -203,7 +202,7 @@ std::tuple<Tensor, Tensor> MaxPool(const char* op, const Tensor& self, int64_t n
   const bool fast = self.dtype() != DType::kFloat16 && self.dtype() != DType::kBFloat16;
   // A channels-last input gives channels-last outputs, as torch's kernel.
   const bool cl = fast && nsp == 2 && IsChannelsLast(self);
-  Tensor x = cl ? self : self.contiguous();
+  Tensor x = cl ? InFormat(self, MemoryFormat::kChannelsLast) : self.contiguous();
   Tensor out =
       cl ? EmptyChannelsLast(g.out_shape, self.dtype()) : Tensor::Empty(g.out_shape, self.dtype());
   Tensor idx = cl ? EmptyChannelsLast(g.out_shape, DType::kInt64)
@@ -267,6 +266,9 @@ std::tuple<Tensor, Tensor> MaxPool(const char* op, const Tensor& self, int64_t n
       }
     });
   });
+  if (!cl && nsp == 2 && IsChannelsLast(self)) {  // the 16-bit floats: computed in C order
+    return {InFormat(out, MemoryFormat::kChannelsLast), InFormat(idx, MemoryFormat::kChannelsLast)};
+  }
   return {out, idx};
 }
 
@@ -302,11 +304,7 @@ Tensor MaxPoolBackward(const char* op, const Tensor& grad_output, const Tensor& 
   // runs per image over (position, channel) with the other operands made channels-last.
   const bool cl = nsp == 2 && IsChannelsLast(self);
   auto layout = [&](const Tensor& t) {
-    if (!cl) return t.contiguous();
-    if (IsChannelsLast(t)) return t;
-    Tensor c = EmptyChannelsLast(t.shape(), t.dtype());
-    c.copy_from(t);
-    return c;
+    return cl ? InFormat(t, MemoryFormat::kChannelsLast) : t.contiguous();
   };
   Tensor go = layout(grad_output), ind = layout(indices);
   Tensor gi = cl ? EmptyChannelsLast(self.shape(), self.dtype())

@@ -17,6 +17,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/tensor_ops.h"
 
@@ -392,10 +393,18 @@ void WriteView(const Tensor& view, const Tensor& src, const char* op) {
   }
 }
 
+// A copy of self with self's strides, dense or not (torch's clone_preserve_strides: the view
+// scatters of a functionalized graph keep the layout of the tensor they stand for).
+Tensor ClonePreservingStrides(const Tensor& self) {
+  Tensor out = EmptyPreservingStrides(self, self.dtype());
+  CopyCast(out, self);
+  return out;
+}
+
 Tensor SelectScatter(const Tensor& self, const Tensor& src, int64_t dim, int64_t index) {
   constexpr const char* kOp = "aten::select_scatter";
   CheckHost(self, kOp);
-  Tensor out = self.clone();
+  Tensor out = ClonePreservingStrides(self);
   WriteView(out.select(dim, index), src, kOp);
   return out;
 }
@@ -424,7 +433,7 @@ Tensor SliceScatter(const Tensor& self, const Tensor& src, int64_t dim,
                     std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
   constexpr const char* kOp = "aten::slice_scatter";
   CheckHost(self, kOp);
-  Tensor out = self.clone();
+  Tensor out = ClonePreservingStrides(self);
   WriteView(out.slice(dim, start, end, step), src, kOp);
   return out;
 }
@@ -433,7 +442,7 @@ Tensor DiagonalScatter(const Tensor& self, const Tensor& src, int64_t offset, in
                        int64_t dim2) {
   constexpr const char* kOp = "aten::diagonal_scatter";
   CheckHost(self, kOp);
-  Tensor out = self.clone();
+  Tensor out = ClonePreservingStrides(self);
   WriteView(out.diagonal(offset, dim1, dim2), src, kOp);
   return out;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/tensor_ops.h"
 
@@ -73,7 +74,12 @@ Tensor Cat(const std::vector<Tensor>& tensors, int64_t dim) {
     total += t.size(dim);
   }
   shape[dim] = total;
-  Tensor out = Tensor::Empty(shape, dtype);
+  // torch's cat: the inputs' suggested memory format when they all agree, else C order.
+  MemoryFormat format = SuggestMemoryFormat(tensors[0]);
+  for (const Tensor& t : tensors) {
+    if (SuggestMemoryFormat(t) != format) format = MemoryFormat::kContiguous;
+  }
+  Tensor out = EmptyDense(shape, FormatStrides(shape, format, kOp), dtype);
   if (out.numel() == 0) return out;
   int64_t offset = 0;
   for (const Tensor& t : tensors) {
@@ -98,6 +104,14 @@ Tensor StackOp(const std::vector<Tensor>& tensors, int64_t dim) {
         << " at entry 0 and " << ShapeString(tensors[i].shape()) << " at entry " << i;
     parts.push_back(tensors[i].unsqueeze(dim));
   }
+  if (dim < ref.ndim()) {
+    // As torch: the inputs concatenated along `dim` (keeping their memory format), the new
+    // dimension split off by a view.
+    Tensor flat = Cat(tensors, dim);
+    Dims sizes(parts[0].shape());
+    sizes[dim] = static_cast<int64_t>(tensors.size());
+    return flat.view(sizes);
+  }
   return Cat(parts, dim);
 }
 
@@ -117,7 +131,7 @@ Tensor Flip(const Tensor& self, const std::vector<int64_t>& dims) {
     strides[d] = -strides[d];
   }
   if (self.numel() == 0 || self.ndim() == 0) return self.clone();
-  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  Tensor out = EmptyLike(self, self.dtype(), MemoryFormat::kPreserve, kOp);
   CopySame(out, self.as_strided(self.shape(), strides, offset));
   return out;
 }

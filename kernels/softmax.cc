@@ -10,6 +10,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/onednn_internal.h"
 #include "kernels/tensor_ops.h"
@@ -188,10 +189,13 @@ Tensor SoftmaxBackwardData(const Tensor& grad_output, const Tensor& output, int6
   return SoftmaxBackward("aten::_softmax_backward_data", grad_output, output, dim, input_dtype,
                          false);
 }
+// Laid out as torch's decomposition (grad_output - exp(output) * sum) lays it out in a traced
+// graph: element-wise over grad_output and output.
 Tensor LogSoftmaxBackwardData(const Tensor& grad_output, const Tensor& output, int64_t dim,
                               DType input_dtype) {
-  return SoftmaxBackward("aten::_log_softmax_backward_data", grad_output, output, dim, input_dtype,
-                         true);
+  return LaidOutElementwise(SoftmaxBackward("aten::_log_softmax_backward_data", grad_output, output,
+                                            dim, input_dtype, true),
+                            {&grad_output, &output});
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/tensor_ops.h"
 
 namespace tb {
@@ -125,7 +126,8 @@ std::tuple<Tensor, Tensor> SortImpl(const Tensor& self, bool stable, int64_t dim
       }
     });
   });
-  return {values, indices};
+  // torch lays values and indices out like self.
+  return {LaidOutLike(values, self), LaidOutLike(indices, self)};
 }
 
 std::tuple<Tensor, Tensor> Sort(const Tensor& self, int64_t dim, bool descending) {

@@ -78,13 +78,28 @@ inline void CheckInplace(const char* op, const Tensor& self, DType result) {
 template <typename Body>
 Tensor RunUnary(const char* op, const Tensor& self, DType result, bool inplace, Body&& body) {
   const ElementwiseLayout layout(self.shape(), {&self});
+  if (inplace) CheckInplace(op, self, result);
+  if (!layout.permuted()) {
+    if (!inplace) {
+      Tensor out = Tensor::Empty(self.shape(), result);
+      body(out, self);
+      return out;
+    }
+    if (result == self.dtype()) {
+      body(self, self);
+      return self;
+    }
+    Tensor tmp = Tensor::Empty(self.shape(), result);
+    body(tmp, self);
+    CopyCast(self, tmp);
+    return self;
+  }
   const Tensor src = layout.In(self);
   if (!inplace) {
     Tensor out = layout.NewResult(result);
     body(out, src);
     return layout.Out(out);
   }
-  CheckInplace(op, self, result);
   if (result == self.dtype()) {
     body(src, src);
     return self;

@@ -81,6 +81,52 @@ TEST(LayoutTest, LikeStridesPreserve) {
   EXPECT_EQ(Vec(e.strides()), (std::vector<int64_t>{12, 1, 3}));
 }
 
+TEST(LayoutTest, SuggestedMemoryFormat) {
+  Tensor c = Arange({2, 3, 4, 5});
+  EXPECT_EQ(SuggestMemoryFormat(c), MemoryFormat::kContiguous);
+  Tensor cl = InFormat(c, MemoryFormat::kChannelsLast);
+  EXPECT_EQ(Vec(cl.strides()), (std::vector<int64_t>{60, 1, 15, 3}));
+  EXPECT_EQ(SuggestMemoryFormat(cl), MemoryFormat::kChannelsLast);
+  EXPECT_TRUE(IsContiguousIn(cl, MemoryFormat::kChannelsLast));
+  EXPECT_EQ(InFormat(cl, MemoryFormat::kChannelsLast).data(), cl.data());  // no copy
+  // c10's rule: a size-1 height with a stride below the channels' extent is not channels-last
+  // (a transposed 1-d signal seen as [N, C, 1, L]).
+  Tensor big = Tensor::Empty({64}, DType::kFloat32);
+  EXPECT_EQ(SuggestMemoryFormat(big.as_strided({1, 2, 1, 3}, {6, 1, 3, 2})),
+            MemoryFormat::kContiguous);
+  // Every size 1 but the batch: ambiguous, C order.
+  EXPECT_EQ(SuggestMemoryFormat(big.as_strided({4, 1, 1, 1}, {1, 1, 1, 1})),
+            MemoryFormat::kContiguous);
+  Tensor c5 = Arange({2, 3, 2, 4, 5});
+  EXPECT_EQ(SuggestMemoryFormat(InFormat(c5, MemoryFormat::kChannelsLast3d)),
+            MemoryFormat::kChannelsLast3d);
+}
+
+TEST(LayoutTest, PreservedAndElementwiseCopies) {
+  Tensor c = Arange({4, 6});
+  // clone_preserve_strides keeps even non-dense strides.
+  Tensor every_other = c.slice(1, 0, 6, 2);  // [4, 3], strides [6, 2]
+  Tensor kept = EmptyPreservingStrides(every_other, DType::kFloat32);
+  EXPECT_EQ(Vec(kept.strides()), (std::vector<int64_t>{6, 2}));
+  // A broadcast (overlapping) tensor gets a dense layout instead.
+  Tensor row = Arange({6}).expand({4, 6});
+  EXPECT_EQ(Vec(EmptyPreservingStrides(row, DType::kFloat32).strides()),
+            (std::vector<int64_t>{6, 1}));
+  // A C-order result relaid as an element-wise result over a transposed operand: same values.
+  Tensor t = StoredSwapped(c, 0, 1);  // strides [1, 4]
+  Tensor r = LaidOutElementwise(c, {&t});
+  EXPECT_EQ(Vec(r.strides()), (std::vector<int64_t>{1, 4}));
+  for (int64_t i = 0; i < 4; ++i) {
+    for (int64_t j = 0; j < 6; ++j) {
+      ASSERT_EQ(r.data_as<const float>()[i * r.stride(0) + j * r.stride(1)],
+                static_cast<float>(i * 6 + j));
+    }
+  }
+  EXPECT_EQ(LaidOutElementwise(c, {&c}).data(), c.data());  // already so: no copy
+  EXPECT_EQ(Vec(LaidOutLike(c, t).strides()), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(Vec(CloneLike(t).strides()), (std::vector<int64_t>{1, 4}));
+}
+
 TEST(LayoutTest, ElementwiseOrderFollowsTheFirstOperand) {
   Tensor c = Arange({4, 8, 16});
   Tensor t = StoredSwapped(c, 1, 2);  // strides [128, 1, 8]
