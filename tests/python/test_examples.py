@@ -1,6 +1,7 @@
-"""Runs every example under examples/ in its short mode (``--quick``), each in a process of its
-own with this package on the path; the C++ example is built with CMake against this package
-through ``find_package(tensorbridge)`` (``tensorbridge.cmake_prefix_path``) and run."""
+"""Runs every example under examples/ in its short mode (``--quick``; demo.py as it is), each
+in a process of its own with this package on the path; the C++ example is built with CMake
+against this package through ``find_package(tensorbridge)``
+(``tensorbridge.cmake_prefix_path``) and run."""
 
 import importlib.util
 import os
@@ -50,6 +51,11 @@ def test_every_example_has_a_test():
         "jax_jit_grad.py",
     }
     assert set(scripts) == tested
+
+
+def test_demo():
+    out = run_example("demo.py")  # the tour is short already (about 20 s of CPU)
+    assert "All results checked against numpy / torch / JAX." in out
 
 
 def test_train_numpy_weights():
