@@ -85,11 +85,11 @@ def _register(jax) -> str | None:
             try:
                 jax.ffi.register_ffi_target(TARGET, _C._ffi_handler(), platform="cpu")
                 _registered = True
-            except Exception as e:  # jaxlib's error names both API versions
+            except Exception as e:  # a refused API version: jaxlib's error names both
                 major, minor = _C._ffi_api_version
                 _register_error = (
-                    f"jaxlib {_jaxlib_version()} refused the FFI handler, built for XLA FFI API "
-                    f"{major}.{minor}: {type(e).__name__}: {e}"
+                    f"jaxlib {_jaxlib_version()} did not register the FFI handler, built for "
+                    f"XLA FFI API {major}.{minor}: {type(e).__name__}: {e}"
                 )
         return _register_error
 
