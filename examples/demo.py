@@ -50,14 +50,16 @@ def step2_train_on_numpy() -> None:
     b1 = np.zeros(32, np.float32)
     w2 = (rng.standard_normal((3, 32)) * 0.3).astype(np.float32)
     b2 = np.zeros(3, np.float32)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.GELU(), torch.nn.Linear(32, 3))
-    ref = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.GELU(), torch.nn.Linear(32, 3))
+    layers = [torch.nn.Linear(8, 32), torch.nn.Linear(32, 3)]
+    ref_layers = [torch.nn.Linear(8, 32), torch.nn.Linear(32, 3)]
+    model = torch.nn.Sequential(layers[0], torch.nn.GELU(), layers[1])
+    ref = torch.nn.Sequential(ref_layers[0], torch.nn.GELU(), ref_layers[1])
     with torch.no_grad():
-        for layer, w, b in ((0, w1, b1), (2, w2, b2)):
-            ref[layer].weight.copy_(torch.from_numpy(w))
-            ref[layer].bias.copy_(torch.from_numpy(b))
-            model[layer].weight = torch.nn.Parameter(tb.wrap(w))  # numpy memory, no copy
-            model[layer].bias = torch.nn.Parameter(tb.wrap(b))
+        for layer, ref_layer, w, b in zip(layers, ref_layers, (w1, w2), (b1, b2), strict=True):
+            ref_layer.weight.copy_(torch.from_numpy(w))
+            ref_layer.bias.copy_(torch.from_numpy(b))
+            layer.weight = torch.nn.Parameter(tb.wrap(w))  # numpy memory, no copy
+            layer.bias = torch.nn.Parameter(tb.wrap(b))
     x = rng.standard_normal((16, 8)).astype(np.float32)
     y = rng.integers(0, 3, 16)
     before = w1.copy()
@@ -72,10 +74,12 @@ def step2_train_on_numpy() -> None:
         print(
             f"   {'tensorbridge' if m is model else 'plain torch '} loss after 10 Adam steps: {float(loss):.6f}"
         )
-    torch.testing.assert_close(torch.from_numpy(w1), ref[0].weight.detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        torch.from_numpy(w1), ref_layers[0].weight.detach(), rtol=1e-5, atol=1e-5
+    )
     print(
         f"   numpy weights updated in place: max change {np.abs(w1 - before).max():.4f}, "
-        f"same memory: {tb.to_torch(model[0].weight).data_ptr() == w1.ctypes.data}"
+        f"same memory: {tb.to_torch(layers[0].weight).data_ptr() == w1.ctypes.data}"
     )
 
 

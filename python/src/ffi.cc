@@ -7,8 +7,8 @@
 // XLA's result buffers. Plans are kept for the life of the process: a compiled executable may
 // hold an id at any time.
 //
-// Built only when the XLA FFI headers (jaxlib's include directory) were found at build time
-// (TB_HAVE_XLA_FFI); otherwise the module reports the handler as unavailable.
+// Compiled against the header-only XLA FFI API (third_party/xla_ffi, or TB_XLA_FFI_INCLUDE);
+// jaxlib checks the API version the handler was compiled for when it is registered.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -16,10 +16,7 @@
 
 #include "dispatch/plan.h"
 #include "py_common.h"
-
-#ifdef TB_HAVE_XLA_FFI
 #include "xla/ffi/api/ffi.h"
-#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -36,20 +33,11 @@ std::atomic<uint64_t> g_failures{0};
 // worker threads, which already share the cores with XLA's thread pool.
 std::atomic<int> g_threads{1};
 
-[[maybe_unused]] std::shared_ptr<const Plan> FindPlan(int64_t id) {
+std::shared_ptr<const Plan> FindPlan(int64_t id) {
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   if (id < 0 || id >= static_cast<int64_t>(g_plans.size())) return nullptr;
   return g_plans[static_cast<size_t>(id)];
 }
-
-}  // namespace
-
-}  // namespace tb::py
-
-#ifdef TB_HAVE_XLA_FFI
-
-namespace tb::py {
-namespace {
 
 namespace ffi = xla::ffi;
 
@@ -167,28 +155,12 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
     TbPlanHandler, tb::py::PlanHandlerImpl,
     xla::ffi::Ffi::Bind().Attr<int64_t>("plan_id").RemainingArgs().RemainingRets());
 
-#endif  // TB_HAVE_XLA_FFI
-
 namespace tb::py {
 
 void BindFfi(py::module_& m) {
-#ifdef TB_HAVE_XLA_FFI
-  m.attr("_ffi_available") = true;
-#else
-  m.attr("_ffi_available") = false;
-#endif
+  m.attr("_ffi_api_version") = py::make_tuple(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR);
   m.def(
-      "_ffi_handler",
-      []() -> py::object {
-#ifdef TB_HAVE_XLA_FFI
-        return py::capsule(reinterpret_cast<void*>(&TbPlanHandler));
-#else
-        TB_THROW(NotImplementedError)
-            << "this tensorbridge was built without jaxlib's XLA FFI headers, so call_torch "
-               "cannot run plans inside jax.jit through the FFI (use jit_mode='callback', or "
-               "rebuild with jaxlib installed)";
-#endif
-      },
+      "_ffi_handler", []() { return py::capsule(reinterpret_cast<void*>(&TbPlanHandler)); },
       "The XLA FFI handler that runs registered plans, as a PyCapsule.");
   m.def(
       "_ffi_register_plan",

@@ -52,6 +52,7 @@ __all__ = [
     "call",
     "call_torch",
     "call_torch_metrics",
+    "cmake_prefix_path",
     "config",
     "dump",
     "empty_cache",
@@ -101,6 +102,17 @@ def get_include() -> str:
     import os
 
     return os.path.join(os.path.dirname(__file__), "include")
+
+
+def _cmake_prefix_path() -> str:
+    import os
+
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+cmake_prefix_path: str = _cmake_prefix_path()
+"""The directory to put on ``CMAKE_PREFIX_PATH`` for ``find_package(tensorbridge)``: its
+``tensorbridge::core`` target is this package's libtensorbridge.so, with its headers."""
 
 
 def get_library() -> str:

@@ -15,6 +15,8 @@ import operator
 import re
 import threading
 import weakref
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -30,7 +32,7 @@ __all__ = [
     "plan_metrics",
 ]
 
-_stats = collections.Counter()
+_stats: collections.Counter[str] = collections.Counter()
 # Every plan built, held weakly (plan -> its explain entry's kind), for tensorbridge.profile;
 # and the profile blocks open now: plans built inside one time their nodes from the start.
 _all_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -48,7 +50,7 @@ def _plan_calls() -> int:
     return sum(box[0] for box in _call_boxes) - _calls_at_reset
 
 
-def plan_metrics(fn=None) -> dict:
+def plan_metrics(fn: Callable | None = None) -> dict:
     """With ``fn`` (a ``torch.compile``'d module or function): ``compiled_metrics(fn)``.
     Without: counters of the compile backend: ``graphs`` captured by dynamo (distinct), ``compilations``
     (backend calls: a graph captured again for new shapes or failed guards counts as a
@@ -155,7 +157,7 @@ class _Builder:
         if target is operator.getitem:
             src, index = n.args
             v = self.env[src]
-            self.env[n] = v[index] if isinstance(v, list) else (v, index)
+            self.env[n] = v[index] if isinstance(v, list) else (v, index)  # type: ignore[index]
             return
         if n in self.folded:
             # The activation runs inside its producer's fused node: it reads the producer's
@@ -218,7 +220,7 @@ class _Builder:
         on: the inputs of views and as_strided, and the outputs (which AOT autograd may view
         again, and which a backward graph reads with the strides it was traced with); for a
         view, the value it views."""
-        need = []
+        need: list = []
         for n in self.gm.graph.nodes:
             if n.op == "placeholder" and self.contiguous_io:
                 meta = n.meta.get("val")
@@ -363,7 +365,7 @@ def _specialize(gm: torch.fx.GraphModule, args) -> torch.fx.GraphModule:
                 f"tensorbridge plans take static shapes; node {n.name} computes a size that "
                 f"depends on the data ({v})"
             )
-        n.replace_all_uses_with(v)  # type: ignore[arg-type]
+        n.replace_all_uses_with(v)
         graph.erase_node(n)
     graph.lint()
     return torch.fx.GraphModule(gm, graph)
@@ -426,8 +428,8 @@ def _shape_specializing(gm, record, kind):
         args.clear()
         return fn(tensors)
 
-    run._boxed_call = True
-    run.plans = lambda: [fn.plan for fn, _ in runs.values()]
+    run._boxed_call = True  # type: ignore[attr-defined]
+    run.plans = lambda: [fn.plan for fn, _ in runs.values()]  # type: ignore[attr-defined]
     return run
 
 
@@ -456,9 +458,9 @@ def _compile_static(gm, record, kind, specialized=None):
         calls[0] += 1
         return run_torch(args, _to_array)
 
-    run.plan = plan
-    run.entry = entry
-    run._boxed_call = True
+    run.plan = plan  # type: ignore[attr-defined]
+    run.entry = entry  # type: ignore[attr-defined]
+    run._boxed_call = True  # type: ignore[attr-defined]
     return run
 
 
@@ -508,8 +510,8 @@ def _decompositions(autograd: bool = True) -> dict:
     return table
 
 
-_graph_ids = set()
-_frames_seen = set()
+_graph_ids: set = set()
+_frames_seen: set = set()
 _compilations: list = []
 
 
@@ -699,7 +701,7 @@ def explain_compiled(fn) -> str:
     return "\n".join(lines)
 
 
-def explain(what) -> str:
+def explain(what: str | Callable) -> str:
     """``explain("aten::op")``: which path the next CPU call of the op takes and why.
     ``explain(compiled)`` for a ``torch.compile(..., backend="tensorbridge")`` module or
     function: every plan built for it (see ``explain_compiled``)."""
@@ -708,7 +710,7 @@ def explain(what) -> str:
     return explain_compiled(what)
 
 
-def load_exported(ep: torch.export.ExportedProgram):
+def load_exported(ep: torch.export.ExportedProgram) -> Callable[..., Any]:
     """A callable that runs a ``torch.export`` program on a tensorbridge plan (built once).
 
     Parameters, buffers and constants are bound from the program's state; buffers the program
@@ -737,5 +739,5 @@ def load_exported(ep: torch.export.ExportedProgram):
                 user.append(out)
         return user[0] if len(user) == 1 else tuple(user)
 
-    call.plan = getattr(run, "plan", None)  # None: one plan per input shape (see run.plans)
+    call.plan = getattr(run, "plan", None)  # type: ignore[attr-defined]  # None: one plan per input shape (see run.plans)
     return call

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from tensorbridge import _C
 
@@ -56,7 +57,7 @@ class Config:
         )
 
     @legal_ops.setter
-    def legal_ops(self, ops) -> None:
+    def legal_ops(self, ops: Iterable[str]) -> None:
         wanted = {_normalize(o) for o in ops}
         composites = self.composites()
         unknown = wanted - composites.keys()

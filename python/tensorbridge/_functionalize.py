@@ -12,6 +12,9 @@ takes as an argument.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, Literal, overload
+
 import torch
 
 from tensorbridge._jax import torch_function
@@ -30,7 +33,20 @@ def _to_jax(t: torch.Tensor):
     return jnp.array(jnp.from_dlpack(t.detach().contiguous()), copy=True)
 
 
-def functionalize(module: torch.nn.Module, *, buffers: bool = False, jit_mode=None):
+@overload
+def functionalize(
+    module: torch.nn.Module, *, buffers: Literal[False] = False, jit_mode: str | None = None
+) -> tuple[dict[str, Any], Callable[..., Any]]: ...
+@overload
+def functionalize(
+    module: torch.nn.Module, *, buffers: Literal[True], jit_mode: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any], Callable[..., Any]]: ...
+def functionalize(
+    module: torch.nn.Module, *, buffers: bool = False, jit_mode: str | None = None
+) -> (
+    tuple[dict[str, Any], Callable[..., Any]]
+    | tuple[dict[str, Any], dict[str, Any], Callable[..., Any]]
+):
     """``params, apply = functionalize(module)``: the module's trainable parameters as a dict of
     JAX arrays (name -> array, the names of ``named_parameters``), and a pure function
     ``apply(params, *inputs, **kwargs)`` that runs the module with them. ``apply`` is jitted;
@@ -48,7 +64,9 @@ def functionalize(module: torch.nn.Module, *, buffers: bool = False, jit_mode=No
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"functionalize takes a torch.nn.Module, got {type(module).__name__}")
     trainable = {n: p for n, p in module.named_parameters() if _trainable(p)}
-    state = {n: p for n, p in module.named_parameters() if n not in trainable}
+    state: dict[str, torch.Tensor] = {
+        n: p for n, p in module.named_parameters() if n not in trainable
+    }
     state.update(dict(module.named_buffers()))
     params = {n: _to_jax(p) for n, p in trainable.items()}
     name = type(module).__name__

@@ -24,6 +24,8 @@ can be captured and the callback otherwise; ``metrics`` in ``call_torch_metrics(
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -194,7 +196,8 @@ class _Traced:
         # vmap_method="expand_dims": batched args carry the batch axis first, the others a
         # size-1 axis there. Run the whole batch at once with torch.func.vmap.
         batch = max(a.shape[0] for a in arrays)
-        in_dims, tensors = [], []
+        in_dims: list[int | None] = []
+        tensors = []
         for a in arrays:
             a = np.asarray(a)
             if a.shape[0] == batch:
@@ -470,7 +473,7 @@ def _jit_mode(mode):
     return mode
 
 
-def call_torch(fn, *args, jit_mode=None, **kwargs):
+def call_torch(fn: Callable, *args: Any, jit_mode: str | None = None, **kwargs: Any) -> Any:
     """Runs torch function `fn` on numpy or JAX arrays (pytrees of them) and returns its results
     in the caller's framework. Works eagerly and inside ``jax.jit``, ``jax.grad``, ``jax.vmap``.
 
@@ -491,7 +494,7 @@ def call_torch_metrics() -> dict:
     return _jax_ffi.metrics()
 
 
-def torch_function(fn, *, jit_mode=None):
+def torch_function(fn: Callable, *, jit_mode: str | None = None) -> Callable[..., Any]:
     """Decorator form of ``call_torch``: ``torch_function(fn)(*arrays)``."""
     _jit_mode(jit_mode)
     cache: dict = {}
@@ -503,7 +506,7 @@ def torch_function(fn, *, jit_mode=None):
             return _run_jax(fn, args, kwargs, cache, jit_mode)
         return _run_eager(fn, args, kwargs)
 
-    wrapper.__wrapped_torch__ = fn
+    wrapper.__wrapped_torch__ = fn  # type: ignore[attr-defined]
     return wrapper
 
 

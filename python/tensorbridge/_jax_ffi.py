@@ -33,9 +33,10 @@ from tensorbridge import _C
 TARGET = "tensorbridge_plan"
 JIT_MODES = ("auto", "ffi", "callback")
 
-_stats = collections.Counter()
+_stats: collections.Counter[str] = collections.Counter()
 _reasons: collections.deque = collections.deque(maxlen=16)
 _registered = False
+_register_error: str | None = None
 _lock = threading.Lock()
 
 
@@ -70,22 +71,36 @@ def note_callback(reason: str) -> None:
 
 def ffi_usable(jax) -> str | None:
     """None when the FFI path can run here, otherwise why not."""
-    if not _C._ffi_available:
-        return (
-            "this tensorbridge was built without jaxlib's XLA FFI headers (rebuild with "
-            "jaxlib installed)"
-        )
     if jax.default_backend() != "cpu":
         return f"the FFI handler runs on CPU only; JAX's default backend is {jax.default_backend()}"
-    return None
+    return _register(jax)
 
 
-def _register(jax) -> None:
-    global _registered
+def _register(jax) -> str | None:
+    """Registers the handler with XLA once; None when it is registered, otherwise why not.
+    jaxlib refuses a handler compiled for an XLA FFI API version it does not support."""
+    global _registered, _register_error
     with _lock:
-        if not _registered:
-            jax.ffi.register_ffi_target(TARGET, _C._ffi_handler(), platform="cpu")
-            _registered = True
+        if not _registered and _register_error is None:
+            try:
+                jax.ffi.register_ffi_target(TARGET, _C._ffi_handler(), platform="cpu")
+                _registered = True
+            except Exception as e:  # a refused API version: jaxlib's error names both
+                major, minor = _C._ffi_api_version
+                _register_error = (
+                    f"jaxlib {_jaxlib_version()} did not register the FFI handler, built for "
+                    f"XLA FFI API {major}.{minor}: {type(e).__name__}: {e}"
+                )
+        return _register_error
+
+
+def _jaxlib_version() -> str:
+    try:
+        import jaxlib
+
+        return str(jaxlib.__version__)
+    except Exception:
+        return "(version unknown)"
 
 
 def _trace(flat_fn, examples, grad: bool):
@@ -214,7 +229,7 @@ def _check_no_input_mutation(gm, fn) -> None:
             if isinstance(dst, torch.fx.Node) and dst.op == "get_attr":
                 raise BufferError(
                     f"call_torch: {name} writes in place ({n.target}) into "
-                    f"{_state_name(fn, getattr(gm, dst.target))}, which it holds; state "
+                    f"{_state_name(fn, getattr(gm, str(dst.target)))}, which it holds; state "
                     "captured under jax.jit must not change (a buffer updated in training "
                     "mode, such as batch-norm statistics: call module.eval() first)"
                 )
@@ -265,7 +280,9 @@ def ffi_function(jax, plan_id: int, result_shapes):
     """The JAX function that runs plan `plan_id` through the FFI handler. Under ``vmap`` the
     custom call runs once per batch element inside XLA (``vmap_method="sequential"``): the
     plan holds static shapes."""
-    _register(jax)
+    why = _register(jax)
+    if why is not None:
+        raise CaptureError(why)
     call = jax.ffi.ffi_call(TARGET, result_shapes, vmap_method="sequential")
     attr = np.int64(plan_id)
 

@@ -13,6 +13,7 @@ rebuilds them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import torch
 import torch.utils._pytree as torch_pytree
@@ -62,13 +63,13 @@ def capture(fn, spec, shapes_dtypes, out_info, diff_mask, torch_dtype, allow_fal
         outs = tuple(torch_pytree.tree_leaves(fn(*args, **kwargs)))
         diff = [inputs[i] for i in diff_idx]
         pairs = [(outs[i], c) for i, c in zip(ct_idx, cts, strict=True) if outs[i].requires_grad]
-        grads = [None] * len(diff)
+        grads: Sequence[torch.Tensor | None] = [None] * len(diff)
         if pairs:
             grads = torch.autograd.grad(
                 [o for o, _ in pairs], diff, [c for _, c in pairs], allow_unused=True
             )
-        grads = [torch.zeros_like(d) if g is None else g for g, d in zip(grads, diff, strict=True)]
-        return (*outs, *grads)
+        full = [torch.zeros_like(d) if g is None else g for g, d in zip(grads, diff, strict=True)]
+        return (*outs, *full)
 
     examples = [
         torch.empty(s, dtype=torch_dtype(d)).requires_grad_(m)

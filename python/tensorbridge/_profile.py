@@ -15,6 +15,7 @@ storing); outside a block plans read no clock.
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 
 from tensorbridge import _compile
 
@@ -24,7 +25,7 @@ __all__ = ["Profile", "profile"]
 class Profile:
     """The node times gathered by one ``with tb.profile(...)`` block."""
 
-    def __init__(self, fn=None):
+    def __init__(self, fn: Callable | None = None) -> None:
         self._fn = fn
         self._entries: list[dict] = []
         self._before: set[int] = set()
@@ -110,7 +111,7 @@ class Profile:
         return self.table()
 
 
-def profile(fn=None) -> Profile:
+def profile(fn: Callable | None = None) -> Profile:
     """A context manager timing the nodes of ``fn``'s plans (``fn``: a
     ``torch.compile(..., backend="tensorbridge")`` module or function; without it, every
     plan). See the module docstring."""

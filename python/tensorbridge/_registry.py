@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, overload
 
 from tensorbridge import _C
 
@@ -11,12 +12,12 @@ class KernelHandle:
     """A Python kernel installed in the table. Calling it calls the function; ``remove()`` (or
     leaving a ``with`` block) restores the kernel that served the op before."""
 
-    def __init__(self, op: str, fn: Callable, registration) -> None:
+    def __init__(self, op: str, fn: Callable, registration: _C.KernelRegistration) -> None:
         self.op = op
         self.fn = fn
         self._registration = registration
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
     def remove(self) -> None:
@@ -32,7 +33,15 @@ class KernelHandle:
         return f"<KernelHandle {self.op}: {self.fn.__module__}.{self.fn.__qualname__}>"
 
 
-def register_kernel(op: str, fn: Callable | None = None, *, schema: str | None = None):
+@overload
+def register_kernel(op: str, fn: Callable, *, schema: str | None = None) -> KernelHandle: ...
+@overload
+def register_kernel(
+    op: str, fn: None = None, *, schema: str | None = None
+) -> Callable[[Callable], KernelHandle]: ...
+def register_kernel(
+    op: str, fn: Callable | None = None, *, schema: str | None = None
+) -> KernelHandle | Callable[[Callable], KernelHandle]:
     """Installs `fn` as the CPU kernel of `op`, overriding any built-in kernel until removed.
 
     `fn` takes and returns ``tensorbridge.Array``s, with the op's arguments in PyTorch's

@@ -10,9 +10,14 @@ through ``__torch_dispatch__`` like any other op.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import torch
 
 from tensorbridge import _C
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Tensor", "to_jax", "to_numpy", "to_torch", "wrap", "wrap_module"]
 
@@ -45,7 +50,7 @@ class Tensor(torch.Tensor):
     _inner_cache: torch.Tensor | None = None  # set only on tensors that tracing has met
 
     @staticmethod
-    def __new__(cls, array: _C.Array, requires_grad: bool = False):
+    def __new__(cls, array: _C.Array, requires_grad: bool = False) -> Tensor:
         if array.device != "cpu":
             raise ValueError(
                 f"tensorbridge.Tensor computes on the CPU; this array is on {array.device}"
@@ -58,7 +63,7 @@ class Tensor(torch.Tensor):
             array.shape,
             strides=array.strides,
             dtype=dtype,
-            device="cpu",
+            device=torch.device("cpu"),
             requires_grad=requires_grad,
         )
         t._array = array
@@ -93,33 +98,42 @@ class Tensor(torch.Tensor):
                 inner.shape,
                 strides=inner.stride(),
                 dtype=inner.dtype,
-                device="cpu",
+                device=torch.device("cpu"),
                 requires_grad=inner.requires_grad,
             )
             t._array = None
         t._inner_cache = inner
         return t
 
-    __torch_function__ = torch._C._disabled_torch_function_impl
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
     # One C++ call per op (python/src/eager.cc): unwraps the arguments, runs the table with the
     # GIL released and wraps the results; traced stand-ins go to _traced_dispatch.
     __torch_dispatch__ = classmethod(_C._torch_dispatch)
 
-    def __repr__(self, *, tensor_contents=None) -> str:
+    def __repr__(self, *, tensor_contents: object = None) -> str:  # type: ignore[override]
         if self._array is None:  # a tracer's stand-in: no data to show
             return f"tensorbridge.Tensor(traced, shape={tuple(self.shape)}, dtype={self.dtype})"
         grad = f", grad_fn={type(self.grad_fn).__name__}" if self.grad_fn is not None else ""
         grad = grad or (", requires_grad=True" if self.requires_grad else "")
         return f"tensorbridge.Tensor({to_torch(self)!r}{grad})"
 
-    def numpy(self, *, force: bool = False):
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A numpy array over the same memory (read-only if the source was)."""
         return to_numpy(self)
 
     @property
     def array(self) -> _C.Array:
         """The ``tensorbridge.Array`` holding this tensor's data."""
-        return self._array
+        return _data(self)
+
+
+def _data(t: Tensor) -> _C.Array:
+    """The Array of `t`; a ValueError for the stand-in of a tensor that torch.compile traces,
+    which holds no data."""
+    if t._array is None:
+        raise ValueError("this tensorbridge.Tensor is a stand-in traced by torch.compile: no data")
+    return t._array
 
 
 # ---- dispatch ---------------------------------------------------------------------------------
@@ -258,12 +272,12 @@ def _dispatch_python(func, args, kwargs):
 # ---- conversions ------------------------------------------------------------------------------
 
 
-def wrap(x, *, copy: bool = False, requires_grad: bool | None = None) -> Tensor:
+def wrap(x: Any, *, copy: bool = False, requires_grad: bool | None = None) -> Tensor:
     """A ``tensorbridge.Tensor`` over `x`'s memory: a numpy array, JAX array, torch tensor,
     ``tensorbridge.Array`` or any DLPack producer. No copy unless ``copy=True`` (which also
     makes read-only sources such as JAX arrays writable)."""
     if isinstance(x, Tensor):
-        return Tensor(x._array.clone() if copy else x._array, requires_grad=x.requires_grad)
+        return Tensor(_data(x).clone() if copy else _data(x), requires_grad=x.requires_grad)
     grad = False
     if isinstance(x, torch.Tensor):
         grad = x.requires_grad
@@ -272,23 +286,25 @@ def wrap(x, *, copy: bool = False, requires_grad: bool | None = None) -> Tensor:
     return Tensor(array, requires_grad=grad if requires_grad is None else requires_grad)
 
 
-def to_torch(t: Tensor) -> torch.Tensor:
+def to_torch(t: torch.Tensor | _C.Array) -> torch.Tensor:
     """A plain torch tensor over the same memory (no copy; no autograd history)."""
-    return torch.from_dlpack(t._array if isinstance(t, Tensor) else t)
+    return torch.from_dlpack(_data(t) if isinstance(t, Tensor) else t)
 
 
-def to_numpy(t: Tensor):
+def to_numpy(t: torch.Tensor | _C.Array) -> np.ndarray:
     """A numpy array over the same memory (read-only if the source was)."""
-    return (t._array if isinstance(t, Tensor) else t).numpy()
+    if isinstance(t, Tensor):
+        return _data(t).numpy()
+    return t.numpy()
 
 
-def to_jax(t: Tensor):
+def to_jax(t: torch.Tensor | _C.Array) -> Any:
     """A JAX array from the same memory. JAX shares CPU memory that is suitably aligned and
     copies otherwise (``jax.dlpack.from_dlpack`` decides); arrays JAX shares must not be
     written afterwards, as JAX arrays are immutable."""
     import jax.numpy as jnp
 
-    return jnp.from_dlpack(t._array if isinstance(t, Tensor) else t)
+    return jnp.from_dlpack(_data(t) if isinstance(t, Tensor) else t)
 
 
 def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Module:

@@ -133,7 +133,9 @@ def _attributed(op: str, r, s) -> bool:
 
 def per_overload(results, serving):
     """overload -> {dtype name -> [passed, judged]} (blocked samples are not judged)."""
-    table = {op: collections.defaultdict(lambda: [0, 0]) for op in serving}
+    table: dict[str, collections.defaultdict[str, list[int]]] = {
+        op: collections.defaultdict(lambda: [0, 0]) for op in serving
+    }
     decomposed = [op for op, how in serving.items() if how == "torch-decomposed"]
     for r in results:
         dn = str(r.dtype).replace("torch.", "")

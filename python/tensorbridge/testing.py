@@ -71,7 +71,7 @@ def _as_views_of(result, args):
     if base is None or base.dtype != result.dtype or base.is_conj() or base.is_neg():
         return result
     size = base.element_size()
-    start = base.data_ptr() - base.storage_offset() * size
+    start = base.data_ptr() - int(base.storage_offset()) * size
     offset, rem = divmod(result.data_ptr() - start, size)
     if rem or result.numel() == 0 or not 0 <= offset * size < base.untyped_storage().nbytes():
         return result

@@ -1,9 +1,12 @@
 import os
+import re
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from conftest import requires_jax
 
 import tensorbridge as tb
 
@@ -61,3 +64,119 @@ def test_kernel_errors_become_python_exceptions():
         tb.call("aten::mm", a, a)
     with pytest.raises(TypeError, match="aten::mm: missing required argument 'mat2'"):
         tb.call("aten::mm", a)
+
+
+def _ffi_api_version(include_dir):
+    """(major, minor) that an XLA FFI c_api.h declares."""
+    import re
+
+    with open(os.path.join(include_dir, "xla", "ffi", "api", "c_api.h")) as f:
+        text = f.read()
+    major = re.search(r"#define XLA_FFI_API_MAJOR (\d+)", text)
+    minor = re.search(r"#define XLA_FFI_API_MINOR (\d+)", text)
+    assert major and minor, f"no XLA_FFI_API_MAJOR / MINOR in {include_dir}"
+    return int(major.group(1)), int(minor.group(1))
+
+
+def test_ffi_handler_is_built_against_the_vendored_headers():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    vendored = _ffi_api_version(os.path.join(root, "third_party", "xla_ffi"))
+    assert tuple(tb._C._ffi_api_version) == vendored
+
+
+@requires_jax
+def test_vendored_ffi_headers_suit_the_installed_jaxlib():
+    """jaxlib registers a handler of its own major API version whose minor version it knows
+    (the headers it ships declare its own version)."""
+    import jax.ffi
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    major, minor = _ffi_api_version(os.path.join(root, "third_party", "xla_ffi"))
+    jax_major, jax_minor = _ffi_api_version(jax.ffi.include_dir())
+    assert major == jax_major and minor <= jax_minor, (
+        f"vendored XLA FFI API {major}.{minor}, jaxlib's {jax_major}.{jax_minor}: update "
+        "third_party/xla_ffi (see its README)"
+    )
+
+
+@requires_jax
+def test_a_refused_ffi_handler_sends_call_torch_to_the_callback(monkeypatch):
+    """jaxlib refuses a handler built for an API version it does not support: call_torch then
+    takes the host callback and says why, and jit_mode='ffi' raises."""
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    from tensorbridge import _jax_ffi
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("the handler's API version (0.3) is incompatible (test)")
+
+    monkeypatch.setattr(_jax_ffi, "_registered", False)
+    monkeypatch.setattr(_jax_ffi, "_register_error", None)
+    monkeypatch.setattr(jax.ffi, "register_ffi_target", refuse)
+    x = jnp.arange(4.0, dtype=jnp.float32)
+    before = tb.call_torch_metrics()
+    out = jax.jit(lambda a: tb.call_torch(lambda t: torch.sin(t) * 3, a))(x)
+    np.testing.assert_allclose(np.asarray(out), np.sin(np.arange(4.0)) * 3, rtol=1e-6)
+    after = tb.call_torch_metrics()
+    assert after["ffi_runs"] == before["ffi_runs"]
+    assert after["callback_runs"] == before["callback_runs"] + 1
+    assert (
+        "did not register the FFI handler, built for XLA FFI API 0."
+        in (after["callback_reasons"][-1])
+    )
+    with pytest.raises(NotImplementedError, match="did not register the FFI handler"):
+        jax.jit(lambda a: tb.call_torch(lambda t: torch.cos(t), a, jit_mode="ffi"))(x)
+
+
+_V99_HANDLER = """
+#include "xla/ffi/api/ffi.h"
+namespace ffi = xla::ffi;
+static ffi::Error Impl(ffi::AnyBuffer, ffi::Result<ffi::AnyBuffer>) { return ffi::Error::Success(); }
+XLA_FFI_DEFINE_HANDLER_SYMBOL(Handler, Impl,
+                              ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>());
+"""
+
+
+@requires_jax
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build a test handler")
+def test_jaxlib_refuses_a_handler_of_an_unknown_api_version(tmp_path, monkeypatch):
+    """What the guard relies on, with jaxlib's real check: a handler compiled against the
+    vendored headers with the minor API version raised to 99 is refused when registered, and
+    call_torch takes the callback, naming both versions."""
+    import ctypes
+
+    import jax
+    import jax.numpy as jnp
+
+    from tensorbridge import _jax_ffi
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    api = tmp_path / "inc" / "xla" / "ffi" / "api"
+    shutil.copytree(os.path.join(root, "third_party", "xla_ffi", "xla", "ffi", "api"), api)
+    c_api = (api / "c_api.h").read_text()
+    assert "#define XLA_FFI_API_MINOR " in c_api
+    (api / "c_api.h").write_text(
+        re.sub(r"#define XLA_FFI_API_MINOR \d+", "#define XLA_FFI_API_MINOR 99", c_api)
+    )
+    (tmp_path / "h.cc").write_text(_V99_HANDLER)
+    lib_path = tmp_path / "libv99.so"
+    cmd = ["g++", "-std=c++17", "-shared", "-fPIC", "-w", f"-I{tmp_path / 'inc'}"]
+    proc = subprocess.run([*cmd, str(tmp_path / "h.cc"), "-o", str(lib_path)], capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    lib = ctypes.CDLL(str(lib_path))
+
+    monkeypatch.setattr(_jax_ffi, "TARGET", "tensorbridge_plan_api_v99_test")
+    monkeypatch.setattr(_jax_ffi, "_registered", False)
+    monkeypatch.setattr(_jax_ffi, "_register_error", None)
+    monkeypatch.setattr(_jax_ffi._C, "_ffi_handler", lambda: jax.ffi.pycapsule(lib.Handler))
+    monkeypatch.setattr(_jax_ffi._C, "_ffi_api_version", (0, 99))
+    x = jnp.arange(3.0, dtype=jnp.float32)
+    before = tb.call_torch_metrics()
+    out = jax.jit(lambda a: tb.call_torch(lambda t: t * 2 + 1, a))(x)
+    np.testing.assert_allclose(np.asarray(out), [1.0, 3.0, 5.0])
+    after = tb.call_torch_metrics()
+    assert after["callback_runs"] == before["callback_runs"] + 1
+    reason = after["callback_reasons"][-1]
+    assert "built for XLA FFI API 0.99" in reason and "incompatible" in reason, reason

@@ -1,5 +1,6 @@
 # Installs the build tree into a scratch prefix, then configures, builds and runs the consumer
-# project against it with find_package(tensorbridge). Run by CTest as `install_consumer`.
+# project (examples/cpp) against it with find_package(tensorbridge). Run by CTest as
+# `install_consumer`.
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 

@@ -1,5 +1,5 @@
 // Wraps a DLPack tensor and calls aten::add.Tensor through the op table, as a C++ user of
-// the installed package would. Exits non-zero on a wrong result.
+// the installed library would (build: see CMakeLists.txt). Exits non-zero on a wrong result.
 #include <cstdio>
 #include <vector>
 
