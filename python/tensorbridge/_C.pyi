@@ -253,7 +253,9 @@ def ops() -> list:
     Every op the table serves on the CPU, with how it is served.
     """
 def reset_metrics() -> None:
-    ...
+    """
+    Sets every per-op counter of metrics() back to zero.
+    """
 def schema(op: str) -> typing.Any:
     """
     The schema tensorbridge holds for `op`, in PyTorch's text form.
@@ -263,7 +265,9 @@ def set_host_cache_limit(nbytes: typing.SupportsInt | typing.SupportsIndex) -> N
     The most bytes of freed large blocks kept for reuse (0: none); trims the cache to it.
     """
 def set_profiling(on: bool) -> None:
-    ...
+    """
+    Turns timing of every table call on or off: while on, metrics() reports time_ns per op (the time spent in its calls).
+    """
 def storage_allocations() -> dict:
     """
     Buffers tensorbridge has allocated in this process (count, bytes): a plan run's share is the difference around it.

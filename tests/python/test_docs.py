@@ -41,6 +41,7 @@ needs_chromium = pytest.mark.skipif(
 def html_dir(tmp_path_factory) -> str:
     built = os.environ.get("TB_DOCS_HTML")
     if built:
+        built = os.path.abspath(built)
         assert os.path.isfile(os.path.join(built, "index.html")), f"TB_DOCS_HTML={built}: no site"
         return built
     pytest.importorskip("sphinx", reason="sphinx is not installed (.ci/dev installs it)")
