@@ -2,7 +2,7 @@
 and the checks that run them through tensorbridge the way a user would.
 
 Each ``Spec`` builds one architecture on the CPU with every dropout and masking probability
-at 0, and its inputs at a batch size and sequence length. ``check`` runs one of four modes and
+at 0, and its inputs at a batch size and sequence length. ``check`` runs one of six modes and
 compares with torch eager on the same weights and inputs:
 
 - ``"eager"``: the model's parameters and buffers wrapped in place (``tb.wrap_module``), the
@@ -10,13 +10,19 @@ compares with torch eager on the same weights and inputs:
 - ``"compiled"``: ``torch.compile(model, backend="tensorbridge")``, inference;
 - ``"train"``: one compiled training step: the loss and every parameter's gradient;
 - ``"generate"``: ``model.generate(max_new_tokens=...)`` (greedy, KV cache) on wrapped
-  parameters, eager and compiled (decoders only).
+  parameters, eager and compiled (decoders only);
+- ``"jax_jit"``: ``tb.call_torch`` of the model inside ``jax.jit``, the inputs JAX arrays (token
+  ids as int32);
+- ``"jax_train"``: one ``jax.jit(jax.value_and_grad(...))`` + optax SGD step through
+  ``tb.functionalize``, against torch autograd and ``torch.optim.SGD``; both JAX modes must run
+  on the FFI path (``call_torch_metrics()``: 0 host callbacks). See ``tensorbridge._zoo_jax``.
 
 Gradients are compared the way the field does: each difference scaled by the model's largest
 gradient (some gradients, such as those of attention key biases, are zero in exact arithmetic
 and hold only rounding noise in any two implementations).
 
-``python -m tensorbridge.zoo [--models ...] [--modes ...]`` prints one line per model and mode.
+``python -m tensorbridge.zoo [--models ...] [--modes ...]`` prints one line per model and mode
+(every mode by default; the JAX modes where ``jax`` and ``optax`` are installed).
 ``transformers`` is needed (it is not a dependency of tensorbridge).
 """
 
@@ -31,7 +37,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["SPECS", "TOLERANCE", "Spec", "check", "main"]
+__all__ = ["JAX_MODES", "SPECS", "TOLERANCE", "Spec", "check", "main"]
 
 # The config sizes: "tiny" for tests, "small" for benchmarks.
 _SIZES = {
@@ -501,6 +507,9 @@ def _rel_error(got: torch.Tensor, want: torch.Tensor) -> float:
     return float((got - want).abs().max()) / scale
 
 
+# The modes that run the model from JAX (``tensorbridge._zoo_jax``).
+JAX_MODES = ("jax_jit", "jax_train")
+
 # The largest difference from torch a float32 result may have, relative to the largest
 # magnitude of torch's result (for gradients: of the model's largest gradient).
 TOLERANCE = 1e-4
@@ -563,6 +572,11 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
             theirs = max(_rel_error(want_loss, ref_loss), grad_error(want_grads, ref_grads))
             detail = f"vs float64: ours {ours:.2e}, torch's {theirs:.2e}"
             ok = ours <= 2 * theirs + TOLERANCE / 10
+    elif mode in JAX_MODES:
+        from tensorbridge._zoo_jax import check_jax
+
+        ok, err, detail, calls = check_jax(name, mode, size)
+        fb = {"fallbacks": {}, "calls": calls}
     elif mode == "generate":
         if not spec.generates:
             raise ValueError(f"{name} has no language-model head to generate with")
@@ -593,7 +607,9 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
         fb["compile"] = m
         err = 0.0
     else:
-        raise ValueError(f"unknown mode {mode!r}: eager, compiled, train or generate")
+        raise ValueError(
+            f"unknown mode {mode!r}: eager, compiled, train, generate, jax_jit or jax_train"
+        )
     ok = err <= TOLERANCE if ok is None else ok
     return Result(name, mode, ok, err, fb["fallbacks"], time.perf_counter() - t0, detail)
 
@@ -628,12 +644,21 @@ def _train_step(model, inputs, params_of=None):
     return loss.detach(), grads
 
 
+def _has_jax() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("jax", "optax"))
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="*", default=list(SPECS))
-    parser.add_argument("--modes", nargs="*", default=["eager", "compiled", "train", "generate"])
+    modes = ["eager", "compiled", "train", "generate", *JAX_MODES]
+    parser.add_argument("--modes", nargs="*", choices=modes, default=None)
     parser.add_argument("--size", default="tiny", choices=list(_SIZES))
     args = parser.parse_args(argv)
+    if args.modes is None:
+        args.modes = modes if _has_jax() else modes[: -len(JAX_MODES)]
     for name in args.models:
         for mode in args.modes:
             if mode == "generate" and not SPECS[name].generates:
