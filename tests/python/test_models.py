@@ -92,6 +92,24 @@ def test_from_jax_matches_torch_on_the_ffi_path(name, mode):
     )
 
 
+@requires_jax
+def test_from_jax_reports_a_wrong_result_and_a_host_callback(monkeypatch):
+    # The JAX checks are not blind: an output off by 0.1% is reported above tolerance, and a
+    # run on the host callback is not ok even where its result is right.
+    import tensorbridge as tb
+    from tensorbridge import _zoo_jax
+
+    forward_fn = _zoo_jax.forward_fn
+    monkeypatch.setattr(_zoo_jax, "forward_fn", lambda m: lambda i: forward_fn(m)(i) * 1.001)
+    r = zoo.check("vit", "jax_jit")
+    assert not r.ok and r.max_error > zoo.TOLERANCE
+    monkeypatch.setattr(_zoo_jax, "forward_fn", forward_fn)
+    monkeypatch.setattr(tb.config, "jit_mode", "callback")
+    r = zoo.check("vit", "jax_jit")
+    assert r.max_error <= zoo.TOLERANCE and not r.ok
+    assert r.detail == "ffi runs 0, host callbacks 1", r.detail
+
+
 def test_zoo_covers_the_kinds():
     kinds = {s.kind for s in zoo.SPECS.values()}
     assert kinds == {"encoder", "decoder", "encoder-decoder", "vision", "speech"}
