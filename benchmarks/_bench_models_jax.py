@@ -34,6 +34,7 @@ def jax_column(name: str, model, inputs, args) -> dict:
     import jax
 
     res: dict = {}
+    before = tb.call_torch_metrics()
     res["fwd_ok"], fwd = _ok_cell(name, "jax_jit", args.size)
     res["step_ok"], step = _ok_cell(name, "jax_train", args.size)
     res["detail"] = {"jax_jit": fwd and fwd.detail, "jax_train": step and step.detail}
@@ -58,7 +59,15 @@ def jax_column(name: str, model, inputs, args) -> dict:
             lr=_zoo_jax.LR,
             momentum=_zoo_jax.MOMENTUM,
         )
-        return lambda: _zoo_jax.torch_train_step(m, inputs, opt)
+
+        def run():
+            opt.zero_grad(set_to_none=True)
+            loss = zoo.loss_of(m(**inputs))
+            loss.backward()
+            opt.step()
+            return loss
+
+        return run
 
     def jax_step():
         m = copy.deepcopy(model)
@@ -73,7 +82,6 @@ def jax_column(name: str, model, inputs, args) -> dict:
 
         return run
 
-    before = tb.call_torch_metrics()
     kw = dict(repeats=args.repeats, target_s=args.target_s, budget_s=args.budget_s)
     fwd_t = measure_interleaved([("torch", torch_forward), ("tb", jax_forward)], **kw)
     step_t = measure_interleaved([("torch", torch_step), ("tb", jax_step)], **kw)
