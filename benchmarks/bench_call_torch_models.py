@@ -15,15 +15,16 @@ Question 3 (the issue's MLP goal): the optax Adam step of a functionalized torch
 (64-256-256-10, ReLU, batch 32, softmax cross-entropy) next to the same MLP written in pure
 JAX, and next to torch eager with ``torch.optim.Adam``.
 
-Models: BERT, GPT-2, LLaMA and ViT from ``transformers`` with small random configs (hidden 64,
-2 layers, 4 heads, MLP 128, vocabulary 100, eager attention, dropout off), batch 4 x 32 tokens
-(ViT: 4 images 3x32x32, patch 8). Baseline of each row group: torch eager, measured in the same
-run in alternating repeats; ratio = path / torch eager on min-of-repeats (below 1.00x: faster
-than torch eager). The MLP group's ratios are against pure JAX. ``max|err|`` compares the
-JAX path's output (forward) or loss (step) with torch's. The FFI handler runs with
-``tb.config.ffi_threads`` OpenMP threads (default 1); torch eager with its intra-op threads
-(see the header; ``--threads N`` sets both). The run ends with ``tb.call_torch_metrics()``:
-0 host callbacks means every row ran on the FFI path.
+Models: BERT, GPT-2, LLaMA and ViT from ``transformers`` built by ``tensorbridge.zoo`` (small
+random configs: hidden 64, 2 layers, 4 heads, MLP 128, vocabulary 100, eager attention, dropout
+off; the base models of GPT-2 and LLaMA), batch 4 x 32 tokens (ViT: 4 images 3x32x32, patch
+8). Baseline of each row group: torch eager, measured in the same run in alternating repeats;
+ratio = path / torch eager on min-of-repeats (below 1.00x: faster than torch eager). The MLP
+group's ratios are against pure JAX. ``max|err|`` compares the JAX path's output (forward) or
+loss (step) with torch's. The FFI handler runs with ``tb.config.ffi_threads`` OpenMP threads
+(default 1); torch eager with its intra-op threads (see the header; ``--threads N`` sets both).
+The run ends with ``tb.call_torch_metrics()``: 0 host callbacks means every row ran on the FFI
+path.
 
 Usage: python benchmarks/bench_call_torch_models.py [--quick] [--repeats N] [--threads N]
 """
@@ -45,6 +46,7 @@ from _bench_util import (
     print_table,
     ratio,
 )
+from tensorbridge import zoo
 
 ARGS = parse_args(
     __doc__, full_repeats=30, quick_repeats=8, full_target_s=0.05, quick_target_s=0.02
@@ -54,66 +56,23 @@ BUDGET_S = 2.0 if ARGS.quick else 6.0  # per group of peers: repeating stops aft
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import optax  # noqa: E402
-import transformers  # noqa: E402
 
 MODELS = ("bert", "gpt2", "llama", "vit")
 BATCH, SEQ = 4, 32
 LR = 1e-3
 
 
+# tensorbridge.zoo's builders at hidden 64, 4 heads, MLP 128, 2 layers, eager attention; the
+# base models of the decoders (outputs with a last_hidden_state), no KV cache.
+SIZE = dict(zoo._SIZES["tiny"], hidden=64, ffn=128)
+BASE = {"gpt2": "GPT2Model", "llama": "LlamaModel"}
+
+
 def make_model(name: str) -> torch.nn.Module:
-    torch.manual_seed(0)
-    T = transformers
-    common = dict(
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        attn_implementation="eager",
-    )
-    if name == "bert":
-        cfg = T.BertConfig(
-            **common,
-            vocab_size=100,
-            max_position_embeddings=64,
-            hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0,
-        )
-        return T.BertModel(cfg).eval()
-    if name == "gpt2":
-        cfg = T.GPT2Config(
-            n_embd=64,
-            n_layer=2,
-            n_head=4,
-            n_inner=128,
-            attn_implementation="eager",
-            vocab_size=100,
-            n_positions=64,
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-            bos_token_id=0,
-            eos_token_id=0,
-            use_cache=False,
-        )
-        return T.GPT2Model(cfg).eval()
-    if name == "llama":
-        cfg = T.LlamaConfig(
-            **common,
-            vocab_size=100,
-            num_key_value_heads=2,
-            max_position_embeddings=64,
-            use_cache=False,
-        )
-        return T.LlamaModel(cfg).eval()
-    cfg = T.ViTConfig(
-        **common,
-        image_size=32,
-        patch_size=8,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
-    return T.ViTModel(cfg).eval()
+    config = {"attn_implementation": "eager"}
+    if name in BASE:
+        config["use_cache"] = False
+    return zoo.build(name, SIZE, config=config, cls=BASE.get(name))[0]
 
 
 def make_input(name: str) -> np.ndarray:

@@ -21,6 +21,14 @@ measured in one run, one row per model, on the same weights and inputs:
   "train" judges them: ``zoo.grad_error``, with the float64 reference for ill-conditioned
   models), speed vs torch eager's and inductor's training step, fallback nodes of the forward
   and backward plans;
+* jax fwd / jax step (``_bench_models_jax``): the model from JAX, in eval mode: ``tb.call_torch``
+  of the model inside ``jax.jit`` vs torch eager under ``no_grad``, and one ``jax.jit`` step of
+  ``jax.value_and_grad`` + optax SGD with momentum through ``tb.functionalize`` vs torch eager's
+  forward, ``backward()`` and ``torch.optim.SGD`` step: ok as ``zoo.check``'s ``"jax_jit"`` /
+  ``"jax_train"`` judge it (output, loss, gradients scaled by the largest gradient, updated
+  parameters; 0 host callbacks), speed vs torch eager, and ``jax cb``: the host callbacks
+  (``tb.call_torch_metrics()``) of the checks and timed runs, 0 when every call ran its
+  captured plan in the FFI handler;
 * compile s: the first call (trace, AOT autograd, plans or inductor's code generation and C++
   build) of tensorbridge and inductor, inference / training step; ``*`` marks an inductor
   compile its on-disk caches served (a cold compile takes tens of seconds; run twice to see
@@ -488,6 +496,8 @@ def bench_model(name: str, args, ctx) -> dict:
     seconds["bf16"], t0 = time.perf_counter() - t0, time.perf_counter()
     row["train"] = train_column(model, inputs, args)
     seconds["train"], t0 = time.perf_counter() - t0, time.perf_counter()
+    row["jax"] = _jax_cells(name, model, inputs, args)
+    seconds["jax"], t0 = time.perf_counter() - t0, time.perf_counter()
     row["memory"], row["memory_detail"] = {}, {}
     for backend in ("eager", "tensorbridge", "inductor"):
         row["memory"][backend], row["memory_detail"][backend] = memory_of(
@@ -522,9 +532,14 @@ HEADERS = [
     "MB torch",
     "MB tb",
     "MB ind",
+    "jax fwd ok",
+    "vs torch",
+    "jax step ok",
+    "vs torch",
+    "jax cb",
 ]
 # Columns whose geomean closes the table, and how a cell's number is read.
-_RATIO_COLS = [4, 6, 7, 10, 11, 13, 14]
+_RATIO_COLS = [4, 6, 7, 10, 11, 13, 14, 22, 24]
 _MEM_COLS = [18, 19, 20]
 
 
@@ -573,16 +588,38 @@ def _cells(row: dict) -> list:
         _compile_cell(row, "tensorbridge"),
         _compile_cell(row, "inductor"),
         *(m if isinstance(m, NA) else f"{m:.1f}" for m in mem.values()),
+        *_jax_row(row["jax"]),
     ]
+
+
+def _jax_cells(name: str, model, inputs, args) -> dict | NA:
+    """The JAX columns (``_bench_models_jax``), or why they are not run."""
+    try:
+        import jax  # noqa: F401
+        import optax  # noqa: F401
+
+        from _bench_models_jax import jax_column
+    except ImportError as e:
+        return NA(f"JAX columns need jax and optax: {e}")
+    try:
+        return jax_column(name, model, inputs, args)
+    except Exception as e:
+        return Failed(e)
+
+
+def _jax_row(j) -> list:
+    if isinstance(j, NA):
+        return [j] * 5
+    return [j["fwd_ok"], j["vs"]["fwd"], j["step_ok"], j["vs"]["step"], str(j["callbacks"])]
 
 
 def _summary_rows(rows: list[dict], cells: list[list]) -> list[list]:
     n = len(rows)
     counts = ["models ok / no fallback", ""] + [""] * (len(HEADERS) - 2)
     means = ["geomean", ""] + [""] * (len(HEADERS) - 2)
-    for i in (2, 5, 9, 12):
+    for i in (2, 5, 9, 12, 21, 23):
         counts[i] = f"{sum(r[i] == 'ok' for r in cells)}/{n}"
-    for i in (3, 8, 15):
+    for i in (3, 8, 15, 25):
         counts[i] = f"{sum(r[i] == '0' for r in cells)}/{n}"
     for i in _RATIO_COLS:
         g = geomean(r[i] for r in cells)

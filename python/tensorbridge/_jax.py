@@ -143,6 +143,11 @@ def _meta_outputs(fn, leaves_spec, shapes_dtypes):
                 f"tuples, lists, dataclasses or other pytree containers), got "
                 f"{type(o).__name__} at {where} of {_jax_ffi.fn_name(fn)}; return only "
                 "the tensors you need"
+                + (
+                    " (a transformers model's KV cache: pass use_cache=False)"
+                    if type(o).__name__.endswith("Cache")
+                    else ""
+                )
             )
     return out_spec, [(tuple(o.shape), o.dtype) for o in out_leaves]
 

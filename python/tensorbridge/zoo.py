@@ -2,7 +2,7 @@
 and the checks that run them through tensorbridge the way a user would.
 
 Each ``Spec`` builds one architecture on the CPU with every dropout and masking probability
-at 0, and its inputs at a batch size and sequence length. ``check`` runs one of four modes and
+at 0, and its inputs at a batch size and sequence length. ``check`` runs one of six modes and
 compares with torch eager on the same weights and inputs:
 
 - ``"eager"``: the model's parameters and buffers wrapped in place (``tb.wrap_module``), the
@@ -10,13 +10,19 @@ compares with torch eager on the same weights and inputs:
 - ``"compiled"``: ``torch.compile(model, backend="tensorbridge")``, inference;
 - ``"train"``: one compiled training step: the loss and every parameter's gradient;
 - ``"generate"``: ``model.generate(max_new_tokens=...)`` (greedy, KV cache) on wrapped
-  parameters, eager and compiled (decoders only).
+  parameters, eager and compiled (decoders only);
+- ``"jax_jit"``: ``tb.call_torch`` of the model inside ``jax.jit``, the inputs JAX arrays (token
+  ids as int32);
+- ``"jax_train"``: one ``jax.jit(jax.value_and_grad(...))`` + optax SGD step through
+  ``tb.functionalize``, against torch autograd and ``torch.optim.SGD``; both JAX modes must run
+  on the FFI path (``call_torch_metrics()``: 0 host callbacks). See ``tensorbridge._zoo_jax``.
 
 Gradients are compared the way the field does: each difference scaled by the model's largest
 gradient (some gradients, such as those of attention key biases, are zero in exact arithmetic
 and hold only rounding noise in any two implementations).
 
-``python -m tensorbridge.zoo [--models ...] [--modes ...]`` prints one line per model and mode.
+``python -m tensorbridge.zoo [--models ...] [--modes ...]`` prints one line per model and mode
+(every mode by default; the JAX modes where ``jax`` and ``optax`` are installed).
 ``transformers`` is needed (it is not a dependency of tensorbridge).
 """
 
@@ -31,7 +37,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["SPECS", "TOLERANCE", "Spec", "check", "main"]
+__all__ = ["JAX_MODES", "SPECS", "TOLERANCE", "Spec", "check", "main"]
 
 # The config sizes: "tiny" for tests, "small" for benchmarks.
 _SIZES = {
@@ -93,10 +99,23 @@ def _t():
     return transformers
 
 
+def _cfg(s, config_cls, **kw):
+    """A config of ``config_cls`` from the builder's fields, with ``s["config"]``'s overrides."""
+    kw.update(s.get("config") or {})
+    return config_cls(**kw)
+
+
+def _model(s, t, cls_name: str, cfg):
+    """The model: the builder's class, or ``s["cls"]`` (the base model of an LM, say)."""
+    return getattr(t, s.get("cls") or cls_name)(cfg)
+
+
 def _bert_like(cls_name, config_name, **extra):
     def build(s):
         t = _t()
-        cfg = getattr(t, config_name)(
+        cfg = _cfg(
+            s,
+            getattr(t, config_name),
             vocab_size=_VOCAB,
             hidden_size=s["hidden"],
             num_hidden_layers=s["layers"],
@@ -107,7 +126,7 @@ def _bert_like(cls_name, config_name, **extra):
             attention_probs_dropout_prob=0.0,
             **extra,
         )
-        return getattr(t, cls_name)(cfg)
+        return _model(s, t, cls_name, cfg)
 
     return build
 
@@ -124,18 +143,20 @@ def _decoder(cls_name, config_name, **extra):
             max_position_embeddings=128,
         )
         kw.update(extra)
-        cfg = getattr(t, config_name)(**kw)
+        cfg = _cfg(s, getattr(t, config_name), **kw)
         for k in ("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop"):
             if hasattr(cfg, k):
                 setattr(cfg, k, 0.0)
-        return getattr(t, cls_name)(cfg)
+        return _model(s, t, cls_name, cfg)
 
     return build
 
 
 def _distilbert(s):
     t = _t()
-    cfg = t.DistilBertConfig(
+    cfg = _cfg(
+        s,
+        t.DistilBertConfig,
         vocab_size=_VOCAB,
         dim=s["hidden"],
         n_layers=s["layers"],
@@ -145,12 +166,14 @@ def _distilbert(s):
         dropout=0.0,
         attention_dropout=0.0,
     )
-    return t.DistilBertModel(cfg)
+    return _model(s, t, "DistilBertModel", cfg)
 
 
 def _gpt2(s):
     t = _t()
-    cfg = t.GPT2Config(
+    cfg = _cfg(
+        s,
+        t.GPT2Config,
         vocab_size=_VOCAB,
         n_embd=s["hidden"],
         n_layer=s["layers"],
@@ -163,12 +186,14 @@ def _gpt2(s):
         bos_token_id=0,
         eos_token_id=0,
     )
-    return t.GPT2LMHeadModel(cfg)
+    return _model(s, t, "GPT2LMHeadModel", cfg)
 
 
 def _gpt_neox(s):
     t = _t()
-    cfg = t.GPTNeoXConfig(
+    cfg = _cfg(
+        s,
+        t.GPTNeoXConfig,
         vocab_size=_VOCAB,
         hidden_size=s["hidden"],
         num_hidden_layers=s["layers"],
@@ -180,12 +205,14 @@ def _gpt_neox(s):
         bos_token_id=0,
         eos_token_id=0,
     )
-    return t.GPTNeoXModel(cfg)
+    return _model(s, t, "GPTNeoXModel", cfg)
 
 
 def _opt(s):
     t = _t()
-    cfg = t.OPTConfig(
+    cfg = _cfg(
+        s,
+        t.OPTConfig,
         vocab_size=_VOCAB,
         hidden_size=s["hidden"],
         num_hidden_layers=s["layers"],
@@ -200,12 +227,14 @@ def _opt(s):
         eos_token_id=0,
         pad_token_id=1,
     )
-    return t.OPTModel(cfg)
+    return _model(s, t, "OPTModel", cfg)
 
 
 def _t5(s):
     t = _t()
-    cfg = t.T5Config(
+    cfg = _cfg(
+        s,
+        t.T5Config,
         vocab_size=_VOCAB,
         d_model=s["hidden"],
         d_kv=s["hidden"] // s["heads"],
@@ -215,12 +244,14 @@ def _t5(s):
         dropout_rate=0.0,
         decoder_start_token_id=0,
     )
-    return t.T5Model(cfg)
+    return _model(s, t, "T5Model", cfg)
 
 
 def _bart(s):
     t = _t()
-    cfg = t.BartConfig(
+    cfg = _cfg(
+        s,
+        t.BartConfig,
         vocab_size=_VOCAB,
         d_model=s["hidden"],
         encoder_layers=s["layers"],
@@ -236,12 +267,14 @@ def _bart(s):
         encoder_layerdrop=0.0,
         decoder_layerdrop=0.0,
     )
-    return t.BartModel(cfg)
+    return _model(s, t, "BartModel", cfg)
 
 
 def _whisper(s):
     t = _t()
-    cfg = t.WhisperConfig(
+    cfg = _cfg(
+        s,
+        t.WhisperConfig,
         vocab_size=_VOCAB,
         num_mel_bins=16,
         d_model=s["hidden"],
@@ -263,13 +296,15 @@ def _whisper(s):
         eos_token_id=0,
         decoder_start_token_id=0,
     )
-    return t.WhisperModel(cfg)
+    return _model(s, t, "WhisperModel", cfg)
 
 
 def _vit(cls_name, config_name):
     def build(s):
         t = _t()
-        cfg = getattr(t, config_name)(
+        cfg = _cfg(
+            s,
+            getattr(t, config_name),
             image_size=s["image"],
             patch_size=8,
             hidden_size=s["hidden"],
@@ -279,14 +314,16 @@ def _vit(cls_name, config_name):
             hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0,
         )
-        return getattr(t, cls_name)(cfg)
+        return _model(s, t, cls_name, cfg)
 
     return build
 
 
 def _swin(s):
     t = _t()
-    cfg = t.SwinConfig(
+    cfg = _cfg(
+        s,
+        t.SwinConfig,
         image_size=s["image"],
         patch_size=4,
         embed_dim=16,
@@ -297,24 +334,28 @@ def _swin(s):
         attention_probs_dropout_prob=0.0,
         drop_path_rate=0.0,
     )
-    return t.SwinModel(cfg)
+    return _model(s, t, "SwinModel", cfg)
 
 
 def _resnet(s):
     t = _t()
-    cfg = t.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1])
-    return t.ResNetModel(cfg)
+    cfg = _cfg(s, t.ResNetConfig, embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1])
+    return _model(s, t, "ResNetModel", cfg)
 
 
 def _convnext(s):
     t = _t()
-    cfg = t.ConvNextConfig(num_stages=2, hidden_sizes=[16, 32], depths=[1, 1], drop_path_rate=0.0)
-    return t.ConvNextModel(cfg)
+    cfg = _cfg(
+        s, t.ConvNextConfig, num_stages=2, hidden_sizes=[16, 32], depths=[1, 1], drop_path_rate=0.0
+    )
+    return _model(s, t, "ConvNextModel", cfg)
 
 
 def _segformer(s):
     t = _t()
-    cfg = t.SegformerConfig(
+    cfg = _cfg(
+        s,
+        t.SegformerConfig,
         num_encoder_blocks=2,
         depths=[1, 1],
         sr_ratios=[2, 1],
@@ -328,18 +369,20 @@ def _segformer(s):
         classifier_dropout_prob=0.0,
         drop_path_rate=0.0,
     )
-    return t.SegformerModel(cfg)
+    return _model(s, t, "SegformerModel", cfg)
 
 
 def _mobilenet_v2(s):
     t = _t()
-    cfg = t.MobileNetV2Config(image_size=s["image"], depth_multiplier=0.35)
-    return t.MobileNetV2Model(cfg)
+    cfg = _cfg(s, t.MobileNetV2Config, image_size=s["image"], depth_multiplier=0.35)
+    return _model(s, t, "MobileNetV2Model", cfg)
 
 
 def _wav2vec2(s):
     t = _t()
-    cfg = t.Wav2Vec2Config(
+    cfg = _cfg(
+        s,
+        t.Wav2Vec2Config,
         vocab_size=_VOCAB,
         hidden_size=s["hidden"],
         num_hidden_layers=s["layers"],
@@ -359,7 +402,7 @@ def _wav2vec2(s):
         mask_time_prob=0.0,
         mask_feature_prob=0.0,
     )
-    return t.Wav2Vec2Model(cfg)
+    return _model(s, t, "Wav2Vec2Model", cfg)
 
 
 SPECS: dict[str, Spec] = {
@@ -420,10 +463,21 @@ SPECS: dict[str, Spec] = {
 }
 
 
-def build(name: str, size: str = "tiny", seed: int = 0):
-    """(model, inputs) of one architecture: eval mode, float32, on the CPU, seeded."""
+def build(
+    name: str,
+    size: str | dict = "tiny",
+    seed: int = 0,
+    *,
+    config: dict | None = None,
+    cls: str | None = None,
+):
+    """(model, inputs) of one architecture: eval mode, float32, on the CPU, seeded. ``size``
+    names one of ``_SIZES`` or is a dict of the same fields; ``config`` overrides fields of
+    the ``transformers`` config (``attn_implementation="eager"``, ``use_cache=False``), and
+    ``cls`` names the ``transformers`` class to build instead of the zoo's (``"GPT2Model"``
+    for the base model of GPT-2)."""
     spec = SPECS[name]
-    s = _SIZES[size]
+    s = dict(_SIZES[size] if isinstance(size, str) else size, config=config, cls=cls)
     torch.manual_seed(seed)
     model = spec.build(s).eval()
     gen = torch.Generator().manual_seed(seed + 1)
@@ -501,6 +555,9 @@ def _rel_error(got: torch.Tensor, want: torch.Tensor) -> float:
     return float((got - want).abs().max()) / scale
 
 
+# The modes that run the model from JAX (``tensorbridge._zoo_jax``).
+JAX_MODES = ("jax_jit", "jax_train")
+
 # The largest difference from torch a float32 result may have, relative to the largest
 # magnitude of torch's result (for gradients: of the model's largest gradient).
 TOLERANCE = 1e-4
@@ -563,6 +620,11 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
             theirs = max(_rel_error(want_loss, ref_loss), grad_error(want_grads, ref_grads))
             detail = f"vs float64: ours {ours:.2e}, torch's {theirs:.2e}"
             ok = ours <= 2 * theirs + TOLERANCE / 10
+    elif mode in JAX_MODES:
+        from tensorbridge._zoo_jax import check_jax
+
+        ok, err, detail, calls = check_jax(name, mode, size)
+        fb = {"fallbacks": {}, "calls": calls}
     elif mode == "generate":
         if not spec.generates:
             raise ValueError(f"{name} has no language-model head to generate with")
@@ -593,7 +655,9 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
         fb["compile"] = m
         err = 0.0
     else:
-        raise ValueError(f"unknown mode {mode!r}: eager, compiled, train or generate")
+        raise ValueError(
+            f"unknown mode {mode!r}: eager, compiled, train, generate, jax_jit or jax_train"
+        )
     ok = err <= TOLERANCE if ok is None else ok
     return Result(name, mode, ok, err, fb["fallbacks"], time.perf_counter() - t0, detail)
 
@@ -628,12 +692,21 @@ def _train_step(model, inputs, params_of=None):
     return loss.detach(), grads
 
 
+def _has_jax() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("jax", "optax"))
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="*", default=list(SPECS))
-    parser.add_argument("--modes", nargs="*", default=["eager", "compiled", "train", "generate"])
+    modes = ["eager", "compiled", "train", "generate", *JAX_MODES]
+    parser.add_argument("--modes", nargs="*", choices=modes, default=None)
     parser.add_argument("--size", default="tiny", choices=list(_SIZES))
     args = parser.parse_args(argv)
+    if args.modes is None:
+        args.modes = modes if _has_jax() else modes[: -len(JAX_MODES)]
     for name in args.models:
         for mode in args.modes:
             if mode == "generate" and not SPECS[name].generates:

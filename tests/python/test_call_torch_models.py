@@ -22,6 +22,7 @@ import torch
 from conftest import requires_jax
 
 import tensorbridge as tb
+from tensorbridge import zoo
 
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 
@@ -30,64 +31,23 @@ pytestmark = requires_jax
 MODELS = ["bert", "gpt2", "llama", "vit"]
 
 
+# The zoo's builders (tensorbridge.zoo) at the size of these tests: hidden 64, 4 heads, MLP 128,
+# 2 layers; the base models of the decoders (outputs with a last_hidden_state), no KV cache.
+SIZE = dict(zoo._SIZES["tiny"], hidden=64, ffn=128)
+BASE = {"gpt2": "GPT2Model", "llama": "LlamaModel"}
+
+
 def make_model(name: str, attn: str = "eager", cls=None, **config):
     """A small random model of the zoo, in eval mode; `config` overrides config fields."""
-    torch.manual_seed(0)
-    T = transformers
-    common = dict(
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        attn_implementation=attn,
+    if name in BASE:
+        config.setdefault("use_cache", False)
+    model, _ = zoo.build(
+        name,
+        SIZE,
+        config={"attn_implementation": attn, **config},
+        cls=cls.__name__ if cls is not None else BASE.get(name),
     )
-    if name == "bert":
-        cfg = dict(
-            common,
-            vocab_size=100,
-            max_position_embeddings=64,
-            hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0,
-        )
-        config_cls, model_cls = T.BertConfig, T.BertModel
-    elif name == "gpt2":
-        cfg = dict(
-            n_embd=64,
-            n_layer=2,
-            n_head=4,
-            n_inner=128,
-            attn_implementation=attn,
-            vocab_size=100,
-            n_positions=64,
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-            bos_token_id=0,
-            eos_token_id=0,
-            use_cache=False,
-        )
-        config_cls, model_cls = T.GPT2Config, T.GPT2Model
-    elif name == "llama":
-        cfg = dict(
-            common,
-            vocab_size=100,
-            num_key_value_heads=2,
-            max_position_embeddings=64,
-            attention_dropout=0.0,
-            use_cache=False,
-        )
-        config_cls, model_cls = T.LlamaConfig, T.LlamaModel
-    else:
-        cfg = dict(
-            common,
-            image_size=32,
-            patch_size=8,
-            hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0,
-        )
-        config_cls, model_cls = T.ViTConfig, T.ViTModel
-    cfg.update(config)
-    return (cls or model_cls)(config_cls(**cfg)).eval()
+    return model
 
 
 def make_input(name: str, batch: int = 2, seq: int = 16, seed: int = 0) -> np.ndarray:
@@ -174,7 +134,9 @@ def test_non_tensor_outputs_are_named():
     import jax.numpy as jnp
 
     model = make_model("llama", use_cache=True)  # returns a DynamicCache
-    with pytest.raises(TypeError, match=r"got DynamicCache at \['cache'\] of LlamaModel"):
+    with pytest.raises(
+        TypeError, match=r"got DynamicCache at \['cache'\] of LlamaModel.*use_cache=False"
+    ):
         jax.jit(lambda i: tb.call_torch(model, i))(jnp.asarray(make_input("llama")))
 
 

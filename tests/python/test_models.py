@@ -6,7 +6,9 @@ through tensorbridge as a user runs them, compared with torch eager on the same 
 - one compiled training step: the loss and every gradient, differences scaled by the model's
   largest gradient;
 - generation (decoders): greedy ``generate`` with a KV cache, eager and compiled, the same
-  tokens as torch.
+  tokens as torch;
+- from JAX: ``tb.call_torch`` inside ``jax.jit``, and a ``jax.jit(jax.value_and_grad)`` +
+  optax step through ``tb.functionalize``, on the FFI path (0 host callbacks).
 
 A wrong result or any op served by torch's fallback fails the test. This file runs a subset
 that covers every kind (encoder, decoder with grouped-query attention, rotary and sliding
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import requires_jax
 
 from tensorbridge import zoo
 
@@ -69,6 +72,42 @@ def test_generation_gives_torchs_tokens(name):
     # symbolic sizes for the steps; each new length is a shape plan of that graph, not a
     # recompilation.
     assert "0 recompilations" in r.detail
+
+
+# From JAX: one model of each kind (encoder, decoder, vision, speech), token ids as int32 JAX
+# arrays; the whole zoo runs from `python -m tensorbridge.zoo --modes jax_jit jax_train`.
+JAX_SUBSET = ["bert", "llama", "vit", "wav2vec2"]
+
+
+@requires_jax
+@pytest.mark.parametrize("mode", zoo.JAX_MODES)
+@pytest.mark.parametrize("name", JAX_SUBSET)
+def test_from_jax_matches_torch_on_the_ffi_path(name, mode):
+    pytest.importorskip("optax", reason="optax is not installed")
+    r = _check(name, mode)
+    # zoo.check judges the host callbacks too; the counts are asserted here as well: the
+    # forward plan, or the forward (with saved activations) and the backward plan.
+    assert r.detail.endswith(f"ffi runs {1 if mode == 'jax_jit' else 2}, host callbacks 0"), (
+        r.detail
+    )
+
+
+@requires_jax
+def test_from_jax_reports_a_wrong_result_and_a_host_callback(monkeypatch):
+    # The JAX checks are not blind: an output off by 0.1% is reported above tolerance, and a
+    # run on the host callback is not ok even where its result is right.
+    import tensorbridge as tb
+    from tensorbridge import _zoo_jax
+
+    forward_fn = _zoo_jax.forward_fn
+    monkeypatch.setattr(_zoo_jax, "forward_fn", lambda m: lambda i: forward_fn(m)(i) * 1.001)
+    r = zoo.check("vit", "jax_jit")
+    assert not r.ok and r.max_error > zoo.TOLERANCE
+    monkeypatch.setattr(_zoo_jax, "forward_fn", forward_fn)
+    monkeypatch.setattr(tb.config, "jit_mode", "callback")
+    r = zoo.check("vit", "jax_jit")
+    assert r.max_error <= zoo.TOLERANCE and not r.ok
+    assert r.detail == "ffi runs 0, host callbacks 1", r.detail
 
 
 def test_zoo_covers_the_kinds():
