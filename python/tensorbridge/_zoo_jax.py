@@ -62,7 +62,7 @@ def jax_loss(apply, target, static: dict):
     from tensorbridge.zoo import first_output
 
     def loss(params, inputs):
-        y = first_output(apply(params, **inputs, **static)).astype(jnp.float32)
+        y = jnp.asarray(first_output(apply(params, **inputs, **static)), jnp.float32)
         return jnp.mean((y - target) ** 2)
 
     return loss
