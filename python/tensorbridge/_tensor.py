@@ -114,12 +114,62 @@ class Tensor(torch.Tensor):
         return f"tensorbridge.Tensor({to_torch(self)!r}{grad})"
 
     def numpy(self, *, force: bool = False):
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
         return to_numpy(self)
+
+    # ---- the parts of the torch.Tensor surface that read memory outside __torch_dispatch__:
+    # answered from a plain torch view of the same memory (no copy) ----
+    def data_ptr(self) -> int:
+        """The address of the first element of the wrapped memory (0 for a tracer's stand-in)."""
+        return 0 if self._array is None else self._array.data_ptr
+
+    def untyped_storage(self) -> torch.UntypedStorage:
+        """A torch storage over the wrapped memory (no copy). It begins at this tensor's first
+        element, which is why ``storage_offset()`` is 0 for every tensorbridge.Tensor."""
+        if self._array is None:
+            return super().untyped_storage()
+        return to_torch(self).untyped_storage()
+
+    def tolist(self):
+        return _plain(self, "tolist").tolist()
+
+    def apply_(self, fn):
+        _plain(self, "apply_").apply_(fn)
+        return self
+
+    def map_(self, other, fn):
+        _plain(self, "map_").map_(other, fn)
+        return self
+
+    def map2_(self, x, y, fn):
+        _plain(self, "map2_").map2_(x, y, fn)
+        return self
+
+    # ---- pickling, copies (python/tensorbridge/_serialization.py says how and why) ----
+    def __reduce_ex__(self, proto):
+        from tensorbridge import _serialization
+
+        return _serialization.reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        from tensorbridge import _serialization
+
+        return _serialization.deepcopy_tensor(self, memo)
 
     @property
     def array(self) -> _C.Array:
         """The ``tensorbridge.Array`` holding this tensor's data."""
         return self._array
+
+
+def _plain(t: Tensor, method: str) -> torch.Tensor:
+    if t._array is None:
+        raise RuntimeError(f"{method}: a traced tensorbridge.Tensor has no data to read")
+    return to_torch(t)
 
 
 # ---- dispatch ---------------------------------------------------------------------------------
@@ -263,13 +313,26 @@ def wrap(x, *, copy: bool = False, requires_grad: bool | None = None) -> Tensor:
     ``tensorbridge.Array`` or any DLPack producer. No copy unless ``copy=True`` (which also
     makes read-only sources such as JAX arrays writable)."""
     if isinstance(x, Tensor):
-        return Tensor(x._array.clone() if copy else x._array, requires_grad=x.requires_grad)
+        t = Tensor(x._array.clone() if copy else x._array, requires_grad=x.requires_grad)
+        if not copy and "_source" in x.__dict__:
+            t._source = x._source
+        return t
     grad = False
+    source = None if copy else _source_of(x)
     if isinstance(x, torch.Tensor):
         grad = x.requires_grad
         x = x.detach()
     array = _C.from_dlpack(x, copy=True if copy else None)
-    return Tensor(array, requires_grad=grad if requires_grad is None else requires_grad)
+    t = Tensor(array, requires_grad=grad if requires_grad is None else requires_grad)
+    if source is not None:
+        t._source = source
+    return t
+
+
+def _source_of(x) -> str | None:
+    """The framework whose memory `x` is ("numpy", "torch", "jax"), or None for others."""
+    module = type(x).__module__.partition(".")[0]
+    return {"numpy": "numpy", "torch": "torch", "jax": "jax", "jaxlib": "jax"}.get(module)
 
 
 def to_torch(t: Tensor) -> torch.Tensor:
@@ -291,19 +354,31 @@ def to_jax(t: Tensor):
     return jnp.from_dlpack(t._array if isinstance(t, Tensor) else t)
 
 
+def _serialization_globals() -> list:
+    """What ``torch.load(..., weights_only=True)`` must be allowed to call to rebuild our
+    tensors: the two rebuild functions of _serialization (pickles of tensorbridge.Tensor and
+    tensorbridge.Array), registered through torch's allow-list on import."""
+    from tensorbridge import _serialization
+
+    return [_serialization.rebuild_tensor, _serialization.rebuild_array]
+
+
 def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Module:
     """Turns `module`'s parameters and buffers into ``tensorbridge.Tensor``s in place (sharing
     their memory unless ``copy=True``), so that the module runs on tensorbridge's kernels."""
     for m in module.modules():
         for name, p in list(m._parameters.items()):
             if p is not None and not isinstance(p, Tensor):
-                m._parameters[name] = torch.nn.Parameter(
-                    wrap(p.data, copy=copy), requires_grad=p.requires_grad
-                )
+                param = torch.nn.Parameter(wrap(p.data, copy=copy), requires_grad=p.requires_grad)
+                if not copy:
+                    param._source = "torch"
+                m._parameters[name] = param
         for name, b in list(m._buffers.items()):
             if b is not None and not isinstance(b, Tensor):
                 m._buffers[name] = wrap(b, copy=copy)
     return module
 
+
+torch.serialization.add_safe_globals(_serialization_globals())
 
 _C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch, _metadata_dispatch, _stand_in)
