@@ -14,7 +14,7 @@ import torch
 
 from tensorbridge import _C
 
-__all__ = ["Tensor", "to_jax", "to_numpy", "to_torch", "wrap", "wrap_module"]
+__all__ = ["UNSUPPORTED", "Tensor", "to_jax", "to_numpy", "to_torch", "wrap", "wrap_module"]
 
 _TORCH_DTYPES = {
     "bool": torch.bool,
@@ -32,6 +32,39 @@ _TORCH_DTYPES = {
     "float64": torch.float64,
     "complex64": torch.complex64,
     "complex128": torch.complex128,
+}
+
+
+_LAYOUT = (
+    "tensorbridge computes on strided memory: with autograd, convert a plain view, "
+    "tensorbridge.to_torch(t), or detach first (without autograd the result is a plain torch "
+    "tensor in the new layout)"
+)
+
+# The torch.Tensor methods a tensorbridge.Tensor refuses where a plain tensor would not, each
+# with the reason its error gives. tests/python/test_tensor_surface.py checks that each raises
+# with this reason and that every other public method behaves as on a plain tensor.
+UNSUPPORTED: dict[str, str] = {
+    "share_memory_": (
+        "the memory belongs to the framework that lent it and cannot be moved into shared "
+        "memory; tensorbridge tensors pass between processes by value (pickle)"
+    ),
+    "set_": "a tensorbridge.Tensor stays on the memory it wraps",
+    "resize_": "a tensorbridge.Tensor cannot resize the memory it wraps",
+    "resize_as_": "a tensorbridge.Tensor cannot resize the memory it wraps",
+    "chalf": "dtype complex32 has no tensorbridge equivalent",
+    **{
+        m: _LAYOUT
+        for m in (
+            "to_sparse",
+            "to_sparse_coo",
+            "to_sparse_csr",
+            "to_sparse_csc",
+            "to_sparse_bsr",
+            "to_sparse_bsc",
+            "to_mkldnn",
+        )
+    },
 }
 
 
@@ -126,6 +159,39 @@ class Tensor(torch.Tensor):
     def data_ptr(self) -> int:
         """The address of the first element of the wrapped memory (0 for a tracer's stand-in)."""
         return 0 if self._array is None else self._array.data_ptr
+
+    def __format__(self, format_spec: str) -> str:
+        if self.dim() == 0 and self._array is not None:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
+    def const_data_ptr(self) -> int:
+        return self.data_ptr()
+
+    def share_memory_(self):
+        raise NotImplementedError(f"share_memory_: {UNSUPPORTED['share_memory_']}")
+
+    def _plain_layout(method: str):  # noqa: N805 (a helper run while the class is made)
+        def convert(self, *args, **kwargs):
+            if self.requires_grad and torch.is_grad_enabled():
+                raise NotImplementedError(f"{method}: {UNSUPPORTED[method]}")
+            return getattr(_plain(self, method), method)(*args, **kwargs)
+
+        convert.__name__ = method
+        convert.__doc__ = (
+            f"torch.Tensor.{method} of the wrapped values: a plain torch tensor in the new "
+            "layout (a copy, as for any tensor)."
+        )
+        return convert
+
+    to_sparse = _plain_layout("to_sparse")
+    to_sparse_coo = _plain_layout("to_sparse_coo")
+    to_sparse_csr = _plain_layout("to_sparse_csr")
+    to_sparse_csc = _plain_layout("to_sparse_csc")
+    to_sparse_bsr = _plain_layout("to_sparse_bsr")
+    to_sparse_bsc = _plain_layout("to_sparse_bsc")
+    to_mkldnn = _plain_layout("to_mkldnn")
+    del _plain_layout
 
     def untyped_storage(self) -> torch.UntypedStorage:
         """A torch storage over the wrapped memory (no copy). It begins at this tensor's first
