@@ -210,7 +210,6 @@ PyMethodDef kDLPackDeviceDef = {"__dlpack_device__", &ArrayDLPackDevice, METH_NO
                                 "__dlpack_device__($self, /)\n--\n\n"
                                 "The (DLPack device type, device id) of this array."};
 
-
 // ---- pickling: by value ----------------------------------------------------------------------
 
 // True when the elements fill their memory span exactly once with positive strides: C order or
@@ -232,9 +231,10 @@ bool IsDensePermutation(const Tensor& t) {
 }
 
 // Array.__reduce__: (tensorbridge._serialization.rebuild_array, (bytes, shape, strides, dtype)),
-// a Python function, which pickle names by module and name (for torch's weights_only allow-list). The bytes are the
-// elements in the array's own layout when IsDensePermutation, in C order otherwise; native byte
-// order. Unpickling gives an Array over new memory of its own (writable, whatever the source).
+// a Python function, which pickle names by module and name (for torch's weights_only allow-list).
+// The bytes are the elements in the array's own layout when IsDensePermutation, in C order
+// otherwise; native byte order. Unpickling gives an Array over new memory of its own (writable,
+// whatever the source).
 py::tuple ArrayReduce(const PyArray& a) {
   const Tensor& t = a.tensor;
   TB_CHECK(t.device().is_host_accessible(), BufferError)
@@ -372,8 +372,8 @@ a DLPack producer itself (``numpy.from_dlpack(a)``, ``torch.from_dlpack(a)`` sha
         return os.str();
       });
 
-  m.def("_array_from_bytes", &ArrayFromBytes, py::arg("data"), py::arg("shape"),
-        py::arg("strides"), py::arg("dtype"),
+  m.def("_array_from_bytes", &ArrayFromBytes, py::arg("data"), py::arg("shape"), py::arg("strides"),
+        py::arg("dtype"),
         "An Array over new memory holding `data`, the bytes of a pickled Array (its inverse: "
         "Array.__reduce__).");
 

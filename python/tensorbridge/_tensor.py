@@ -171,7 +171,7 @@ class Tensor(torch.Tensor):
     def share_memory_(self):
         raise NotImplementedError(f"share_memory_: {UNSUPPORTED['share_memory_']}")
 
-    def _plain_layout(method: str):  # noqa: N805 (a helper run while the class is made)
+    def _plain_layout(method: str):
         def convert(self, *args, **kwargs):
             if self.requires_grad and torch.is_grad_enabled():
                 raise NotImplementedError(f"{method}: {UNSUPPORTED[method]}")
