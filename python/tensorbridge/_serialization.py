@@ -27,7 +27,7 @@ import copy
 import torch
 
 from tensorbridge import _C
-from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch
+from tensorbridge._tensor import Tensor, to_numpy, to_torch
 
 # Entries of a Tensor's __dict__ that describe its memory, not its Python state.
 _NOT_STATE = frozenset({"_array", "_inner_cache", "_source"})
@@ -80,7 +80,7 @@ def _fresh_memory(t: Tensor) -> Tensor:
     elif source == "jax":
         import jax.numpy as jnp
 
-        new = Tensor(_C.from_dlpack(jnp.array(to_jax(t), copy=True)))
+        new = Tensor(_C.from_dlpack(jnp.array(to_numpy(t), copy=True)))
         new._source = "jax"
         return new
     with torch.no_grad():

@@ -432,16 +432,23 @@ def _serialization_globals() -> list:
 def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Module:
     """Turns `module`'s parameters and buffers into ``tensorbridge.Tensor``s in place (sharing
     their memory unless ``copy=True``), so that the module runs on tensorbridge's kernels."""
+    done: dict[int, Tensor] = {}  # a parameter shared by several modules (tied) stays one
     for m in module.modules():
         for name, p in list(m._parameters.items()):
             if p is not None and not isinstance(p, Tensor):
-                param = torch.nn.Parameter(wrap(p.data, copy=copy), requires_grad=p.requires_grad)
-                if not copy:
-                    param._source = "torch"
-                m._parameters[name] = param
+                if id(p) not in done:
+                    param = torch.nn.Parameter(
+                        wrap(p.data, copy=copy), requires_grad=p.requires_grad
+                    )
+                    if not copy:
+                        param._source = "torch"
+                    done[id(p)] = param
+                m._parameters[name] = done[id(p)]
         for name, b in list(m._buffers.items()):
             if b is not None and not isinstance(b, Tensor):
-                m._buffers[name] = wrap(b, copy=copy)
+                if id(b) not in done:
+                    done[id(b)] = wrap(b, copy=copy)
+                m._buffers[name] = done[id(b)]
     return module
 
 
