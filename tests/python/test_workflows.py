@@ -61,7 +61,7 @@ RESUME = textwrap.dedent(
 
 def _namespace():
     ns: dict = {}
-    exec(COMMON, ns)  # noqa: S102 (our own source, shared with the child process)
+    exec(COMMON, ns)  # our own source, shared with the child process
     return ns
 
 
