@@ -140,7 +140,7 @@ CASES = {
     "prelu": (_base, (torch.tensor([0.25]),)),
     "orgqr": (_base, (torch.tensor([0.5, 0.25]),)),
     "unsafe_split_with_sizes": (_base, ([1, 2],)),
-    "resize": (_base, ((9,),)),
+    "resize": (_base, (9,)),
     "resize_": (_base, ((4, 4),)),
     "resize_as_": (_base, (torch.ones(16),)),
     "is_set_to": (_base, (_other(),)),
@@ -149,7 +149,13 @@ CASES = {
     "new_tensor": (_base, ([1.0, 2.0],)),
     "type": (_base, ("torch.DoubleTensor",)),
     "type_as": (_base, (torch.ones(2, dtype=torch.float64),)),
-    "is_contiguous": (lambda: torch.rand(1, 3, 2, 2), (torch.channels_last,)),
+    "is_contiguous": (
+        lambda: torch.rand(1, 3, 2, 2).contiguous(memory_format=torch.channels_last),
+        None,
+        lambda t: [
+            t.is_contiguous(memory_format=f) for f in (torch.channels_last, torch.contiguous_format)
+        ],
+    ),
     "dim_order": (lambda: torch.rand(2, 3, 4).transpose(0, 2), ()),
     "to": (_base, (torch.float64,)),
     "storage": (_base, ()),
@@ -183,7 +189,7 @@ NOT_SURFACE = {
 
 
 def _names():
-    public = (n for n in dir(torch.Tensor) if not n.startswith("_") or n.endswith("__"))
+    public = (n for n in dir(torch.Tensor) if not n.startswith("_") or n.startswith("__"))
     return sorted(n for n in public if n not in NOT_SURFACE and n not in ADDRESSES)
 
 

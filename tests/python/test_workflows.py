@@ -137,3 +137,23 @@ def test_ema_of_weights_through_deepcopy():
     for (name, p), e in zip(model.named_parameters(), ema.parameters(), strict=True):
         torch.testing.assert_close(tb.to_torch(e), ref_ema[name], rtol=1e-4, atol=1e-5)
         assert not torch.equal(tb.to_torch(e), tb.to_torch(p.detach())), name  # it lags
+
+
+def test_optimizer_state_deepcopies_and_loads_back():
+    ns = _namespace()
+    model, opt, sched = ns["make"](seed=0)
+    ns["train"](model, opt, sched, range(3))
+    saved = copy.deepcopy(opt.state_dict())
+    first = next(iter(saved["state"].values()))
+    assert type(first["exp_avg"]) is tb.Tensor
+    live = opt.state_dict()["state"][0]["exp_avg"]
+    assert first["exp_avg"].data_ptr() != live.data_ptr()
+    ns["train"](model, opt, sched, range(3, 5))  # moves on; the copy stays
+    assert not torch.equal(tb.to_torch(first["exp_avg"]), tb.to_torch(live))
+    opt.load_state_dict(saved)
+    torch.testing.assert_close(
+        tb.to_torch(opt.state_dict()["state"][0]["exp_avg"]),
+        tb.to_torch(first["exp_avg"]),
+        rtol=0,
+        atol=0,
+    )
