@@ -3,9 +3,12 @@
 Pickling is by value. A ``tensorbridge.Array`` pickles as its elements' bytes with shape,
 strides and dtype (``Array.__reduce__`` in python/src/array.cc; the layout is kept when it is
 dense, C order otherwise) and unpickles as an Array over new memory of tensorbridge's own. A
-``tensorbridge.Tensor`` pickles as its Array, its ``requires_grad`` flag and its Python state
-(``_is_param``, which makes a parameter a parameter), and unpickles as a Tensor over that new
-memory. The memory a tensor wraps belongs to another framework (a numpy array, a JAX buffer)
+``tensorbridge.Tensor`` pickles as a plain torch tensor over its memory (torch writes the
+values: a storage record in ``torch.save``), its
+``requires_grad`` flag and its Python state (``_is_param``, which makes a parameter a
+parameter), and unpickles as a Tensor over the new memory that unpickling made. Between
+processes (``multiprocessing``'s pickler: queues, spawned DataLoader workers) it pickles as its
+Array, bytes and all. The memory a tensor wraps belongs to another framework (a numpy array, a JAX buffer)
 that a pickle cannot carry; the values are what travels, through ``pickle``, ``torch.save``,
 ``copy.deepcopy`` and ``multiprocessing`` alike.
 
@@ -47,13 +50,28 @@ def rebuild_array(data: bytes, shape: tuple, strides: tuple, dtype: str) -> _C.A
 
 
 def reduce_tensor(t: Tensor):
+    # The values travel as a plain torch tensor over the same memory (no copy here): pickling
+    # it is torch's own business, so torch.save writes its bytes as a storage record (as fast
+    # as for plain tensors; pickled bytes would cost 10 times as much at torch.save's pickle
+    # protocol 2).
+    _check_real(t, "pickle")
+    state = {k: v for k, v in t.__dict__.items() if k not in _NOT_STATE}
+    return (rebuild_tensor, (to_torch(t), t.requires_grad, state))
+
+
+def reduce_tensor_for_processes(t: Tensor):
+    # multiprocessing's pickler (queues, spawned DataLoader workers): the bytes themselves,
+    # as torch's shared-memory hand-over needs the sender to keep the memory alive until the
+    # receiver has it, which a temporary view cannot do.
     _check_real(t, "pickle")
     state = {k: v for k, v in t.__dict__.items() if k not in _NOT_STATE}
     return (rebuild_tensor, (t._array, t.requires_grad, state))
 
 
-def rebuild_tensor(array: _C.Array, requires_grad: bool, state: dict) -> Tensor:
-    """The inverse of ``reduce_tensor``: a Tensor over `array` with its Python state."""
+def rebuild_tensor(values: torch.Tensor | _C.Array, requires_grad: bool, state: dict) -> Tensor:
+    """The inverse of ``reduce_tensor``: a Tensor over the memory of `values` (the plain
+    tensor that unpickling made, which nothing else holds) with its Python state."""
+    array = values if isinstance(values, _C.Array) else _C.from_dlpack(values)
     t = Tensor(array, requires_grad=requires_grad)
     t.__dict__.update(state)
     return t

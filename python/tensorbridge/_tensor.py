@@ -454,4 +454,15 @@ def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Modu
 
 torch.serialization.add_safe_globals(_serialization_globals())
 
+
+def _register_process_pickling() -> None:
+    from multiprocessing.reduction import ForkingPickler
+
+    from tensorbridge import _serialization
+
+    ForkingPickler.register(Tensor, _serialization.reduce_tensor_for_processes)
+
+
+_register_process_pickling()
+
 _C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch, _metadata_dispatch, _stand_in)

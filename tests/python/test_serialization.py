@@ -102,6 +102,30 @@ def test_tensor_pickles_by_value():
         _serialization.reduce_tensor(tb.Tensor._from_inner(torch.empty(2, device="meta")))
 
 
+def test_torch_save_writes_the_values_as_a_storage_record():
+    import zipfile
+
+    a = np.ones((256, 256), np.float32)
+    buf = io.BytesIO()
+    torch.save({"w": tb.wrap(a)}, buf)
+    files = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
+    records = [i for i in files.infolist() if "/data/" in i.filename]
+    assert [i.file_size for i in records] == [a.nbytes]  # raw bytes, as for a plain tensor
+    pkl = next(i for i in files.infolist() if i.filename.endswith("data.pkl"))
+    assert pkl.file_size < 1024
+
+
+def test_processes_pickle_the_bytes():
+    from multiprocessing.reduction import ForkingPickler
+
+    a = np.arange(6, dtype=np.float32)
+    blob = ForkingPickler.dumps(tb.wrap(a))
+    assert a.tobytes() in bytes(blob)  # the values themselves, no shared-memory handle
+    back = pickle.loads(blob)
+    assert type(back) is tb.Tensor and back.data_ptr() != a.ctypes.data
+    np.testing.assert_array_equal(tb.to_numpy(back), a)
+
+
 def test_parameters_stay_parameters():
     p = tb.wrap_module(torch.nn.Linear(2, 2)).weight
     q = _roundtrip(p)
