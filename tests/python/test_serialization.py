@@ -291,3 +291,10 @@ def test_wrap_module_keeps_tied_parameters_tied():
     model = tb.wrap_module(torch.nn.ModuleDict({"emb": emb, "head": head}))
     assert model["head"].weight is model["emb"].weight
     assert len(list(model.parameters())) == 1
+
+
+def test_torch_load_with_mmap_wraps_the_mapped_file(tmp_path):
+    path = tmp_path / "w.pt"
+    torch.save({"w": tb.wrap(np.arange(6, dtype=np.float32))}, path)
+    w = torch.load(path, weights_only=True, mmap=True)["w"]
+    assert type(w) is tb.Tensor and w.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
