@@ -420,15 +420,6 @@ def to_jax(t: Tensor):
     return jnp.from_dlpack(t._array if isinstance(t, Tensor) else t)
 
 
-def _serialization_globals() -> list:
-    """What ``torch.load(..., weights_only=True)`` must be allowed to call to rebuild our
-    tensors: the two rebuild functions of _serialization (pickles of tensorbridge.Tensor and
-    tensorbridge.Array), registered through torch's allow-list on import."""
-    from tensorbridge import _serialization
-
-    return [_serialization.rebuild_tensor, _serialization.rebuild_array]
-
-
 def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Module:
     """Turns `module`'s parameters and buffers into ``tensorbridge.Tensor``s in place (sharing
     their memory unless ``copy=True``), so that the module runs on tensorbridge's kernels."""
@@ -452,17 +443,20 @@ def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Modu
     return module
 
 
-torch.serialization.add_safe_globals(_serialization_globals())
-
-
-def _register_process_pickling() -> None:
+def _register_pickling() -> None:
+    """``torch.load(..., weights_only=True)`` may call the two functions that rebuild pickled
+    tensorbridge.Tensors and Arrays (torch's allow-list, as torch.distributed.tensor does for
+    DTensor); multiprocessing's pickler takes tensorbridge.Tensors by their bytes."""
     from multiprocessing.reduction import ForkingPickler
 
     from tensorbridge import _serialization
 
+    torch.serialization.add_safe_globals(
+        [_serialization.rebuild_tensor, _serialization.rebuild_array]
+    )
     ForkingPickler.register(Tensor, _serialization.reduce_tensor_for_processes)
 
 
-_register_process_pickling()
+_register_pickling()
 
 _C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch, _metadata_dispatch, _stand_in)
