@@ -3,7 +3,8 @@
 1. Wrap numpy and torch memory into tensorbridge's C++ tensor without copying (data
    pointers printed), and run ATen ops from the C++ table on it by name.
 2. Run ordinary PyTorch code on numpy arrays: a model whose parameters are numpy memory,
-   trained with torch.optim; the numpy arrays change in place.
+   trained with torch.optim; the numpy arrays change in place; a torch.save checkpoint of
+   it loaded (weights_only=True) into a new wrapped model.
 3. torch.compile(model, backend="tensorbridge"): the captured graph becomes a C++ plan,
    built once, run on the wrapped arrays; new batch sizes get plans of their own.
 4. A real model from transformers (LLaMA, small random config): eager on weights tensorbridge
@@ -15,6 +16,7 @@
 7. How every op was served: kernel, composite, decomposition or PyTorch fallback.
 """
 
+import io
 import warnings
 
 import numpy as np
@@ -81,6 +83,14 @@ def step2_train_on_numpy() -> None:
         f"   numpy weights updated in place: max change {np.abs(w1 - before).max():.4f}, "
         f"same memory: {tb.to_torch(layers[0].weight).data_ptr() == w1.ctypes.data}"
     )
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)  # by value: the numpy weights' bytes
+    buf.seek(0)
+    resumed = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.GELU(), torch.nn.Linear(32, 3))
+    tb.wrap_module(resumed)
+    resumed.load_state_dict(torch.load(buf, weights_only=True))
+    assert torch.equal(tb.to_torch(resumed(tb.wrap(x))), tb.to_torch(model(tb.wrap(x))))
+    print("   checkpoint: torch.save, then torch.load(weights_only=True) into a new wrapped model")
 
 
 def step3_compile() -> None:

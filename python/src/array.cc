@@ -1,7 +1,10 @@
 // tensorbridge.Array: the C++ tensor seen from Python, framework neutral, and its producer side
 // of DLPack: __dlpack__ / __dlpack_device__ (plain CPython methods: pybind11's generic dispatch
 // costs more than the export) and the C exchange API table `Array.__dlpack_c_exchange_api__`.
+#include <algorithm>
+#include <cstring>
 #include <sstream>
+#include <string_view>
 
 #include "dlpack_py.h"
 
@@ -207,6 +210,66 @@ PyMethodDef kDLPackDeviceDef = {"__dlpack_device__", &ArrayDLPackDevice, METH_NO
                                 "__dlpack_device__($self, /)\n--\n\n"
                                 "The (DLPack device type, device id) of this array."};
 
+// ---- pickling: by value ----------------------------------------------------------------------
+
+// True when the elements fill their memory span exactly once with positive strides: C order or
+// a permutation of it (what torch's clone(memory_format=preserve_format) keeps).
+bool IsDensePermutation(const Tensor& t) {
+  if (IsSubByte(t.dtype())) return t.is_contiguous();
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dimensions of size > 1
+  for (int64_t i = 0; i < t.ndim(); ++i) {
+    if (t.shape()[i] == 0) return false;
+    if (t.shape()[i] != 1) dims.emplace_back(t.strides()[i], t.shape()[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
+// Array.__reduce__: (tensorbridge._serialization.rebuild_array, (bytes, shape, strides, dtype)),
+// a Python function, which pickle names by module and name (for torch's weights_only allow-list).
+// The bytes are the elements in the array's own layout when IsDensePermutation, in C order
+// otherwise; native byte order. Unpickling gives an Array over new memory of its own (writable,
+// whatever the source).
+py::tuple ArrayReduce(const PyArray& a) {
+  const Tensor& t = a.tensor;
+  TB_CHECK(t.device().is_host_accessible(), BufferError)
+      << "pickle: a tensorbridge.Array on " << DeviceString(t.device())
+      << " cannot be read from the host; copy it to the CPU first";
+  const Tensor src = IsDensePermutation(t) ? t : t.contiguous();
+  py::bytes data(static_cast<const char*>(src.data()), static_cast<size_t>(src.nbytes()));
+  py::object rebuild = py::module_::import("tensorbridge._serialization").attr("rebuild_array");
+  return py::make_tuple(rebuild, py::make_tuple(data, ToTuple(src.shape()), ToTuple(src.strides()),
+                                                std::string(DTypeName(src.dtype()))));
+}
+
+PyArray ArrayFromBytes(const py::bytes& data, std::vector<int64_t> shape,
+                       std::vector<int64_t> strides, const std::string& dtype_name) {
+  DType dtype;
+  TB_CHECK(DTypeFromName(dtype_name, &dtype), ValueError)
+      << "_array_from_bytes: unknown dtype '" << dtype_name << "'";
+  TB_CHECK(shape.size() == strides.size(), ValueError)
+      << "_array_from_bytes: shape " << ShapeString(shape) << " and strides "
+      << ShapeString(strides) << " differ in length";
+  Tensor t = Tensor::Empty(shape, dtype);
+  if (t.numel() > 0 && strides != std::vector<int64_t>(t.strides().begin(), t.strides().end())) {
+    t = t.as_strided(shape, strides, 0);
+    TB_CHECK(IsDensePermutation(t), ValueError)
+        << "_array_from_bytes: strides " << ShapeString(strides) << " do not lay out shape "
+        << ShapeString(shape) << " densely";
+  }
+  std::string_view bytes = data;
+  TB_CHECK(static_cast<int64_t>(bytes.size()) == t.nbytes(), ValueError)
+      << "_array_from_bytes: " << bytes.size() << " bytes for shape " << ShapeString(shape)
+      << " of " << dtype_name << ", which takes " << t.nbytes();
+  if (!bytes.empty()) std::memcpy(t.mutable_data(), bytes.data(), bytes.size());
+  return PyArray{t};
+}
+
 }  // namespace
 
 const DLPackExchangeAPI* ArrayExchangeApi() { return &kArrayExchangeApi; }
@@ -293,6 +356,13 @@ a DLPack producer itself (``numpy.from_dlpack(a)``, ``torch.from_dlpack(a)`` sha
       // ---- copies ----
       .def("contiguous", [](const PyArray& a) { return PyArray{a.tensor.contiguous()}; })
       .def("clone", [](const PyArray& a) { return PyArray{a.tensor.clone()}; })
+      // ---- pickle and copy: pickling is by value (ArrayReduce); copy.copy shares the memory
+      // as an Array is a view, copy.deepcopy copies it into new memory of our own ----
+      .def("__reduce__", &ArrayReduce)
+      .def("__copy__", [](const PyArray& a) { return PyArray{a.tensor}; })
+      .def(
+          "__deepcopy__", [](const PyArray& a, py::handle) { return PyArray{a.tensor.clone()}; },
+          py::arg("memo"))
       .def("__repr__", [](const PyArray& a) {
         std::ostringstream os;
         os << "tensorbridge.Array(shape=" << ShapeString(a.tensor.shape())
@@ -301,6 +371,11 @@ a DLPack producer itself (``numpy.from_dlpack(a)``, ``torch.from_dlpack(a)`` sha
            << (a.tensor.read_only() ? ", read_only=True" : "") << ")";
         return os.str();
       });
+
+  m.def("_array_from_bytes", &ArrayFromBytes, py::arg("data"), py::arg("shape"), py::arg("strides"),
+        py::arg("dtype"),
+        "An Array over new memory holding `data`, the bytes of a pickled Array (its inverse: "
+        "Array.__reduce__).");
 
   g_array_type = reinterpret_cast<PyTypeObject*>(array.ptr());
   const char* names[] = {"stream", "max_version", "dl_device", "copy"};

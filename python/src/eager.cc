@@ -256,6 +256,7 @@ py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs
     }
     return args[info.mutated_index];
   }
+  if (out.empty()) return py::none();  // a schema returning () (aten::_linalg_check_errors)
   if (out.size() == 1) return Wrap(out[0]);
   py::tuple result(out.size());
   for (size_t i = 0; i < out.size(); ++i) result[i] = Wrap(out[i]);

@@ -79,4 +79,14 @@ def run(op_name: str, args: tuple, kwargs: dict):
     types = {a.name: str(a.real_type) for a in schema_args}
     targs = [_to_torch(a, str(schema_args[i].real_type)) for i, a in enumerate(args)]
     tkwargs = {k: _to_torch(v, types.get(k, "")) for k, v in kwargs.items()}
-    return _from_torch(func(*targs, **tkwargs))
+    try:
+        out = func(*targs, **tkwargs)
+    except RuntimeError as e:
+        if "not resizable" not in str(e):
+            raise
+        # torch resizes an out= or in-place result of the wrong shape; our memory cannot grow.
+        raise BufferError(
+            f"{op_name}: its result must be resized, and a tensorbridge.Tensor cannot resize the "
+            "memory it wraps (another framework owns it); pass a result of the right shape"
+        ) from e
+    return _from_torch(out)

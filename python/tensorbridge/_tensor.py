@@ -19,7 +19,7 @@ from tensorbridge import _C
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Tensor", "to_jax", "to_numpy", "to_torch", "wrap", "wrap_module"]
+__all__ = ["UNSUPPORTED", "Tensor", "to_jax", "to_numpy", "to_torch", "wrap", "wrap_module"]
 
 _TORCH_DTYPES = {
     "bool": torch.bool,
@@ -37,6 +37,39 @@ _TORCH_DTYPES = {
     "float64": torch.float64,
     "complex64": torch.complex64,
     "complex128": torch.complex128,
+}
+
+
+_LAYOUT = (
+    "tensorbridge computes on strided memory: with autograd, convert a plain view, "
+    "tensorbridge.to_torch(t), or detach first (without autograd the result is a plain torch "
+    "tensor in the new layout)"
+)
+
+# The torch.Tensor methods a tensorbridge.Tensor refuses where a plain tensor would not, each
+# with the reason its error gives. tests/python/test_tensor_surface.py checks that each raises
+# with this reason and that every other public method behaves as on a plain tensor.
+UNSUPPORTED: dict[str, str] = {
+    "share_memory_": (
+        "the memory belongs to the framework that lent it and cannot be moved into shared "
+        "memory; tensorbridge tensors pass between processes by value (pickle)"
+    ),
+    "set_": "a tensorbridge.Tensor stays on the memory it wraps",
+    "resize_": "a tensorbridge.Tensor cannot resize the memory it wraps",
+    "resize_as_": "a tensorbridge.Tensor cannot resize the memory it wraps",
+    "chalf": "dtype complex32 has no tensorbridge equivalent",
+    **{
+        m: _LAYOUT
+        for m in (
+            "to_sparse",
+            "to_sparse_coo",
+            "to_sparse_csr",
+            "to_sparse_csc",
+            "to_sparse_bsr",
+            "to_sparse_bsc",
+            "to_mkldnn",
+        )
+    },
 }
 
 
@@ -120,7 +153,84 @@ class Tensor(torch.Tensor):
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """A numpy array over the same memory (read-only if the source was)."""
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
         return to_numpy(self)
+
+    # ---- the parts of the torch.Tensor surface that read memory outside __torch_dispatch__:
+    # answered from a plain torch view of the same memory (no copy) ----
+    def data_ptr(self) -> int:
+        """The address of the first element of the wrapped memory (0 for a tracer's stand-in)."""
+        return 0 if self._array is None else self._array.data_ptr
+
+    def __format__(self, format_spec: str) -> str:
+        if self.dim() == 0 and self._array is not None:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
+    def const_data_ptr(self) -> int:
+        return self.data_ptr()
+
+    def share_memory_(self):
+        raise NotImplementedError(f"share_memory_: {UNSUPPORTED['share_memory_']}")
+
+    def _plain_layout(method: str):
+        def convert(self, *args, **kwargs):
+            if self.requires_grad and torch.is_grad_enabled():
+                raise NotImplementedError(f"{method}: {UNSUPPORTED[method]}")
+            return getattr(_plain(self, method), method)(*args, **kwargs)
+
+        convert.__name__ = method
+        convert.__doc__ = (
+            f"torch.Tensor.{method} of the wrapped values: a plain torch tensor in the new "
+            "layout (a copy, as for any tensor)."
+        )
+        return convert
+
+    to_sparse = _plain_layout("to_sparse")
+    to_sparse_coo = _plain_layout("to_sparse_coo")
+    to_sparse_csr = _plain_layout("to_sparse_csr")
+    to_sparse_csc = _plain_layout("to_sparse_csc")
+    to_sparse_bsr = _plain_layout("to_sparse_bsr")
+    to_sparse_bsc = _plain_layout("to_sparse_bsc")
+    to_mkldnn = _plain_layout("to_mkldnn")
+    del _plain_layout
+
+    def untyped_storage(self) -> torch.UntypedStorage:
+        """A torch storage over the wrapped memory (no copy). It begins at this tensor's first
+        element, which is why ``storage_offset()`` is 0 for every tensorbridge.Tensor."""
+        if self._array is None:
+            return super().untyped_storage()
+        return to_torch(self).untyped_storage()
+
+    def tolist(self):
+        return _plain(self, "tolist").tolist()
+
+    def apply_(self, fn):
+        _plain(self, "apply_").apply_(fn)
+        return self
+
+    def map_(self, other, fn):
+        _plain(self, "map_").map_(other, fn)
+        return self
+
+    def map2_(self, x, y, fn):
+        _plain(self, "map2_").map2_(x, y, fn)
+        return self
+
+    # ---- pickling, copies (python/tensorbridge/_serialization.py says how and why) ----
+    def __reduce_ex__(self, proto):
+        from tensorbridge import _serialization
+
+        return _serialization.reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        from tensorbridge import _serialization
+
+        return _serialization.deepcopy_tensor(self, memo)
 
     @property
     def array(self) -> _C.Array:
@@ -134,6 +244,12 @@ def _data(t: Tensor) -> _C.Array:
     if t._array is None:
         raise ValueError("this tensorbridge.Tensor is a stand-in traced by torch.compile: no data")
     return t._array
+
+
+def _plain(t: Tensor, method: str) -> torch.Tensor:
+    if t._array is None:
+        raise RuntimeError(f"{method}: a traced tensorbridge.Tensor has no data to read")
+    return to_torch(t)
 
 
 # ---- dispatch ---------------------------------------------------------------------------------
@@ -277,13 +393,26 @@ def wrap(x: Any, *, copy: bool = False, requires_grad: bool | None = None) -> Te
     ``tensorbridge.Array`` or any DLPack producer. No copy unless ``copy=True`` (which also
     makes read-only sources such as JAX arrays writable)."""
     if isinstance(x, Tensor):
-        return Tensor(_data(x).clone() if copy else _data(x), requires_grad=x.requires_grad)
+        t = Tensor(_data(x).clone() if copy else _data(x), requires_grad=x.requires_grad)
+        if not copy and "_source" in x.__dict__:
+            t._source = x._source
+        return t
     grad = False
+    source = None if copy else _source_of(x)
     if isinstance(x, torch.Tensor):
         grad = x.requires_grad
         x = x.detach()
     array = _C.from_dlpack(x, copy=True if copy else None)
-    return Tensor(array, requires_grad=grad if requires_grad is None else requires_grad)
+    t = Tensor(array, requires_grad=grad if requires_grad is None else requires_grad)
+    if source is not None:
+        t._source = source
+    return t
+
+
+def _source_of(x) -> str | None:
+    """The framework whose memory `x` is ("numpy", "torch", "jax"), or None for others."""
+    module = type(x).__module__.partition(".")[0]
+    return {"numpy": "numpy", "torch": "torch", "jax": "jax", "jaxlib": "jax"}.get(module)
 
 
 def to_torch(t: torch.Tensor | _C.Array) -> torch.Tensor:
@@ -310,16 +439,40 @@ def to_jax(t: torch.Tensor | _C.Array) -> Any:
 def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Module:
     """Turns `module`'s parameters and buffers into ``tensorbridge.Tensor``s in place (sharing
     their memory unless ``copy=True``), so that the module runs on tensorbridge's kernels."""
+    done: dict[int, Tensor] = {}  # a parameter shared by several modules (tied) stays one
     for m in module.modules():
         for name, p in list(m._parameters.items()):
             if p is not None and not isinstance(p, Tensor):
-                m._parameters[name] = torch.nn.Parameter(
-                    wrap(p.data, copy=copy), requires_grad=p.requires_grad
-                )
+                if id(p) not in done:
+                    param = torch.nn.Parameter(
+                        wrap(p.data, copy=copy), requires_grad=p.requires_grad
+                    )
+                    if not copy:
+                        param._source = "torch"
+                    done[id(p)] = param
+                m._parameters[name] = done[id(p)]
         for name, b in list(m._buffers.items()):
             if b is not None and not isinstance(b, Tensor):
-                m._buffers[name] = wrap(b, copy=copy)
+                if id(b) not in done:
+                    done[id(b)] = wrap(b, copy=copy)
+                m._buffers[name] = done[id(b)]
     return module
 
+
+def _register_pickling() -> None:
+    """``torch.load(..., weights_only=True)`` may call the two functions that rebuild pickled
+    tensorbridge.Tensors and Arrays (torch's allow-list, as torch.distributed.tensor does for
+    DTensor); multiprocessing's pickler takes tensorbridge.Tensors by their bytes."""
+    from multiprocessing.reduction import ForkingPickler
+
+    from tensorbridge import _serialization
+
+    torch.serialization.add_safe_globals(
+        [_serialization.rebuild_tensor, _serialization.rebuild_array]
+    )
+    ForkingPickler.register(Tensor, _serialization.reduce_tensor_for_processes)
+
+
+_register_pickling()
 
 _C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch, _metadata_dispatch, _stand_in)
