@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from tensorbridge import _C
+from tensorbridge import _C, _distributed
 
 __all__ = ["Tensor", "to_jax", "to_numpy", "to_torch", "wrap", "wrap_module"]
 
@@ -112,6 +112,11 @@ class Tensor(torch.Tensor):
         grad = f", grad_fn={type(self.grad_fn).__name__}" if self.grad_fn is not None else ""
         grad = grad or (", requires_grad=True" if self.requires_grad else "")
         return f"tensorbridge.Tensor({to_torch(self)!r}{grad})"
+
+    # FSDP2 (torch.distributed.fsdp.fully_shard): all-gathers on zero-copy views, unsharded
+    # parameters over FSDP's memory; see _distributed.py.
+    fsdp_pre_all_gather = _distributed.fsdp_pre_all_gather
+    fsdp_post_all_gather = _distributed.fsdp_post_all_gather
 
     def numpy(self, *, force: bool = False):
         return to_numpy(self)
@@ -307,3 +312,4 @@ def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Modu
 
 
 _C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch, _metadata_dispatch, _stand_in)
+

@@ -1,0 +1,270 @@
+"""torch.distributed on tensorbridge.Tensor, with 2 real processes on this machine.
+
+Two worker processes are spawned once per module (gloo, a ``file://`` rendezvous in a temporary
+directory, 30 s collective timeouts) and run one scenario per test; a scenario that does not
+answer in time fails its test, the workers are killed and the next test starts new ones. Each
+scenario asserts on every rank; trained parameters come back to the parent, which compares
+them with plain torch's run and with one process over the concatenated batch.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import queue
+import tempfile
+import traceback
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import tensorbridge as tb
+
+WORLD = 2
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not built")
+
+
+# ---- the harness ------------------------------------------------------------------------------
+
+
+def _serve(rank, init_file, tasks, results):
+    dist.init_process_group(
+        "gloo",
+        init_method=f"file://{init_file}",
+        rank=rank,
+        world_size=WORLD,
+        timeout=datetime.timedelta(seconds=30),
+    )
+    torch.set_num_threads(1)
+    while True:
+        name = tasks.get()
+        if name is None:
+            break
+        try:
+            results.put((rank, "ok", globals()[name](rank)))
+        except BaseException:  # the parent shows it in the failing test
+            results.put((rank, "error", traceback.format_exc()))
+    dist.destroy_process_group()
+
+
+class _Workers:
+    def __init__(self):
+        ctx = mp.get_context("spawn")
+        self.dir = tempfile.TemporaryDirectory()
+        init_file = os.path.join(self.dir.name, "rendezvous")
+        self.results = ctx.Queue()
+        self.tasks = [ctx.Queue() for _ in range(WORLD)]
+        self.procs = [
+            ctx.Process(
+                target=_serve, args=(r, init_file, self.tasks[r], self.results), daemon=True
+            )
+            for r in range(WORLD)
+        ]
+        for p in self.procs:
+            p.start()
+
+    def run(self, name, timeout=60.0):
+        for q in self.tasks:
+            q.put(name)
+        out = {}
+        try:
+            for _ in range(WORLD):
+                rank, status, value = self.results.get(timeout=timeout)
+                out[rank] = (status, value)
+        except queue.Empty:
+            self.close(kill=True)
+            pytest.fail(f"scenario {name} did not finish within {timeout} s (workers killed)")
+        errors = [f"rank {r}:\n{v}" for r, (s, v) in sorted(out.items()) if s != "ok"]
+        if errors:
+            self.close(kill=True)
+            pytest.fail(f"scenario {name} failed\n" + "\n".join(errors))
+        return [out[r][1] for r in range(WORLD)]
+
+    @property
+    def alive(self):
+        return all(p.is_alive() for p in self.procs)
+
+    def close(self, kill=False):
+        if not kill:
+            for q in self.tasks:
+                q.put(None)
+            for p in self.procs:
+                p.join(timeout=10)
+        for p in self.procs:
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+        self.dir.cleanup()
+
+
+_POOL: list[_Workers] = []
+
+
+@pytest.fixture
+def workers():
+    if not _POOL or not _POOL[0].alive:
+        if _POOL:
+            _POOL.pop().close(kill=True)
+        _POOL.append(_Workers())
+    yield _POOL[0]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_workers():
+    yield
+    while _POOL:
+        _POOL.pop().close()
+
+
+def _ptr(t) -> int:
+    return tb.to_torch(t).data_ptr()
+
+
+# ---- collectives ------------------------------------------------------------------------------
+
+
+def _collectives_inplace(rank):
+    group = dist.group.WORLD
+    # allreduce_ into numpy memory and into torch memory
+    a = np.full(5, rank + 1.0, np.float32)
+    t = tb.wrap(a)
+    work = dist.all_reduce(t, async_op=True)  # the Work handle passes through
+    work.wait()
+    assert np.array_equal(a, np.full(5, 3.0, np.float32)) and _ptr(t) == a.ctypes.data
+    owner = torch.full((2, 3), float(rank), dtype=torch.float64)
+    dist.all_reduce(tb.wrap(owner), op=dist.ReduceOp.MAX)
+    assert torch.equal(owner, torch.ones(2, 3, dtype=torch.float64))
+    # broadcast_
+    b = np.arange(4, dtype=np.int64) * (rank + 1)
+    dist.broadcast(tb.wrap(b), src=1)
+    assert np.array_equal(b, np.arange(4) * 2)
+    # allgather_ into wrapped outputs, _allgather_base_ into one wrapped buffer
+    outs = [np.zeros(3, np.float32) for _ in range(WORLD)]
+    dist.all_gather([tb.wrap(o) for o in outs], tb.wrap(np.full(3, rank, np.float32)))
+    assert [o.tolist() for o in outs] == [[0.0] * 3, [1.0] * 3]
+    flat = np.zeros(6, np.float32)
+    dist.all_gather_into_tensor(tb.wrap(flat), tb.wrap(np.full(3, rank + 5.0, np.float32)))
+    assert flat.tolist() == [5.0] * 3 + [6.0] * 3
+    # reduce_scatter_ (list) and _reduce_scatter_base_ (one tensor)
+    got = np.zeros(2, np.float32)
+    ins = [tb.wrap(np.full(2, 10.0 * j + rank, np.float32)) for j in range(WORLD)]
+    dist.reduce_scatter(tb.wrap(got), ins)
+    assert got.tolist() == [20.0 * rank + 1] * 2
+    got2 = np.zeros(2, np.float32)
+    dist.reduce_scatter_tensor(tb.wrap(got2), tb.wrap(np.arange(4, dtype=np.float32)))
+    assert got2.tolist() == [2.0 * (2 * rank), 2.0 * (2 * rank + 1)]
+    # reduce_ to rank 0, gather_, scatter_
+    r = np.full(2, rank + 1.0, np.float32)
+    dist.reduce(tb.wrap(r), dst=0)
+    assert r.tolist() == ([3.0, 3.0] if rank == 0 else [2.0, 2.0])
+    g_out = [np.zeros(2, np.float32) for _ in range(WORLD)] if rank == 0 else None
+    dist.gather(
+        tb.wrap(np.full(2, rank + 7.0, np.float32)),
+        [tb.wrap(x) for x in g_out] if g_out else None,
+        dst=0,
+    )
+    if rank == 0:
+        assert [x.tolist() for x in g_out] == [[7.0, 7.0], [8.0, 8.0]]
+    s_in = [tb.wrap(np.full(2, 40.0 + j, np.float32)) for j in range(WORLD)] if rank == 1 else None
+    s_out = np.zeros(2, np.float32)
+    dist.scatter(tb.wrap(s_out), s_in, src=1)
+    assert s_out.tolist() == [40.0 + rank] * 2
+    # alltoall_base_ (all_to_all_single)
+    a2a = np.zeros(4, np.float32)
+    dist.all_to_all_single(tb.wrap(a2a), tb.wrap(np.arange(4, dtype=np.float32) + 10 * rank))
+    assert a2a.tolist() == ([0.0, 1.0, 10.0, 11.0] if rank == 0 else [2.0, 3.0, 12.0, 13.0])
+    # send / recv, isend / irecv (Work handles), barrier
+    buf = np.zeros(3, np.float32)
+    if rank == 0:
+        dist.send(tb.wrap(np.array([1.0, 2.0, 3.0], np.float32)), dst=1)
+        dist.irecv(tb.wrap(buf), src=1).wait()
+        assert buf.tolist() == [4.0, 5.0, 6.0]
+    else:
+        dist.recv(tb.wrap(buf), src=0)
+        assert buf.tolist() == [1.0, 2.0, 3.0]
+        dist.isend(tb.wrap(np.array([4.0, 5.0, 6.0], np.float32)), dst=0).wait()
+    dist.barrier()
+    # the coalesced ops (gloo's allreduce_coalesced_ through torch's coalescing manager)
+    c1, c2 = np.full(2, rank + 1.0, np.float32), np.full(3, rank + 2.0, np.float32)
+    with dist._coalescing_manager(group=group):
+        dist.all_reduce(tb.wrap(c1))
+        dist.all_reduce(tb.wrap(c2))
+    assert c1.tolist() == [3.0] * 2 and c2.tolist() == [5.0] * 3
+    return True
+
+
+def _collectives_functional(rank):
+    import torch.distributed._functional_collectives as fc
+
+    f = torch.ops._c10d_functional
+    name = dist.group.WORLD.group_name
+    x = tb.wrap(np.full(3, rank + 1.0, np.float32))
+    out = f.wait_tensor(f.all_reduce(x, "sum", name))
+    assert isinstance(out, tb.Tensor) and tb.to_numpy(out).tolist() == [3.0] * 3
+    assert tb.to_numpy(x).tolist() == [rank + 1.0] * 3  # the input is left alone
+    ag = f.wait_tensor(f.all_gather_into_tensor(x, WORLD, name))
+    assert tb.to_numpy(ag).tolist() == [1.0] * 3 + [2.0] * 3
+    rs = f.wait_tensor(f.reduce_scatter_tensor(tb.wrap(np.arange(4.0)), "sum", WORLD, name))
+    assert tb.to_numpy(rs).tolist() == [4.0 * rank, 4.0 * rank + 2]
+    bc = f.wait_tensor(f.broadcast(x, 1, name))
+    assert tb.to_numpy(bc).tolist() == [2.0] * 3
+    a2a = f.wait_tensor(
+        f.all_to_all_single(tb.wrap(np.arange(2.0) + 10 * rank), [1, 1], [1, 1], name)
+    )
+    assert tb.to_numpy(a2a).tolist() == [float(rank), 10.0 + rank]
+    # the in-place functional all_reduce_ writes into numpy memory
+    a = np.full(2, rank + 1.0, np.float32)
+    t = tb.wrap(a)
+    assert f.wait_tensor(f.all_reduce_(t, "sum", name)) is t and a.tolist() == [3.0, 3.0]
+    coal = f.all_reduce_coalesced([x, tb.wrap(np.ones(2, np.float32))], "avg", name)
+    coal = [f.wait_tensor(c) for c in coal]
+    assert tb.to_numpy(coal[0]).tolist() == [1.5] * 3 and tb.to_numpy(coal[1]).tolist() == [1.0] * 2
+    # the Python API: its AsyncCollectiveTensor waits when its value is read
+    ar = fc.all_reduce(x, "sum", dist.group.WORLD)
+    assert torch.equal(tb.to_torch(ar.wait()), torch.full((3,), 3.0))
+    gathered = fc.all_gather_single(x, 0, dist.group.WORLD)
+    assert tb.to_numpy(gathered * 1).tolist() == [1.0] * 3 + [2.0] * 3
+    # autograd through the functional all-gather: the gradient is reduce-scattered back
+    w = tb.wrap(np.full(2, rank + 1.0, np.float32), requires_grad=True)
+    full = fc.all_gather_tensor_autograd(w, 0, dist.group.WORLD)
+    (full * torch.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    assert tb.to_numpy(w.grad).tolist() == ([2.0, 4.0] if rank == 0 else [6.0, 8.0])
+    return True
+
+
+def _collectives_read_only(rank):
+    import jax.numpy as jnp
+
+    x = tb.wrap(jnp.full((3,), rank + 1.0, jnp.float32))
+    assert x.array.read_only
+    with pytest.raises(BufferError, match=r"c10d::allreduce_ writes into its argument 'tensors'"):
+        dist.all_reduce(x)
+    outs = [tb.wrap(jnp.zeros(3, jnp.float32)) for _ in range(WORLD)]
+    with pytest.raises(BufferError, match=r"allgather_ writes into .*'output_tensors'"):
+        dist.all_gather(outs, x)
+    # reading read-only memory is fine: a functional collective allocates its result, and an
+    # all-gather's input is only read
+    f = torch.ops._c10d_functional
+    out = f.wait_tensor(f.all_reduce(x, "sum", dist.group.WORLD.group_name))
+    assert tb.to_numpy(out).tolist() == [3.0] * 3
+    flat = np.zeros(6, np.float32)
+    dist.all_gather_into_tensor(tb.wrap(flat), x)
+    assert flat.tolist() == [1.0] * 3 + [2.0] * 3
+    dist.all_reduce(tb.wrap(x, copy=True))  # the documented way out: a writable copy
+    return True
+
+
+def test_collectives_in_place_write_user_memory(workers):
+    assert workers.run("_collectives_inplace") == [True, True]
+
+
+def test_functional_collectives(workers):
+    assert workers.run("_collectives_functional") == [True, True]
+
+
+def test_collectives_refuse_read_only_memory(workers):
+    pytest.importorskip("jax", reason="JAX is not installed (extra 'jax')")
+    assert workers.run("_collectives_read_only") == [True, True]
