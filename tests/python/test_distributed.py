@@ -545,3 +545,111 @@ def test_fsdp2_training_matches_plain_torch_and_one_process(workers, kind):
     for rank, r in enumerate(runs):
         _check_close(r["wrapped"], r["plain"], f"rank {rank}, wrapped vs plain FSDP2")
         _check_close(r["wrapped"], reference, f"rank {rank}, wrapped FSDP2 vs one process")
+
+
+# ---- JAX: call_torch inside shard_map over 2 processes ----------------------------------------
+
+_JAX_SCRIPT = """
+import sys
+
+rank, port = int(sys.argv[1]), int(sys.argv[2])
+import jax
+
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+jax.distributed.initialize(
+    coordinator_address=f"127.0.0.1:{port}", num_processes=2, process_id=rank,
+    initialization_timeout=60,
+)
+import jax.numpy as jnp
+import numpy as np
+import torch
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+import tensorbridge as tb
+
+assert jax.process_count() == 2 and len(jax.devices()) == 2 and len(jax.local_devices()) == 1
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+params, apply = tb.functionalize(model)
+
+
+def loss(p, x, y):
+    return jnp.mean((apply(p, x) - y) ** 2)
+
+
+def step(p, x, y):
+    # each process: the gradient of its shard of the batch, on the FFI path; then the mean
+    # over the processes (a psum over gloo)
+    g = jax.lax.psum(jax.grad(loss)(p, x, y), "b")
+    return jax.tree.map(lambda a, b: a - 0.1 * b / 2, p, g)
+
+
+mesh = Mesh(np.array(jax.devices()), ("b",))
+train = jax.jit(
+    jax.shard_map(step, mesh=mesh, in_specs=(P(), P("b"), P("b")), out_specs=P(), check_vma=False)
+)
+rng = np.random.default_rng(0)
+X = rng.standard_normal((3, 4, 8)).astype(np.float32)
+Y = rng.standard_normal((3, 4, 2)).astype(np.float32)
+replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("b"))
+p = {k: jax.make_array_from_process_local_data(replicated, np.asarray(v)) for k, v in params.items()}
+for s in range(3):
+    mine = slice(2 * rank, 2 * rank + 2)
+    p = train(
+        p,
+        jax.make_array_from_process_local_data(split, X[s, mine]),
+        jax.make_array_from_process_local_data(split, Y[s, mine]),
+    )
+got = {k: np.asarray(v.addressable_data(0)) for k, v in p.items()}
+
+
+def pure_loss(q, x, y):  # the same MLP in JAX, one process, the whole batch
+    h = jnp.tanh(x @ q["0.weight"].T + q["0.bias"])
+    return jnp.mean((h @ q["2.weight"].T + q["2.bias"] - y) ** 2)
+
+
+q = {k: jnp.asarray(np.asarray(v)) for k, v in params.items()}
+for s in range(3):
+    q = jax.tree.map(lambda a, b: a - 0.1 * b, q, jax.grad(pure_loss)(q, X[s], Y[s]))
+for k in got:
+    np.testing.assert_allclose(got[k], np.asarray(q[k]), rtol=1e-5, atol=1e-6, err_msg=k)
+    assert not np.allclose(got[k], np.asarray(params[k]))  # training moved it
+m = tb.call_torch_metrics()
+assert m["ffi_runs"] >= 6 and m["callback_runs"] == 0, m  # forward + backward plans, no callback
+jax.distributed.shutdown()
+print("ok")
+"""
+
+
+def test_jax_shard_map_over_two_processes(tmp_path):
+    pytest.importorskip("jax", reason="JAX is not installed (extra 'jax')")
+    import socket
+    import subprocess
+    import sys
+
+    script = tmp_path / "jax_two_processes.py"
+    script.write_text(_JAX_SCRIPT)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(rank), str(port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(WORLD)
+    ]
+    results = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            results.append((p.returncode, out, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=5)
+    for rank, (code, out, err) in enumerate(results):
+        assert code == 0 and out.split()[-1:] == ["ok"], f"rank {rank}:\n{err[-3000:]}"
