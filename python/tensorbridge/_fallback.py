@@ -79,4 +79,20 @@ def run(op_name: str, args: tuple, kwargs: dict):
     types = {a.name: str(a.real_type) for a in schema_args}
     targs = [_to_torch(a, str(schema_args[i].real_type)) for i, a in enumerate(args)]
     tkwargs = {k: _to_torch(v, types.get(k, "")) for k, v in kwargs.items()}
-    return _from_torch(func(*targs, **tkwargs))
+    out = func(*targs, **tkwargs)
+    if op_name.startswith("_c10d_functional::"):
+        # A functional collective in a plan: torch registers its pending work under the
+        # storage of the tensor it returns, which the plan only sees again as a new DLPack
+        # view (another storage), so the plan's wait_tensor would not find it. Wait here.
+        out = _wait(out)
+    return _from_torch(out)
+
+
+def _wait(x):
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return torch.ops._c10d_functional.wait_tensor(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_wait(v) for v in x)
+    return x

@@ -228,6 +228,18 @@ def _collectives_functional(rank):
     assert torch.equal(tb.to_torch(ar.wait()), torch.full((3,), 3.0))
     gathered = fc.all_gather_single(x, 0, dist.group.WORLD)
     assert tb.to_numpy(gathered * 1).tolist() == [1.0] * 3 + [2.0] * 3
+    # in a plan of our torch.compile backend: the collective is a node that runs torch's op
+    # and waits for it before the next node reads its result
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        lambda t: fc.all_reduce(t * 2, "sum", dist.group.WORLD) + 1, backend="tensorbridge"
+    )
+    from torch._C._distributed_c10d import _get_work_registry_size
+
+    for _ in range(3):
+        assert tb.to_numpy(compiled(x)).tolist() == [7.0] * 3
+        assert _get_work_registry_size() == 0  # every collective of the plan was waited for
+    assert tb.plan_metrics()["plan_calls"] >= 3
     # autograd through the functional all-gather: the gradient is reduce-scattered back
     w = tb.wrap(np.full(2, rank + 1.0, np.float32), requires_grad=True)
     full = fc.all_gather_tensor_autograd(w, 0, dist.group.WORLD)
