@@ -376,7 +376,7 @@ def _ddp(kind, rank):
 
     batches = _batches(kind)
     runs = {}
-    for wrap in (True, False):
+    for wrap, as_view in ((True, False), (True, True), (False, False)):
         torch.manual_seed(rank)  # different weights on each rank: DDP broadcasts rank 0's
         model = _mlp() if kind == "mlp" else _llama()
         if rank == 1:
@@ -386,7 +386,9 @@ def _ddp(kind, rank):
         owners = [p.data for p in model.parameters()]  # the memory the user owns
         if wrap:
             tb.wrap_module(model)
-        ddp = DDP(model, bucket_cap_mb=0.002 if kind == "mlp" else 0.05)  # several buckets
+        # several buckets; with gradient_as_bucket_view the gradients are views of them
+        cap = 0.002 if kind == "mlp" else 0.05
+        ddp = DDP(model, bucket_cap_mb=cap, gradient_as_bucket_view=as_view)
         if wrap:
             ref = (_mlp() if kind == "mlp" else _llama()).parameters()
             for p, want, owner in zip(model.parameters(), ref, owners, strict=True):
@@ -399,7 +401,7 @@ def _ddp(kind, rank):
             assert len(ddp.reducer._get_zeros_like_grad_buckets()) > 1
             for p, owner in zip(model.parameters(), owners, strict=True):
                 assert _ptr(p) == owner.data_ptr()  # trained in place
-        runs["wrapped" if wrap else "plain"] = _state(model)
+        runs["plain" if not wrap else "bucket_view" if as_view else "wrapped"] = _state(model)
     return runs
 
 
@@ -476,6 +478,7 @@ def test_ddp_training_matches_plain_torch_and_one_process(workers, kind):
     for rank, r in enumerate(runs):
         _check_close(r["wrapped"], r["plain"], f"rank {rank}, wrapped vs plain DDP")
         _check_close(r["wrapped"], reference, f"rank {rank}, wrapped DDP vs one process")
+        _check_close(r["bucket_view"], r["plain"], f"rank {rank}, gradient_as_bucket_view")
     initial = _state(_mlp() if kind == "mlp" else _llama())
     assert all(not np.allclose(reference[k], initial[k]) for k in reference)  # training moved them
 
