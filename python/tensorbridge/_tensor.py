@@ -312,4 +312,3 @@ def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Modu
 
 
 _C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch, _metadata_dispatch, _stand_in)
-
