@@ -23,8 +23,10 @@ struct FuncInfo {
   int mutated_index = -1;  // argument an in-place / out= op writes and returns
   std::string mutated_name;
   bool mutated_kwarg_only = false;
-  bool metadata =
-      false;  // changes its argument's shape, strides or memory (squeeze_, resize_, ...)
+  // Changes its argument's shape, strides or memory (squeeze_, resize_, ...).
+  bool metadata = false;
+  // Its namespace goes to a Python handler (the collectives: c10d::, _c10d_functional::, ...).
+  bool routed = false;
 };
 
 struct EagerState {
@@ -35,6 +37,11 @@ struct EagerState {
   py::object stand_in;      // f(tensor) -> bool: a tracer's tensor without memory (FakeTensor, ...)
   py::object traced;        // the Python path for traced stand-ins: f(func, args, kwargs)
   py::object metadata;      // the Python path of in-place metadata ops: f(func, args, kwargs)
+  // Namespaces whose ops run torch's own implementation through a Python handler,
+  // f(func, args, kwargs): the collectives of torch.distributed, whose process groups and
+  // Work handles are opaque objects the table cannot bind.
+  std::vector<std::string> routed_namespaces;
+  py::object routed;
   std::array<py::object, kNumDTypes> torch_dtypes;  // DType -> torch.dtype (unset: none)
   py::str array_attr{"_array"};
   py::object cpu;                                 // torch.device("cpu")
@@ -66,6 +73,8 @@ const FuncInfo& Info(py::handle func) {
       "aten::transpose_",  "aten::swapdims_", "aten::swapaxes_",  "aten::resize_",
       "aten::resize_as_",  "aten::set_"};
   for (const char* m : kMetadataOps) info.metadata |= name == m;
+  const std::string ns = name.substr(0, name.find("::"));
+  for (const std::string& r : st.routed_namespaces) info.routed |= ns == r;
   py::list args = schema.attr("arguments");
   py::list returns = schema.attr("returns");
   bool returns_alias = returns.size() == 1 && !returns[0].attr("alias_info").is_none();
@@ -295,7 +304,14 @@ PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t na
     TB_CHECK(kwargs.is_none() || PyDict_Check(kwargs.ptr()), TypeError)
         << "__torch_dispatch__: kwargs must be a dict or None";
     py::object out;
-    if (Info(bound[1]).metadata) {
+    const FuncInfo& info = Info(bound[1]);
+    if (info.routed) {
+      out =
+          State().routed(py::handle(bound[1]), args,
+                         kwargs.is_none() ? py::dict() : py::reinterpret_borrow<py::dict>(kwargs));
+      return out.release().ptr();
+    }
+    if (info.metadata) {
       out = State().metadata(
           py::handle(bound[1]), args,
           kwargs.is_none() ? py::dict() : py::reinterpret_borrow<py::dict>(kwargs));
@@ -342,6 +358,15 @@ void BindEager(py::module_& m) {
     st.wrapper_kwnames = py::make_tuple("strides", "dtype", "device");
     st.contiguous_kwnames = py::make_tuple("dtype", "device");
     st.cpu = py::module_::import("torch").attr("device")("cpu");
+  });
+  // Ops of these namespaces skip the table and go to `handler(func, args, kwargs)`. Set once,
+  // at import, before any op of those namespaces is seen (FuncInfo is cached per op).
+  m.def("_eager_route", [](std::vector<std::string> namespaces, py::object handler) {
+    EagerState& st = State();
+    st.routed_namespaces = std::move(namespaces);
+    st.routed = std::move(handler);
+    for (auto& entry : st.funcs) Py_DECREF(entry.first);  // the references Info() took
+    st.funcs.clear();
   });
   m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
     return EagerDispatch(func, args, kwargs);

@@ -18,7 +18,7 @@ The pieces available now:
 
 from __future__ import annotations
 
-from tensorbridge import _C, _config, _fallback
+from tensorbridge import _C, _config, _distributed, _fallback
 from tensorbridge._C import (
     Array,
     call,
@@ -43,6 +43,8 @@ from tensorbridge._registry import KernelHandle, register_kernel
 from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module
 
 __version__ = _C.__version__
+
+_distributed.install()  # torch.distributed's collectives on Tensor run torch's own code
 
 __all__ = [
     "Array",

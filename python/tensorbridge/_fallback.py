@@ -89,4 +89,19 @@ def run(op_name: str, args: tuple, kwargs: dict):
             f"{op_name}: its result must be resized, and a tensorbridge.Tensor cannot resize the "
             "memory it wraps (another framework owns it); pass a result of the right shape"
         ) from e
+    if op_name.startswith("_c10d_functional::"):
+        # A functional collective in a plan: torch registers its pending work under the
+        # storage of the tensor it returns, which the plan only sees again as a new DLPack
+        # view (another storage), so the plan's wait_tensor would not find it. Wait here.
+        out = _wait(out)
     return _from_torch(out)
+
+
+def _wait(x):
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return torch.ops._c10d_functional.wait_tensor(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_wait(v) for v in x)
+    return x

@@ -382,9 +382,15 @@ class _Traced:
                 return None
             return self._grad_functions(jax, mask, shapes_dtypes, out_info, result_shapes, jit_mode)
 
+        # Inside shard_map the FFI call's results are typed as invariant over the mesh axes
+        # whatever its inputs: they get the axes their inputs vary over (see _same_vma).
+        def typed(outs, arrays):
+            axes = frozenset().union(*(_varying_axes(jax.typeof(a)) for a in arrays))
+            return tuple(_vary(jax, o, axes) for o in outs)
+
         @jax.custom_vjp
         def f(*arrays):
-            return tuple(forward(*arrays))
+            return typed(forward(*arrays), arrays)
 
         # symbolic_zeros: the forward learns which inputs JAX differentiates (`perturbed`), so
         # the gradient plans compute only those; the backward learns which cotangents are zero.
@@ -395,9 +401,9 @@ class _Traced:
             marker = tuple(() if m else None for m in mask)
             fns = grad_functions(mask) if any(mask) else None
             if fns is None:
-                return tuple(forward(*arrays)), (arrays, (), marker)
+                return typed(forward(*arrays), arrays), (arrays, (), marker)
             res = fns[0](*arrays)
-            return tuple(res[:n_out]), (arrays, tuple(res[n_out:]), marker)
+            return typed(res[:n_out], arrays), (arrays, tuple(res[n_out:]), marker)
 
         def f_bwd(res, cts):
             arrays, saved, marker = res
@@ -427,7 +433,10 @@ class _Traced:
                         vmap_method="sequential",
                     )
                 )
-            return tuple(next(grads) if m else None for m in mask)
+            return tuple(
+                _vary(jax, next(grads), _varying_axes(jax.typeof(a))) if m else None
+                for a, m in zip(arrays, mask, strict=True)
+            )
 
         f.defvjp(f_fwd, f_bwd, symbolic_zeros=True)
         return f, out_tree
@@ -467,8 +476,35 @@ def _run_jax(fn, args, kwargs, cache, jit_mode):
         traced = _Traced(fn, spec)
         cache[key] = (traced, *traced.build(jax, shapes_dtypes, mode))
     traced, f, out_tree = cache[key]
-    outs = f(*leaves)
+    outs = f(*_same_vma(jax, leaves))
     return out_tree(list(outs))
+
+
+def _same_vma(jax, leaves):
+    """Inside ``jax.shard_map`` (with its default ``check_vma``), JAX types each value with the
+    mesh axes it varies over. The torch function is one opaque call: its inputs are cast to
+    vary over the union of their axes first, as JAX does for its own primitives that mix
+    varying and invariant values, so that the gradient of an invariant input (a replicated
+    parameter) comes back summed over those axes (the transpose of the cast is a psum)."""
+    union = frozenset().union(*(_varying_axes(jax.typeof(x)) for x in leaves))
+    if not union:
+        return leaves
+    return [_vary(jax, x, union) for x in leaves]
+
+
+def _vary(jax, x, axes: frozenset):
+    """`x` typed as varying over `axes` (a no-op on its value)."""
+    missing = tuple(sorted(axes - _varying_axes(jax.typeof(x))))
+    return jax.lax.pcast(x, missing, to="varying") if missing else x
+
+
+def _varying_axes(aval) -> frozenset:
+    """The mesh axes a value varies over inside shard_map (``aval.manual_axis_type.varying``
+    in JAX 0.10, ``aval.vma`` before); empty outside shard_map."""
+    mat = getattr(aval, "manual_axis_type", None)
+    if mat is not None:
+        return frozenset(mat.varying)
+    return frozenset(getattr(aval, "vma", ()))
 
 
 def _jit_mode(mode):

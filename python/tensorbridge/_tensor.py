@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensorbridge import _C
+from tensorbridge import _C, _distributed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -150,6 +150,11 @@ class Tensor(torch.Tensor):
         grad = f", grad_fn={type(self.grad_fn).__name__}" if self.grad_fn is not None else ""
         grad = grad or (", requires_grad=True" if self.requires_grad else "")
         return f"tensorbridge.Tensor({to_torch(self)!r}{grad})"
+
+    # FSDP2 (torch.distributed.fsdp.fully_shard): all-gathers on zero-copy views, unsharded
+    # parameters over FSDP's memory; see _distributed.py.
+    fsdp_pre_all_gather = _distributed.fsdp_pre_all_gather
+    fsdp_post_all_gather = _distributed.fsdp_post_all_gather
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """A numpy array over the same memory (read-only if the source was)."""
