@@ -13,6 +13,10 @@ class Array:
     a DLPack producer itself (``numpy.from_dlpack(a)``, ``torch.from_dlpack(a)`` share its memory).
     """
     __dlpack_c_exchange_api__: typing.ClassVar[typing.Any]
+    def __copy__(self) -> Array:
+        ...
+    def __deepcopy__(self, memo: typing.Any) -> Array:
+        ...
     def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None, dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> typing_extensions.CapsuleType:
         """
         Exports this array as a DLPack capsule: legacy ('dltensor') when max_version is None or of
@@ -23,6 +27,8 @@ class Array:
         The (DLPack device type, device id) of this array.
         """
     def __len__(self) -> int:
+        ...
+    def __reduce__(self) -> tuple:
         ...
     def __repr__(self) -> str:
         ...
@@ -160,6 +166,10 @@ class Plan:
         """
         Results copied into the strides the graph expects, over all runs.
         """
+def _array_from_bytes(data: bytes, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dtype: str) -> Array:
+    """
+    An Array over new memory holding `data`, the bytes of a pickled Array (its inverse: Array.__reduce__).
+    """
 def _aten_schema_names() -> list[tuple[str, bool]]:
     ...
 def _bench_import(x: typing.Any, n: typing.SupportsInt | typing.SupportsIndex, path: str, wall: bool = False) -> float:
@@ -175,6 +185,8 @@ def _define(schema: str) -> str:
 def _eager_dispatch(arg0: typing.Any, arg1: typing.Any, arg2: typing.Any) -> typing.Any:
     ...
 def _eager_init(arg0: typing.Any, arg1: typing.Any, arg2: dict, arg3: typing.Any, arg4: typing.Any, arg5: typing.Any) -> None:
+    ...
+def _eager_route(arg0: collections.abc.Sequence[str], arg1: typing.Any) -> None:
     ...
 def _ffi_handler() -> typing_extensions.CapsuleType:
     """

@@ -114,7 +114,7 @@ def dispatch(func, args, kwargs):
             # tensorbridge.Tensor.
             names, ctx = x.__tensor_flatten__()
             inner = {n: back(getattr(x, n)) for n in names}
-            return type(x).__tensor_unflatten__(inner, ctx, x.size(), x.stride())
+            return type(x).__tensor_unflatten__(inner, ctx, x.size(), x.stride())  # type: ignore[attr-defined]
         return Tensor._from_inner(x)
 
     return tree_map(back, out)

@@ -81,6 +81,9 @@ class Tensor(torch.Tensor):
     # with fake tensors) a Tensor holds only `_inner`, the traced stand-in of that memory.
     _array: _C.Array | None
     _inner_cache: torch.Tensor | None = None  # set only on tensors that tracing has met
+    # The framework whose memory tb.wrap / wrap_module wrapped ("numpy", "torch", "jax"), kept
+    # for deep copies (_serialization.py); unset on results of ops.
+    _source: str
 
     @staticmethod
     def __new__(cls, array: _C.Array, requires_grad: bool = False) -> Tensor:
@@ -182,7 +185,7 @@ class Tensor(torch.Tensor):
     def share_memory_(self):
         raise NotImplementedError(f"share_memory_: {UNSUPPORTED['share_memory_']}")
 
-    def _plain_layout(method: str):
+    def _plain_layout(method: str):  # type: ignore[misc]  # a helper of the class body
         def convert(self, *args, **kwargs):
             if self.requires_grad and torch.is_grad_enabled():
                 raise NotImplementedError(f"{method}: {UNSUPPORTED[method]}")
@@ -444,7 +447,7 @@ def to_jax(t: torch.Tensor | _C.Array) -> Any:
 def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Module:
     """Turns `module`'s parameters and buffers into ``tensorbridge.Tensor``s in place (sharing
     their memory unless ``copy=True``), so that the module runs on tensorbridge's kernels."""
-    done: dict[int, Tensor] = {}  # a parameter shared by several modules (tied) stays one
+    done: dict[int, Any] = {}  # a parameter shared by several modules (tied) stays one
     for m in module.modules():
         for name, p in list(m._parameters.items()):
             if p is not None and not isinstance(p, Tensor):
@@ -453,7 +456,7 @@ def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Modu
                         wrap(p.data, copy=copy), requires_grad=p.requires_grad
                     )
                     if not copy:
-                        param._source = "torch"
+                        param._source = "torch"  # type: ignore[attr-defined]
                     done[id(p)] = param
                 m._parameters[name] = done[id(p)]
         for name, b in list(m._buffers.items()):
