@@ -20,6 +20,8 @@ collective writes, with a ``BufferError`` naming the op and argument.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch.utils._pytree import tree_map
 
@@ -132,7 +134,14 @@ def dispatch(func, args, kwargs):
 # keeps one buffer for its life, and each later all-gather (the call with `out=`) refills it.
 
 
-def fsdp_pre_all_gather(self, mesh, outer_size, outer_stride, module, mp_policy):
+def fsdp_pre_all_gather(
+    self: Any,
+    mesh: Any,
+    outer_size: torch.Size,
+    outer_stride: tuple[int, ...],
+    module: torch.nn.Module,
+    mp_policy: Any,
+) -> tuple[tuple[torch.Tensor, ...], None]:
     inner = self._inner
     dtype = getattr(mp_policy, "param_dtype", None)
     if dtype is not None and dtype != inner.dtype:
@@ -140,7 +149,14 @@ def fsdp_pre_all_gather(self, mesh, outer_size, outer_stride, module, mp_policy)
     return (inner,), None
 
 
-def fsdp_post_all_gather(self, all_gather_outputs, metadata, param_dtype, *, out=None):
+def fsdp_post_all_gather(
+    self: Any,
+    all_gather_outputs: tuple[torch.Tensor, ...],
+    metadata: Any,
+    param_dtype: torch.dtype,
+    *,
+    out: Any = None,
+) -> tuple[Any, tuple[torch.Tensor, ...]] | None:
     from tensorbridge._tensor import Tensor
 
     (output,) = all_gather_outputs

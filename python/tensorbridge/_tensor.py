@@ -10,6 +10,7 @@ through ``__torch_dispatch__`` like any other op.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -182,11 +183,11 @@ class Tensor(torch.Tensor):
     def const_data_ptr(self) -> int:
         return self.data_ptr()
 
-    def share_memory_(self):
+    def share_memory_(self) -> Tensor:
         raise NotImplementedError(f"share_memory_: {UNSUPPORTED['share_memory_']}")
 
     def _plain_layout(method: str):  # type: ignore[misc]  # a helper of the class body
-        def convert(self, *args, **kwargs):
+        def convert(self: Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
             if self.requires_grad and torch.is_grad_enabled():
                 raise NotImplementedError(f"{method}: {UNSUPPORTED[method]}")
             return getattr(_plain(self, method), method)(*args, **kwargs)
@@ -214,18 +215,18 @@ class Tensor(torch.Tensor):
             return super().untyped_storage()
         return to_torch(self).untyped_storage()
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return _plain(self, "tolist").tolist()
 
-    def apply_(self, fn):
+    def apply_(self, fn: Callable[[Any], Any]) -> Tensor:
         _plain(self, "apply_").apply_(fn)
         return self
 
-    def map_(self, other, fn):
+    def map_(self, other: torch.Tensor, fn: Callable[[Any, Any], Any]) -> Tensor:
         _plain(self, "map_").map_(other, fn)
         return self
 
-    def map2_(self, x, y, fn):
+    def map2_(self, x: torch.Tensor, y: torch.Tensor, fn: Callable[[Any, Any, Any], Any]) -> Tensor:
         _plain(self, "map2_").map2_(x, y, fn)
         return self
 

@@ -103,4 +103,4 @@ def test_public_python_api_is_annotated():
                             missing += _unannotated(acc, f"{cls.__name__}.{attr}")
                 elif inspect.isfunction(member):
                     missing += _unannotated(member, f"{cls.__name__}.{attr}")
-    assert missing == []
+    assert missing == [], "\n".join(missing)
