@@ -5,6 +5,7 @@
 // argument they wrote to).
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <unordered_map>
 
@@ -49,6 +50,31 @@ struct EagerState {
   py::tuple wrapper_kwnames;                      // ("strides", "dtype", "device") for a vectorcall
   std::unordered_map<PyObject*, FuncInfo> funcs;  // holds a reference to each func key
 };
+
+// Stage timers of the eager path, read by benchmarks/bench_eager.py --breakdown through
+// _eager_timing(). Off by default (one branch per stage when off); the counters change only
+// while the GIL is held.
+enum Stage { kEntry, kUnwrap, kTable, kWrapMake, kWrapAttach, kTotal, kNumStages };
+constexpr const char* kStageNames[kNumStages] = {"entry",     "unwrap",      "table",
+                                                 "wrap_make", "wrap_attach", "total"};
+bool g_timing = false;
+std::array<int64_t, kNumStages> g_stage_ns{};
+int64_t g_timed_ops = 0;
+
+int64_t Now() {
+  if (!g_timing) return 0;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Adds the time since `*since` to `stage` and restarts `*since`.
+void Lap(Stage stage, int64_t* since) {
+  if (!g_timing) return;
+  int64_t now = Now();
+  g_stage_ns[stage] += now - *since;
+  *since = now;
+}
 
 EagerState& State() {
   static EagerState* s = new EagerState();  // lives for the process (no teardown at exit)
@@ -187,6 +213,7 @@ py::object Wrap(const Value& v) {
         << "a result on " << DeviceString(t.device());
     const py::object& dtype = st.torch_dtypes[static_cast<int>(t.dtype())];
     TB_CHECK(dtype, TypeError) << "dtype " << DTypeName(t.dtype()) << " has no torch equivalent";
+    int64_t since = Now();
     const auto nd = static_cast<Py_ssize_t>(t.ndim());
     // Strides are passed only where they differ from torch's contiguous ones (fewer
     // arguments for torch to parse).
@@ -216,10 +243,12 @@ py::object Wrap(const Value& v) {
           PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.wrapper_kwnames.ptr()));
     }
     if (!obj) throw py::error_already_set();
+    Lap(kWrapMake, &since);
     py::object array = py::cast(PyArray{t});
     if (PyObject_SetAttr(obj.ptr(), st.array_attr.ptr(), array.ptr()) != 0) {
       throw py::error_already_set();
     }
+    Lap(kWrapAttach, &since);
     return obj;
   }
   if (v.tag() == Value::Tag::kTensorList) {
@@ -233,6 +262,7 @@ py::object Wrap(const Value& v) {
 // The eager path of one op. Returns NotImplemented when a traced stand-in is among the
 // arguments.
 py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs_obj) {
+  int64_t since = Now();
   const FuncInfo& info = Info(func);
   auto args = py::reinterpret_borrow<py::tuple>(args_obj);
   Stack positional;
@@ -251,11 +281,13 @@ py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs
       keywords.emplace_back(k.cast<std::string>(), std::move(v));
     }
   }
+  Lap(kUnwrap, &since);
   Stack out;
   {
     py::gil_scoped_release release;
     out = OpTable::Global().CallWithArgs(info.op, std::move(positional), std::move(keywords));
   }
+  Lap(kTable, &since);
   if (info.mutated_index >= 0) {
     if (has_kwargs) {
       auto kwargs = py::reinterpret_borrow<py::dict>(kwargs_obj);
@@ -278,6 +310,7 @@ py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs
 PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t nargs,
                         PyObject* kwnames) {
   try {
+    const int64_t start = Now();
     static const char* const kNames[] = {"cls", "func", "types", "args", "kwargs"};
     PyObject* bound[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
     if (nargs > 5) throw py::type_error("__torch_dispatch__ takes at most 5 arguments");
@@ -317,7 +350,12 @@ PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t na
           kwargs.is_none() ? py::dict() : py::reinterpret_borrow<py::dict>(kwargs));
       return out.release().ptr();
     }
+    if (g_timing) g_stage_ns[kEntry] += Now() - start;
     out = EagerDispatch(bound[1], args, kwargs);
+    if (g_timing) {
+      g_stage_ns[kTotal] += Now() - start;
+      ++g_timed_ops;
+    }
     if (out.ptr() == Py_NotImplemented) {
       out =
           State().traced(py::handle(bound[1]), args,
@@ -367,6 +405,17 @@ void BindEager(py::module_& m) {
     st.routed = std::move(handler);
     for (auto& entry : st.funcs) Py_DECREF(entry.first);  // the references Info() took
     st.funcs.clear();
+  });
+  // The stage timers: _eager_timing(on) switches them and returns the nanoseconds summed per
+  // stage since the last call ("ops": the ops timed), then zeroes them.
+  m.def("_eager_timing", [](bool on) {
+    py::dict d;
+    for (int i = 0; i < kNumStages; ++i) d[kStageNames[i]] = g_stage_ns[i];
+    d["ops"] = g_timed_ops;
+    g_stage_ns.fill(0);
+    g_timed_ops = 0;
+    g_timing = on;
+    return d;
   });
   m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
     return EagerDispatch(func, args, kwargs);
