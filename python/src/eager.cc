@@ -31,13 +31,14 @@ struct FuncInfo {
 };
 
 struct EagerState {
-  py::object tensor_cls;    // tensorbridge.Tensor
-  py::object make_wrapper;  // torch.Tensor._make_wrapper_subclass
-  py::object torch_tensor;  // torch.Tensor
-  py::object parameter;     // torch.nn.Parameter
-  py::object stand_in;      // f(tensor) -> bool: a tracer's tensor without memory (FakeTensor, ...)
-  py::object traced;        // the Python path for traced stand-ins: f(func, args, kwargs)
-  py::object metadata;      // the Python path of in-place metadata ops: f(func, args, kwargs)
+  py::object tensor_cls;     // tensorbridge.Tensor
+  py::object make_wrapper;   // torch.Tensor._make_wrapper_subclass
+  py::object default_dtype;  // torch.get_default_dtype
+  py::object torch_tensor;   // torch.Tensor
+  py::object parameter;      // torch.nn.Parameter
+  py::object stand_in;  // f(tensor) -> bool: a tracer's tensor without memory (FakeTensor, ...)
+  py::object traced;    // the Python path for traced stand-ins: f(func, args, kwargs)
+  py::object metadata;  // the Python path of in-place metadata ops: f(func, args, kwargs)
   // Namespaces whose ops run torch's own implementation through a Python handler,
   // f(func, args, kwargs): the collectives of torch.distributed, whose process groups and
   // Work handles are opaque objects the table cannot bind.
@@ -202,6 +203,14 @@ py::object NewInt(int64_t v) {
   return py::reinterpret_steal<py::object>(o);
 }
 
+// Whether `dtype` is torch.get_default_dtype().
+bool IsDefaultDtype(const py::object& dtype) {
+  PyObject* d = PyObject_CallNoArgs(State().default_dtype.ptr());
+  if (d == nullptr) throw py::error_already_set();
+  Py_DECREF(d);  // torch.dtype objects are interned: the identity is the comparison
+  return d == dtype.ptr();
+}
+
 // A new tensorbridge.Tensor over `t`: torch.Tensor._make_wrapper_subclass called with one
 // vectorcall (no kwargs dict), and the Array set as its `_array`.
 py::object Wrap(const Value& v) {
@@ -228,7 +237,13 @@ py::object Wrap(const Value& v) {
       PyTuple_SET_ITEM(shape.ptr(), i, NewInt(t.shape()[i]).release().ptr());
     }
     py::object obj;
-    if (contiguous) {
+    if (contiguous && IsDefaultDtype(dtype)) {
+      // torch's defaults (the default dtype, device cpu, contiguous strides) need no keyword
+      // arguments, whose dict alone costs torch a third of the call.
+      PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr()};
+      obj = py::reinterpret_steal<py::object>(
+          PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, nullptr));
+    } else if (contiguous) {
       PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), dtype.ptr(), st.cpu.ptr()};
       obj = py::reinterpret_steal<py::object>(
           PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.contiguous_kwnames.ptr()));
@@ -385,6 +400,7 @@ void BindEager(py::module_& m) {
     st.parameter = py::module_::import("torch").attr("nn").attr("Parameter");
     st.stand_in = stand_in;
     st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
+    st.default_dtype = py::module_::import("torch").attr("get_default_dtype");
     st.traced = traced;
     st.metadata = metadata;
     for (auto [name, dtype] : dtypes) {
