@@ -127,8 +127,17 @@ bool Unwrap(py::handle obj, Value* out) {
   EagerState& st = State();
   PyTypeObject* type = Py_TYPE(obj.ptr());
   if (PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(st.tensor_cls.ptr()))) {
+    // `_array` is an instance attribute: read from the instance dict, without the attribute
+    // lookup through torch.Tensor's class hierarchy (the generic lookup is the fallback).
+    PyObject** dict = _PyObject_GetDictPtr(obj.ptr());
+    PyObject* found = dict != nullptr && *dict != nullptr
+                          ? PyDict_GetItemWithError(*dict, st.array_attr.ptr())  // borrowed
+                          : nullptr;
+    if (found == nullptr && PyErr_Occurred()) throw py::error_already_set();
     py::object arr =
-        py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), st.array_attr.ptr()));
+        found != nullptr
+            ? py::reinterpret_borrow<py::object>(found)
+            : py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), st.array_attr.ptr()));
     if (!arr) throw py::error_already_set();
     if (arr.is_none()) return false;
     *out = Value(arr.cast<PyArray&>().tensor);
