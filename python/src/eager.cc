@@ -121,6 +121,16 @@ const FuncInfo& Info(py::handle func) {
   return it_new->second;
 }
 
+// An exact Python int that fits int64 as `*v`; false (no error set) for a larger one.
+bool ExactInt(PyObject* obj, int64_t* v) {
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(obj, &overflow);
+  if (overflow != 0) return false;
+  if (x == -1 && PyErr_Occurred()) throw py::error_already_set();
+  *v = static_cast<int64_t>(x);
+  return true;
+}
+
 // Unwraps one argument. Returns false when a tensorbridge.Tensor without data (a tracer's
 // stand-in) is met: the Python path handles tracing.
 bool Unwrap(py::handle obj, Value* out) {
@@ -158,6 +168,23 @@ bool Unwrap(py::handle obj, Value* out) {
     *out = Value(TensorFromObject(obj.attr("detach")(), py::none(), py::none()));
     return true;
   }
+  // Plain numbers and None, the commonest other arguments, without ToValue's type tests (an
+  // int beyond int64 goes on to ToValue, whose error names it).
+  if (obj.is_none()) {
+    *out = Value();
+    return true;
+  }
+  if (PyFloat_CheckExact(obj.ptr())) {
+    *out = Value(PyFloat_AS_DOUBLE(obj.ptr()));
+    return true;
+  }
+  if (PyLong_CheckExact(obj.ptr())) {
+    int64_t v = 0;
+    if (ExactInt(obj.ptr(), &v)) {
+      *out = Value(v);
+      return true;
+    }
+  }
   const char* tp = type->tp_name;
   if (std::strcmp(tp, "torch.device") == 0) {
     std::string dev = py::str(obj).cast<std::string>();
@@ -173,10 +200,21 @@ bool Unwrap(py::handle obj, Value* out) {
   if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) {
     // Lists of tensors (cat, index) may mix wrapped and plain tensors.
     auto seq = py::reinterpret_borrow<py::sequence>(obj);
-    bool has_tensor = false;
+    bool has_tensor = false, all_int = PySequence_Fast_GET_SIZE(obj.ptr()) > 0;
     for (auto item : seq) {
       has_tensor |=
           PyObject_TypeCheck(item.ptr(), reinterpret_cast<PyTypeObject*>(st.torch_tensor.ptr()));
+      all_int = all_int && PyLong_CheckExact(item.ptr());
+    }
+    if (all_int) {  // sizes, dims, strides: straight to an int list
+      std::vector<int64_t> ints(PySequence_Fast_GET_SIZE(obj.ptr()));
+      PyObject** items = PySequence_Fast_ITEMS(obj.ptr());
+      bool exact = true;
+      for (size_t i = 0; i < ints.size() && exact; ++i) exact = ExactInt(items[i], &ints[i]);
+      if (exact) {
+        *out = Value(std::move(ints));
+        return true;
+      }
     }
     if (has_tensor) {
       bool any_none = false;
