@@ -49,6 +49,7 @@ struct EagerState {
   py::object cpu;                                 // torch.device("cpu")
   py::tuple contiguous_kwnames;                   // ("dtype", "device")
   py::tuple wrapper_kwnames;                      // ("strides", "dtype", "device") for a vectorcall
+  py::tuple strides_kwnames;                      // ("strides",)
   std::unordered_map<PyObject*, FuncInfo> funcs;  // holds a reference to each func key
 };
 
@@ -284,9 +285,10 @@ py::object Wrap(const Value& v) {
       PyTuple_SET_ITEM(shape.ptr(), i, NewInt(t.shape()[i]).release().ptr());
     }
     py::object obj;
-    if (contiguous && IsDefaultDtype(dtype)) {
-      // torch's defaults (the default dtype, device cpu, contiguous strides) need no keyword
-      // arguments, whose dict alone costs torch a third of the call.
+    // torch's defaults (the default dtype, device cpu, contiguous strides) are left out: each
+    // keyword costs torch's argument parser, the first one a third of the call.
+    const bool default_dtype = IsDefaultDtype(dtype);
+    if (contiguous && default_dtype) {
       PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr()};
       obj = py::reinterpret_steal<py::object>(
           PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, nullptr));
@@ -302,7 +304,8 @@ py::object Wrap(const Value& v) {
       PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), strides.ptr(), dtype.ptr(),
                                st.cpu.ptr()};
       obj = py::reinterpret_steal<py::object>(
-          PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.wrapper_kwnames.ptr()));
+          PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2,
+                              default_dtype ? st.strides_kwnames.ptr() : st.wrapper_kwnames.ptr()));
     }
     if (!obj) throw py::error_already_set();
     Lap(kWrapMake, &since);
@@ -458,6 +461,7 @@ void BindEager(py::module_& m) {
     }
     st.wrapper_kwnames = py::make_tuple("strides", "dtype", "device");
     st.contiguous_kwnames = py::make_tuple("dtype", "device");
+    st.strides_kwnames = py::make_tuple("strides");
     st.cpu = py::module_::import("torch").attr("device")("cpu");
   });
   // Ops of these namespaces skip the table and go to `handler(func, args, kwargs)`. Set once,
