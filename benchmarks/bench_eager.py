@@ -15,12 +15,19 @@ alternating repeats; torchax with the environment entered once is timed right af
 Ratios on min-of-repeats: tb/torch (1.00x = no overhead over torch; higher = slower) and
 torchax/tb (> 1.00x: tensorbridge faster than torchax).
 
-Usage: python benchmarks/bench_eager.py [--quick] [--repeats N] [--threads N]
+``--breakdown`` instead splits one 4x4 add and one 4x4 matmul into the steps of the path, from
+the stage timers of python/src/eager.cc (``_C._eager_timing``) and the table's kernel timer
+(``_C.set_profiling``), beside torch eager and a do-nothing wrapper subclass (torch's own cost
+of dispatching into ``__torch_dispatch__``) measured in the same run. Per window of calls the
+timers are summed and divided by the calls; the window with the least total time is shown.
+
+Usage: python benchmarks/bench_eager.py [--quick] [--repeats N] [--threads N] [--breakdown]
 """
 
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 import torch
@@ -40,9 +47,17 @@ from _bench_util import (
     ratio,
     try_measure,
 )
+from tensorbridge import _C
 
 ARGS = parse_args(
-    __doc__, full_repeats=150, quick_repeats=60, full_target_s=0.001, quick_target_s=0.001
+    __doc__,
+    full_repeats=150,
+    quick_repeats=60,
+    full_target_s=0.001,
+    quick_target_s=0.001,
+    extra=lambda p: p.add_argument(
+        "--breakdown", action="store_true", help="per-step time of one 4x4 add and matmul"
+    ),
 )
 # Many ~1 ms windows: the minimum of short windows is the least disturbed on a shared machine.
 # Per group of peers, repeating stops after BUDGET_S seconds (min 3 repeats).
@@ -208,5 +223,111 @@ def main() -> None:
     tracker.report()
 
 
+# ---- --breakdown ------------------------------------------------------------------------------
+
+
+class _NoOp(torch.Tensor):
+    """A wrapper subclass whose __torch_dispatch__ returns a prepared result: what torch itself
+    spends to reach a Python __torch_dispatch__ and come back."""
+
+    @staticmethod
+    def __new__(cls):
+        return torch.Tensor._make_wrapper_subclass(cls, (4, 4), dtype=torch.float32)
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return _NOOP_RESULT
+
+
+_NOOP_RESULT = None
+
+
+def _window(fn, calls: int) -> float:
+    t0 = time.perf_counter_ns()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter_ns() - t0) / calls
+
+
+def _timed_window(fn, calls: int) -> dict:
+    """One window of `calls` calls of `fn` with the stage and kernel timers on: ns per call."""
+    _C._eager_timing(True)
+    _C.reset_metrics()
+    _C.set_profiling(True)
+    wall = _window(fn, calls)
+    stages = _C._eager_timing(False)
+    _C.set_profiling(False)
+    kernel = sum(m["time_ns"] for m in tb.metrics().values())
+    out = {k: v / calls for k, v in stages.items() if k != "ops"}
+    out.update(call=wall, kernel=kernel / calls, ops=stages["ops"] / calls)
+    return out
+
+
+def breakdown() -> None:
+    global _NOOP_RESULT
+    env_header(
+        "bench_eager --breakdown: one 4x4 op through tensorbridge.Tensor, step by step", ARGS
+    )
+    _NOOP_RESULT = _NoOp()
+    noop_a, noop_b = _NoOp(), _NoOp()
+    calls = 2000
+    rows = []
+    for op in ("add", "matmul"):
+        f_torch, f_tb = torch_eager(op, 4), tensorbridge_tensor(op, 4)
+        f = _op(op)
+        f_noop = lambda f=f: f(noop_a, noop_b)  # noqa: E731
+        best: dict = {}
+        deadline = time.perf_counter() + BUDGET_S * 2
+        for r in range(ARGS.repeats):
+            if r >= 5 and time.perf_counter() > deadline:
+                break
+            t_torch, t_noop, tb_win = _window(f_torch, calls), _window(f_noop, calls), None
+            tb_win = _timed_window(f_tb, calls)
+            best["torch"] = min(best.get("torch", t_torch), t_torch)
+            best["noop"] = min(best.get("noop", t_noop), t_noop)
+            if "tb" not in best or tb_win["call"] < best["tb"]["call"]:
+                best["tb"] = tb_win
+            best["tb_untimed"] = min(best.get("tb_untimed", 1e18), _window(f_tb, calls))
+        s = best["tb"]
+        torch_side = s["call"] - s["total"]
+        steps = [
+            ("torch eager (the peer)", best["torch"]),
+            ("torch into a no-op subclass (floor)", best["noop"]),
+            ("tensorbridge, timers off", best["tb_untimed"]),
+            ("tensorbridge, timers on", s["call"]),
+            ("  torch: dispatch to __torch_dispatch__, return, result freed", torch_side),
+            ("  C++: argument binding, op lookup", s["entry"]),
+            ("  C++: unwrap arguments", s["unwrap"]),
+            ("  C++: table bind/resolve/metrics/GIL", s["table"] - s["kernel"]),
+            ("  C++: kernel", s["kernel"]),
+            ("  C++: _make_wrapper_subclass", s["wrap_make"]),
+            ("  C++: Array object + _array attribute", s["wrap_attach"]),
+            (
+                "  C++: other",
+                s["total"]
+                - s["entry"]
+                - s["unwrap"]
+                - s["table"]
+                - s["wrap_make"]
+                - s["wrap_attach"],
+            ),
+        ]
+        for name, ns in steps:
+            share = f"{ns / s['call'] * 100:.0f}%" if name.startswith("  ") else ""
+            rows.append([f"{op} 4x4", name, f"{ns:.0f}", share, f"{ns / best['torch']:.2f}x"])
+        rows.append(
+            [f"{op} 4x4", "  ops through __torch_dispatch__ per call", f"{s['ops']:.0f}", "", ""]
+        )
+    print_table(
+        "one 4x4 op, ns per call (min-of-windows); share = of the timed tensorbridge call; "
+        "x = relative to torch eager",
+        ["op", "step", "ns", "share", "vs torch"],
+        rows,
+        left=2,
+    )
+
+
 if __name__ == "__main__":
-    main()
+    breakdown() if ARGS.ns.breakdown else main()

@@ -100,6 +100,25 @@ void CheckFloating(const char* op, DType dtype) {
 
 Tensor Elementwise(const char* op, const std::vector<Input>& inputs, DType result,
                    const Tensor* dest, const ElementwiseBody& body) {
+  // New results of C-contiguous operands of one shape, already of their compute dtype (most
+  // ops on small tensors): nothing to broadcast, permute or convert.
+  if (dest == nullptr && !inputs.empty()) {
+    const IntArrayRef shape0 = inputs[0].tensor->shape();
+    bool plain = true;
+    for (const Input& in : inputs) {
+      const Tensor& t = *in.tensor;
+      plain = plain && t.defined() && t.device().is_cpu() && t.dtype() == in.dtype &&
+              IntArrayRef(t.shape()) == shape0 && t.is_contiguous();
+    }
+    if (plain) {
+      std::vector<Tensor> operands;
+      operands.reserve(inputs.size());
+      for (const Input& in : inputs) operands.push_back(*in.tensor);
+      Tensor out = Tensor::Empty(shape0, result);
+      if (out.numel() > 0) body(out, operands);
+      return out;
+    }
+  }
   std::vector<IntArrayRef> shapes;
   for (const Input& in : inputs) {
     CheckCpu(op, {in.tensor});

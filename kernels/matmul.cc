@@ -295,18 +295,19 @@ Tensor Mm(const Tensor& self, const Tensor& mat2) {
     }
     return out;
   }
+  // Tiny products (k * m * n < 400) take the plain loop: a oneDNN call (inner product or
+  // gemm) costs more than the product itself there.
+  const bool tiny = self.size(1) > 0 && self.size(1) * self.size(0) * mat2.size(1) < kSmallBmm;
   // A few rows times a transposed row-major weight (linear layers at small batch): the inner
   // product reads the weight as stored.
-  if (self.dtype() == DType::kFloat32 && self.size(0) <= kernels::kInnerProductRows) {
+  if (!tiny && self.dtype() == DType::kFloat32 && self.size(0) <= kernels::kInnerProductRows) {
     Tensor out;
     if (kernels::OneDnnInnerProduct(op, nullptr, self, mat2, kernels::LinearAct::kNone, &out)) {
       return out;
     }
   }
   Tensor out = Tensor::Empty({self.size(0), mat2.size(1)}, self.dtype());
-  // Tiny products (k * m * n < 400) take the plain loop: a oneDNN call costs more than the
-  // product itself there.
-  if (self.size(1) > 0 && self.size(1) * self.size(0) * mat2.size(1) < kSmallBmm) {
+  if (tiny) {
     SmallBatchedGemm(op, out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), 1.0, 0.0);
   } else {
     BatchedGemm(op, out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), 1.0, 0.0);

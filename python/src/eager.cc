@@ -5,6 +5,7 @@
 // argument they wrote to).
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <unordered_map>
 
@@ -30,13 +31,14 @@ struct FuncInfo {
 };
 
 struct EagerState {
-  py::object tensor_cls;    // tensorbridge.Tensor
-  py::object make_wrapper;  // torch.Tensor._make_wrapper_subclass
-  py::object torch_tensor;  // torch.Tensor
-  py::object parameter;     // torch.nn.Parameter
-  py::object stand_in;      // f(tensor) -> bool: a tracer's tensor without memory (FakeTensor, ...)
-  py::object traced;        // the Python path for traced stand-ins: f(func, args, kwargs)
-  py::object metadata;      // the Python path of in-place metadata ops: f(func, args, kwargs)
+  py::object tensor_cls;     // tensorbridge.Tensor
+  py::object make_wrapper;   // torch.Tensor._make_wrapper_subclass
+  py::object default_dtype;  // torch.get_default_dtype
+  py::object torch_tensor;   // torch.Tensor
+  py::object parameter;      // torch.nn.Parameter
+  py::object stand_in;  // f(tensor) -> bool: a tracer's tensor without memory (FakeTensor, ...)
+  py::object traced;    // the Python path for traced stand-ins: f(func, args, kwargs)
+  py::object metadata;  // the Python path of in-place metadata ops: f(func, args, kwargs)
   // Namespaces whose ops run torch's own implementation through a Python handler,
   // f(func, args, kwargs): the collectives of torch.distributed, whose process groups and
   // Work handles are opaque objects the table cannot bind.
@@ -47,8 +49,34 @@ struct EagerState {
   py::object cpu;                                 // torch.device("cpu")
   py::tuple contiguous_kwnames;                   // ("dtype", "device")
   py::tuple wrapper_kwnames;                      // ("strides", "dtype", "device") for a vectorcall
+  py::tuple strides_kwnames;                      // ("strides",)
   std::unordered_map<PyObject*, FuncInfo> funcs;  // holds a reference to each func key
 };
+
+// Stage timers of the eager path, read by benchmarks/bench_eager.py --breakdown through
+// _eager_timing(). Off by default (one branch per stage when off); the counters change only
+// while the GIL is held.
+enum Stage { kEntry, kUnwrap, kTable, kWrapMake, kWrapAttach, kTotal, kNumStages };
+constexpr const char* kStageNames[kNumStages] = {"entry",     "unwrap",      "table",
+                                                 "wrap_make", "wrap_attach", "total"};
+bool g_timing = false;
+std::array<int64_t, kNumStages> g_stage_ns{};
+int64_t g_timed_ops = 0;
+
+int64_t Now() {
+  if (!g_timing) return 0;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Adds the time since `*since` to `stage` and restarts `*since`.
+void Lap(Stage stage, int64_t* since) {
+  if (!g_timing) return;
+  int64_t now = Now();
+  g_stage_ns[stage] += now - *since;
+  *since = now;
+}
 
 EagerState& State() {
   static EagerState* s = new EagerState();  // lives for the process (no teardown at exit)
@@ -94,14 +122,33 @@ const FuncInfo& Info(py::handle func) {
   return it_new->second;
 }
 
+// An exact Python int that fits int64 as `*v`; false (no error set) for a larger one.
+bool ExactInt(PyObject* obj, int64_t* v) {
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(obj, &overflow);
+  if (overflow != 0) return false;
+  if (x == -1 && PyErr_Occurred()) throw py::error_already_set();
+  *v = static_cast<int64_t>(x);
+  return true;
+}
+
 // Unwraps one argument. Returns false when a tensorbridge.Tensor without data (a tracer's
 // stand-in) is met: the Python path handles tracing.
 bool Unwrap(py::handle obj, Value* out) {
   EagerState& st = State();
   PyTypeObject* type = Py_TYPE(obj.ptr());
   if (PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(st.tensor_cls.ptr()))) {
+    // `_array` is an instance attribute: read from the instance dict, without the attribute
+    // lookup through torch.Tensor's class hierarchy (the generic lookup is the fallback).
+    PyObject** dict = _PyObject_GetDictPtr(obj.ptr());
+    PyObject* found = dict != nullptr && *dict != nullptr
+                          ? PyDict_GetItemWithError(*dict, st.array_attr.ptr())  // borrowed
+                          : nullptr;
+    if (found == nullptr && PyErr_Occurred()) throw py::error_already_set();
     py::object arr =
-        py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), st.array_attr.ptr()));
+        found != nullptr
+            ? py::reinterpret_borrow<py::object>(found)
+            : py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), st.array_attr.ptr()));
     if (!arr) throw py::error_already_set();
     if (arr.is_none()) return false;
     *out = Value(arr.cast<PyArray&>().tensor);
@@ -122,6 +169,23 @@ bool Unwrap(py::handle obj, Value* out) {
     *out = Value(TensorFromObject(obj.attr("detach")(), py::none(), py::none()));
     return true;
   }
+  // Plain numbers and None, the commonest other arguments, without ToValue's type tests (an
+  // int beyond int64 goes on to ToValue, whose error names it).
+  if (obj.is_none()) {
+    *out = Value();
+    return true;
+  }
+  if (PyFloat_CheckExact(obj.ptr())) {
+    *out = Value(PyFloat_AS_DOUBLE(obj.ptr()));
+    return true;
+  }
+  if (PyLong_CheckExact(obj.ptr())) {
+    int64_t v = 0;
+    if (ExactInt(obj.ptr(), &v)) {
+      *out = Value(v);
+      return true;
+    }
+  }
   const char* tp = type->tp_name;
   if (std::strcmp(tp, "torch.device") == 0) {
     std::string dev = py::str(obj).cast<std::string>();
@@ -137,10 +201,21 @@ bool Unwrap(py::handle obj, Value* out) {
   if (PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr())) {
     // Lists of tensors (cat, index) may mix wrapped and plain tensors.
     auto seq = py::reinterpret_borrow<py::sequence>(obj);
-    bool has_tensor = false;
+    bool has_tensor = false, all_int = PySequence_Fast_GET_SIZE(obj.ptr()) > 0;
     for (auto item : seq) {
       has_tensor |=
           PyObject_TypeCheck(item.ptr(), reinterpret_cast<PyTypeObject*>(st.torch_tensor.ptr()));
+      all_int = all_int && PyLong_CheckExact(item.ptr());
+    }
+    if (all_int) {  // sizes, dims, strides: straight to an int list
+      std::vector<int64_t> ints(PySequence_Fast_GET_SIZE(obj.ptr()));
+      PyObject** items = PySequence_Fast_ITEMS(obj.ptr());
+      bool exact = true;
+      for (size_t i = 0; i < ints.size() && exact; ++i) exact = ExactInt(items[i], &ints[i]);
+      if (exact) {
+        *out = Value(std::move(ints));
+        return true;
+      }
     }
     if (has_tensor) {
       bool any_none = false;
@@ -176,6 +251,14 @@ py::object NewInt(int64_t v) {
   return py::reinterpret_steal<py::object>(o);
 }
 
+// Whether `dtype` is torch.get_default_dtype().
+bool IsDefaultDtype(const py::object& dtype) {
+  PyObject* d = PyObject_CallNoArgs(State().default_dtype.ptr());
+  if (d == nullptr) throw py::error_already_set();
+  Py_DECREF(d);  // torch.dtype objects are interned: the identity is the comparison
+  return d == dtype.ptr();
+}
+
 // A new tensorbridge.Tensor over `t`: torch.Tensor._make_wrapper_subclass called with one
 // vectorcall (no kwargs dict), and the Array set as its `_array`.
 py::object Wrap(const Value& v) {
@@ -187,6 +270,7 @@ py::object Wrap(const Value& v) {
         << "a result on " << DeviceString(t.device());
     const py::object& dtype = st.torch_dtypes[static_cast<int>(t.dtype())];
     TB_CHECK(dtype, TypeError) << "dtype " << DTypeName(t.dtype()) << " has no torch equivalent";
+    int64_t since = Now();
     const auto nd = static_cast<Py_ssize_t>(t.ndim());
     // Strides are passed only where they differ from torch's contiguous ones (fewer
     // arguments for torch to parse).
@@ -201,7 +285,14 @@ py::object Wrap(const Value& v) {
       PyTuple_SET_ITEM(shape.ptr(), i, NewInt(t.shape()[i]).release().ptr());
     }
     py::object obj;
-    if (contiguous) {
+    // torch's defaults (the default dtype, device cpu, contiguous strides) are left out: each
+    // keyword costs torch's argument parser, the first one a third of the call.
+    const bool default_dtype = IsDefaultDtype(dtype);
+    if (contiguous && default_dtype) {
+      PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr()};
+      obj = py::reinterpret_steal<py::object>(
+          PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, nullptr));
+    } else if (contiguous) {
       PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), dtype.ptr(), st.cpu.ptr()};
       obj = py::reinterpret_steal<py::object>(
           PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.contiguous_kwnames.ptr()));
@@ -213,13 +304,16 @@ py::object Wrap(const Value& v) {
       PyObject* call_args[] = {st.tensor_cls.ptr(), shape.ptr(), strides.ptr(), dtype.ptr(),
                                st.cpu.ptr()};
       obj = py::reinterpret_steal<py::object>(
-          PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2, st.wrapper_kwnames.ptr()));
+          PyObject_Vectorcall(st.make_wrapper.ptr(), call_args, 2,
+                              default_dtype ? st.strides_kwnames.ptr() : st.wrapper_kwnames.ptr()));
     }
     if (!obj) throw py::error_already_set();
+    Lap(kWrapMake, &since);
     py::object array = py::cast(PyArray{t});
     if (PyObject_SetAttr(obj.ptr(), st.array_attr.ptr(), array.ptr()) != 0) {
       throw py::error_already_set();
     }
+    Lap(kWrapAttach, &since);
     return obj;
   }
   if (v.tag() == Value::Tag::kTensorList) {
@@ -233,6 +327,7 @@ py::object Wrap(const Value& v) {
 // The eager path of one op. Returns NotImplemented when a traced stand-in is among the
 // arguments.
 py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs_obj) {
+  int64_t since = Now();
   const FuncInfo& info = Info(func);
   auto args = py::reinterpret_borrow<py::tuple>(args_obj);
   Stack positional;
@@ -251,11 +346,13 @@ py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs
       keywords.emplace_back(k.cast<std::string>(), std::move(v));
     }
   }
+  Lap(kUnwrap, &since);
   Stack out;
   {
     py::gil_scoped_release release;
     out = OpTable::Global().CallWithArgs(info.op, std::move(positional), std::move(keywords));
   }
+  Lap(kTable, &since);
   if (info.mutated_index >= 0) {
     if (has_kwargs) {
       auto kwargs = py::reinterpret_borrow<py::dict>(kwargs_obj);
@@ -278,6 +375,7 @@ py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs
 PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t nargs,
                         PyObject* kwnames) {
   try {
+    const int64_t start = Now();
     static const char* const kNames[] = {"cls", "func", "types", "args", "kwargs"};
     PyObject* bound[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
     if (nargs > 5) throw py::type_error("__torch_dispatch__ takes at most 5 arguments");
@@ -317,7 +415,12 @@ PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t na
           kwargs.is_none() ? py::dict() : py::reinterpret_borrow<py::dict>(kwargs));
       return out.release().ptr();
     }
+    if (g_timing) g_stage_ns[kEntry] += Now() - start;
     out = EagerDispatch(bound[1], args, kwargs);
+    if (g_timing) {
+      g_stage_ns[kTotal] += Now() - start;
+      ++g_timed_ops;
+    }
     if (out.ptr() == Py_NotImplemented) {
       out =
           State().traced(py::handle(bound[1]), args,
@@ -347,6 +450,7 @@ void BindEager(py::module_& m) {
     st.parameter = py::module_::import("torch").attr("nn").attr("Parameter");
     st.stand_in = stand_in;
     st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
+    st.default_dtype = py::module_::import("torch").attr("get_default_dtype");
     st.traced = traced;
     st.metadata = metadata;
     for (auto [name, dtype] : dtypes) {
@@ -357,6 +461,7 @@ void BindEager(py::module_& m) {
     }
     st.wrapper_kwnames = py::make_tuple("strides", "dtype", "device");
     st.contiguous_kwnames = py::make_tuple("dtype", "device");
+    st.strides_kwnames = py::make_tuple("strides");
     st.cpu = py::module_::import("torch").attr("device")("cpu");
   });
   // Ops of these namespaces skip the table and go to `handler(func, args, kwargs)`. Set once,
@@ -367,6 +472,17 @@ void BindEager(py::module_& m) {
     st.routed = std::move(handler);
     for (auto& entry : st.funcs) Py_DECREF(entry.first);  // the references Info() took
     st.funcs.clear();
+  });
+  // The stage timers: _eager_timing(on) switches them and returns the nanoseconds summed per
+  // stage since the last call ("ops": the ops timed), then zeroes them.
+  m.def("_eager_timing", [](bool on) {
+    py::dict d;
+    for (int i = 0; i < kNumStages; ++i) d[kStageNames[i]] = g_stage_ns[i];
+    d["ops"] = g_timed_ops;
+    g_stage_ns.fill(0);
+    g_timed_ops = 0;
+    g_timing = on;
+    return d;
   });
   m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
     return EagerDispatch(func, args, kwargs);

@@ -143,6 +143,26 @@ def test_torch_dispatch_entry_called_directly():
         assert r.stride() == want == tb.to_torch(r).stride()
 
 
+@pytest.mark.parametrize("default", [torch.float32, torch.float64])
+def test_results_keep_dtype_device_and_strides_under_any_default_dtype(default):
+    # Results of torch's default dtype are made without keyword arguments to
+    # _make_wrapper_subclass; the others name dtype and device. Both must describe the Array.
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(default)
+    try:
+        for np_dtype in (np.float32, np.float64, np.int64):
+            x = np.arange(6, dtype=np_dtype).reshape(2, 3)
+            a = tb.wrap(x)
+            for r in (a + a, (a + a).t(), a * 2):
+                assert isinstance(r, tb.Tensor) and r.device == torch.device("cpu")
+                assert r.dtype == a.dtype == tb.to_torch(r).dtype
+                assert r.shape == tb.to_torch(r).shape and r.stride() == tb.to_torch(r).stride()
+                assert not r.requires_grad
+            np.testing.assert_array_equal(tb.to_numpy(a + a), 2 * x)
+    finally:
+        torch.set_default_dtype(before)
+
+
 @requires_jax
 def test_read_only_jax_memory_refuses_in_place_ops():
     import jax.numpy as jnp
