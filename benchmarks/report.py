@@ -45,17 +45,6 @@ SCRIPTS = ("bench_kernels.py", "bench_compile.py", "bench_dlpack.py", "bench_cal
 # ---- running ----------------------------------------------------------------------------------
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def machine() -> dict:
     """What the numbers depend on: the CPU, cores, load, and the versions of every framework."""
     import jax
@@ -63,6 +52,7 @@ def machine() -> dict:
     import torch
 
     import tensorbridge as tb
+    from _bench_util import _cpu_name
 
     return {
         "cpu": _cpu_name(),

@@ -23,13 +23,8 @@ CALLS = 1875  # per thread and input mode: 8 * 2 * 1875 = 30,000 calls per famil
 INPUTS = 3  # distinct input sets per thread
 
 
-@pytest.fixture(autouse=True)
-def _no_fallback():
-    """A kernel the table lost would otherwise run torch's and compare torch with itself."""
-    before = tb.config.fallback
-    tb.config.fallback = "error"
-    yield
-    tb.config.fallback = before
+# A kernel the table lost would otherwise run torch's and compare torch with itself.
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 def on_threads(fn, n=THREADS):
