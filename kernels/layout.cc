@@ -226,28 +226,27 @@ Tensor CloneLike(const Tensor& t, MemoryFormat format) {
   return out;
 }
 
-Tensor LaidOutLike(const Tensor& t, const Tensor& like) {
-  const Dims want = LikeStrides(like);
-  bool same = true;
+namespace {
+
+// `t` itself when it already has the strides `want` (dimensions of size 1 aside), else a copy
+// of it with them.
+Tensor InStrides(const Tensor& t, const Dims& want) {
   for (int64_t d = 0; d < t.ndim(); ++d) {
-    if (t.shape()[d] > 1 && t.strides()[d] != want[d]) same = false;
+    if (t.shape()[d] > 1 && t.strides()[d] != want[d]) {
+      Tensor out = EmptyDense(t.shape(), want, t.dtype());
+      out.copy_from(t);
+      return out;
+    }
   }
-  if (same) return t;
-  Tensor out = EmptyDense(t.shape(), want, t.dtype());
-  out.copy_from(t);
-  return out;
+  return t;
 }
 
+}  // namespace
+
+Tensor LaidOutLike(const Tensor& t, const Tensor& like) { return InStrides(t, LikeStrides(like)); }
+
 Tensor LaidOutElementwise(const Tensor& t, std::initializer_list<const Tensor*> operands) {
-  const Dims want = StridesInOrder(t.shape(), ElementwiseOrder(t.shape(), operands));
-  bool same = true;
-  for (int64_t d = 0; d < t.ndim(); ++d) {
-    if (t.shape()[d] > 1 && t.strides()[d] != want[d]) same = false;
-  }
-  if (same) return t;
-  Tensor out = EmptyDense(t.shape(), want, t.dtype());
-  out.copy_from(t);
-  return out;
+  return InStrides(t, StridesInOrder(t.shape(), ElementwiseOrder(t.shape(), operands)));
 }
 
 Tensor EmptyLike(const Tensor& src, DType dtype, MemoryFormat format, const char* op) {
