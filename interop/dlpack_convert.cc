@@ -318,8 +318,8 @@ DLManagedTensorVersioned* ExportDLPackVersioned(const Tensor& tensor, bool copy)
   return &h->managed;
 }
 
-DLManagedTensor* ExportDLPackLegacy(const Tensor& tensor) {
-  if (tensor.read_only()) {
+DLManagedTensor* ExportDLPackLegacy(const Tensor& tensor, bool immutable_consumer) {
+  if (tensor.read_only() && !immutable_consumer) {
     TB_THROW(BufferError) << "a read-only tensor cannot be exported through the legacy DLPack "
                              "protocol, which cannot mark it read-only; ask for "
                              "max_version=(1, 0) or newer, or copy=True";

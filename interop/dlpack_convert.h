@@ -27,7 +27,9 @@ TB_API Tensor ImportDLTensor(const DLTensor& tensor, std::shared_ptr<Storage> ow
 // Hands `tensor` out as a managed tensor that holds a reference to its storage. With
 // `copy`, the data is copied first and IS_COPIED is set. Read-only tensors carry READ_ONLY.
 TB_API DLManagedTensorVersioned* ExportDLPackVersioned(const Tensor& tensor, bool copy = false);
-// Legacy export has no flags, so it cannot say "read-only": BufferError for such tensors.
-TB_API DLManagedTensor* ExportDLPackLegacy(const Tensor& tensor);
+// Legacy export has no flags, so it cannot say "read-only": BufferError for such tensors,
+// unless `immutable_consumer` says the consumer never writes what it imports (JAX, whose
+// arrays are immutable and whose importer takes only legacy capsules).
+TB_API DLManagedTensor* ExportDLPackLegacy(const Tensor& tensor, bool immutable_consumer = false);
 
 }  // namespace tb

@@ -298,6 +298,14 @@ a DLPack producer itself (``numpy.from_dlpack(a)``, ``torch.from_dlpack(a)`` sha
       .def_property_readonly("nbytes", [](const PyArray& a) { return a.tensor.nbytes(); })
       .def_property_readonly("itemsize", [](const PyArray& a) { return a.tensor.element_size(); })
       .def("is_contiguous", [](const PyArray& a) { return a.tensor.is_contiguous(); })
+      .def(
+          "_dlpack_for_jax",
+          [](const PyArray& a) {
+            return py::reinterpret_steal<py::object>(
+                NewCapsule(ExportDLPackLegacy(a.tensor, /*immutable_consumer=*/true)));
+          },
+          "A legacy DLPack capsule for JAX, read-only memory included: JAX never writes into "
+          "the arrays it imports, and its importer takes only legacy capsules.")
       .def("__len__",
            [](const PyArray& a) {
              if (a.tensor.ndim() == 0) throw py::type_error("len() of a 0-d Array");

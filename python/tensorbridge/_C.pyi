@@ -32,6 +32,10 @@ class Array:
         ...
     def __repr__(self) -> str:
         ...
+    def _dlpack_for_jax(self) -> typing.Any:
+        """
+        A legacy DLPack capsule for JAX, read-only memory included: JAX never writes into the arrays it imports, and its importer takes only legacy capsules.
+        """
     def as_strided(self, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], storage_offset: typing.SupportsInt | typing.SupportsIndex = 0) -> Array:
         ...
     def clone(self) -> Array:

@@ -442,7 +442,25 @@ def to_jax(t: torch.Tensor | _C.Array) -> Any:
     written afterwards, as JAX arrays are immutable."""
     import jax.numpy as jnp
 
-    return jnp.from_dlpack(_data(t) if isinstance(t, Tensor) else t)
+    array = _data(t) if isinstance(t, Tensor) else t
+    if isinstance(array, _C.Array) and array.read_only:
+        # JAX asks for a legacy capsule, which cannot mark memory read-only; JAX never writes
+        # into what it imports, so read-only memory (e.g. a JAX array's) goes out as it is.
+        return jnp.from_dlpack(_ForJax(array))
+    return jnp.from_dlpack(array)
+
+
+class _ForJax:
+    """A read-only Array as JAX's DLPack importer sees it."""
+
+    def __init__(self, array: _C.Array) -> None:
+        self._array = array
+
+    def __dlpack__(self, *, stream: Any = None) -> Any:
+        return self._array._dlpack_for_jax()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._array.__dlpack_device__()
 
 
 def wrap_module(module: torch.nn.Module, *, copy: bool = False) -> torch.nn.Module:

@@ -77,6 +77,24 @@ def test_export_into_jax_is_zero_copy_for_aligned_memory():
     np.testing.assert_array_equal(np.asarray(j), a)
 
 
+@requires_jax
+def test_read_only_memory_goes_back_to_jax_without_a_copy():
+    """A JAX array wrapped (read-only) and handed back through tb.to_jax: JAX's importer takes
+    only legacy capsules, which cannot mark memory read-only; to_jax exports it anyway, as JAX
+    never writes, while the public legacy __dlpack__ still refuses."""
+    import jax.numpy as jnp
+
+    a = jnp.arange(16.0, dtype=jnp.float32).reshape(4, 4)
+    t = tb.wrap(a)
+    assert t.array.read_only
+    back = tb.to_jax(t)
+    assert back.unsafe_buffer_pointer() == a.unsafe_buffer_pointer() == t.data_ptr()
+    np.testing.assert_array_equal(np.asarray(back), np.asarray(a))
+    np.testing.assert_array_equal(np.asarray(tb.to_jax(t.array)), np.asarray(a))
+    with pytest.raises(BufferError, match="read-only tensor cannot be exported through the legacy"):
+        t.array.__dlpack__()
+
+
 # ---- every dtype -----------------------------------------------------------------------------
 
 NUMPY_SUPPORTED = [
