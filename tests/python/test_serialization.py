@@ -202,7 +202,7 @@ def test_safetensors_save_and_load():
 
 def test_transformers_save_pretrained_from_wrapped_parameters(tmp_path):
     pytest.importorskip("transformers", reason="transformers is not installed")
-    st = pytest.importorskip("safetensors.torch")
+    st = pytest.importorskip("safetensors.torch", reason="safetensors comes with transformers")
     from tensorbridge import zoo
 
     model, inputs = zoo.build("gpt2")  # lm_head tied to the token embedding
