@@ -12,12 +12,12 @@
 #include <string>
 
 #include "bridge/tensor.h"
+#include "kernels/cpu/simd_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
-#include "kernels/onednn_internal.h"
-#include "kernels/simd_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/onednn/onednn_internal.h"
+#include "kernels/promote_broadcast.h"
 
 namespace tb::kernels {
 

@@ -17,7 +17,7 @@
 #include "dispatch/value.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/promote_broadcast.h"
 
 namespace tb::kernels {
 

@@ -23,7 +23,7 @@
 #include "dispatch/op_table.h"
 #include "kernels/conv_internal.h"
 #include "kernels/linear_internal.h"
-#include "kernels/onednn_internal.h"
+#include "kernels/onednn/onednn_internal.h"
 
 namespace tb {
 namespace kernels {

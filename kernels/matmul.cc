@@ -14,8 +14,8 @@
 #include "kernels/dtype_internal.h"
 #include "kernels/linear_internal.h"
 #include "kernels/loops_internal.h"
-#include "kernels/onednn_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/onednn/onednn_internal.h"
+#include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {

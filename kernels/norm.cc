@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/cpu/simd_internal.h"
 #include "kernels/layout.h"
 #include "kernels/norm_internal.h"
-#include "kernels/simd_internal.h"
 
 namespace tb {
 namespace {

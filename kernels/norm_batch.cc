@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/cpu/simd_internal.h"
 #include "kernels/layout.h"
 #include "kernels/norm_batch_internal.h"
 #include "kernels/norm_internal.h"
-#include "kernels/simd_internal.h"
 
 namespace tb {
 namespace {

@@ -16,8 +16,8 @@
 #include "bridge/tensor.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
-#include "kernels/onednn_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/onednn/onednn_internal.h"
+#include "kernels/promote_broadcast.h"
 
 namespace tb::kernels::norm {
 

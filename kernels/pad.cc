@@ -11,7 +11,7 @@
 #include "dispatch/op_table.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {

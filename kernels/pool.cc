@@ -14,7 +14,7 @@
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
-#include "kernels/onednn_internal.h"
+#include "kernels/onednn/onednn_internal.h"
 #include "kernels/pool_internal.h"
 
 namespace tb {

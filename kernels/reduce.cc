@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/cpu/simd_internal.h"
 #include "kernels/reduce_internal.h"
-#include "kernels/simd_internal.h"
 
 namespace tb {
 namespace {

@@ -38,7 +38,7 @@
 
 #include "bridge/tensor.h"
 #include "kernels/dtype_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/promote_broadcast.h"
 
 namespace tb::kernels {
 

@@ -1,5 +1,5 @@
 // tensorbridge._C: the C++ library seen from Python.
-#include "kernels/onednn.h"
+#include "kernels/onednn/onednn.h"
 #include "py_common.h"
 
 namespace tb::py {

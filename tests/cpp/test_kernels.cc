@@ -17,7 +17,7 @@
 
 #include "bridge/tensor.h"
 #include "dispatch/op_table.h"
-#include "kernels/onednn.h"
+#include "kernels/onednn/onednn.h"
 #include "tests/cpp/test_util.h"
 
 namespace tb {

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/isa_internal.h"
-#include "kernels/simd_internal.h"
+#include "kernels/cpu/isa_internal.h"
+#include "kernels/cpu/simd_internal.h"
 
 namespace tb::kernels::simd {
 namespace {

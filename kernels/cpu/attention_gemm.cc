@@ -18,7 +18,7 @@
 #endif
 
 #include "kernels/attention_internal.h"
-#include "kernels/isa_internal.h"
+#include "kernels/cpu/isa_internal.h"
 
 #if TB_X86_DISPATCH
 #include <immintrin.h>

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/simd_internal.h"
 #include "kernels/norm_batch_internal.h"
-#include "kernels/simd_internal.h"
 
 namespace tb::kernels::norm {
 namespace {

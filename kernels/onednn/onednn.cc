@@ -1,10 +1,10 @@
-#include "kernels/onednn.h"
+#include "kernels/onednn/onednn.h"
 
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
-#include "kernels/onednn_internal.h"
+#include "kernels/onednn/onednn_internal.h"
 
 namespace tb {
 namespace {

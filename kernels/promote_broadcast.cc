@@ -1,4 +1,4 @@
-#include "kernels/tensor_ops.h"
+#include "kernels/promote_broadcast.h"
 
 #include <algorithm>
 #include <cstring>

@@ -18,7 +18,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "kernels/isa_internal.h"
+#include "kernels/cpu/isa_internal.h"
 #include "kernels/pool_internal.h"
 
 namespace tb::kernels::pool {
