@@ -2,11 +2,11 @@
 // hardtanh_backward, hardsigmoid_backward, hardswish_backward, softplus_backward,
 // gelu_backward, silu_backward, mish_backward, log_sigmoid_backward, glu_backward.
 //
-// threshold_backward on contiguous same-shape float32 / float64 operands runs on a row loop of
-// kernels/simd.cc. Large contiguous float32 / bfloat16 gradients of gelu, silu, hardswish, mish,
-// elu and leaky_relu run on oneDNN's eltwise backward primitives; everything else is an element
-// loop over (grad_output, self) in the opmath type with torch's formula, operands broadcast and
-// promoted as torch's TensorIterator does.
+// threshold_backward on contiguous same-shape float32 / float64 operands runs on a row loop
+// of kernels/cpu/simd.cc. Large contiguous float32 / bfloat16 gradients of gelu, silu,
+// hardswish, mish, elu and leaky_relu run on oneDNN's eltwise backward primitives; everything else
+// is an element loop over (grad_output, self) in the opmath type with torch's formula, operands
+// broadcast and promoted as torch's TensorIterator does.
 #include <cmath>
 #include <string>
 

@@ -165,7 +165,7 @@ inline Tensor OneDnnEltwiseBackward(const Tensor& grad, const Tensor& src, dnnl:
 }
 
 // out = self <= th ? 0 : grad over dense float32 / float64 operands laid out alike (th already
-// in their type; NaN self passes grad through; out laid out alike) on kernels/simd.cc's row
+// in their type; NaN self passes grad through; out laid out alike) on kernels/cpu/simd.cc's row
 // loop, in chunks across threads: threshold_backward, and relu with grad = self. False when the
 // operands are not such.
 inline bool ThresholdRows(const Tensor& grad, const Tensor& self, double th, Tensor* out) {

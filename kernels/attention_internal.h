@@ -3,7 +3,7 @@
 //
 // Both kernels compute in `Acc` (float for float32, bfloat16 and float16; double for
 // float64) on row-major tiles: inner products by GEMM on tiles (oneDNN's sgemm for float,
-// Eigen for double), the softmax rows by the vector loops of attention_vec.cc.
+// Eigen for double), the softmax rows by the vector loops of cpu/attention_vec.cc.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 namespace tb::kernels::attn {
 
-// ---- row loops (attention_vec.cc: AVX-512, AVX2 or scalar, picked once per process) ------
+// ---- row loops (cpu/attention_vec.cc: AVX-512, AVX2 or scalar, picked once per process) ------
 
 // max of x[0, n) (-inf for n = 0; NaN is not propagated).
 float RowMax(const float* x, int64_t n);
@@ -41,7 +41,7 @@ void SoftmaxGradRow(double* dp, const double* p, int64_t n, double d);
 // the CPU's features capped by the environment variable TB_MAX_CPU_ISA ("sse2", "avx2").
 int VectorWidth();
 
-// ---- GEMM on tiles (attention_gemm.cc) -----------------------------------------------------
+// ---- GEMM on tiles (cpu/attention_gemm.cc) -----------------------------------------------------
 
 // c[m, n] = alpha * op(a) @ op(b) + beta * c, row-major; op(a) is [m, k] (a stored [k, m]
 // when ta), op(b) is [k, n] (b stored [n, k] when tb); leading dimensions in elements.

@@ -1,6 +1,6 @@
 // Arithmetic: aten::add, sub, rsub, mul, div (true, "trunc" and "floor" rounding),
 // true_divide and floor_divide, with their Scalar, in-place and out= overloads. Types promote
-// as torch's do (kernels/tensor_ops.h); Half/BFloat16 compute in float and round once.
+// as torch's do (kernels/promote_broadcast.h); Half/BFloat16 compute in float and round once.
 #include <optional>
 #include <string>
 #include <type_traits>

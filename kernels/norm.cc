@@ -1,7 +1,7 @@
 // Normalisation: aten::native_layer_norm (+ backward) and aten::native_group_norm
 // (+ backward). Batch norm lives in norm_batch.cc.
 //
-// float32 layer norm forward runs on a fused row kernel (kernels/simd.cc), its backward on
+// float32 layer norm forward runs on a fused row kernel (kernels/cpu/simd.cc), its backward on
 // oneDNN's layer_normalization primitive;
 // other dtypes, group norm and the cases oneDNN refuses run on loops that accumulate in double
 // and parallelise over rows / groups. Statistics (mean, rstd) come back in the "parameter
@@ -96,7 +96,7 @@ std::tuple<Tensor, Tensor, Tensor> NativeLayerNorm(const Tensor& input,
   Tensor x = input.contiguous();
   Tensor out = Tensor::Empty(input.shape(), input.dtype());
   if (m > 0 && n > 0 && input.dtype() == DType::kFloat32 && AllF32({&weight, &bias})) {
-    // float32: one fused pass per row (kernels/simd.cc), rows in parallel.
+    // float32: one fused pass per row (kernels/cpu/simd.cc), rows in parallel.
     Tensor wc = weight ? weight->contiguous() : Tensor(), bc = bias ? bias->contiguous() : Tensor();
     const float* pw = weight ? wc.data_as<const float>() : nullptr;
     const float* pb = bias ? bc.data_as<const float>() : nullptr;

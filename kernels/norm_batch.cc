@@ -2,7 +2,7 @@
 // (+ .no_stats) and _native_batch_norm_legit_no_training.
 //
 // Contiguous float32 / float64 training forward and backward (both modes) run on the loops of
-// kernels/norm_batch_fast.cc. Other float32 ones run on oneDNN's batch_normalization
+// kernels/cpu/norm_batch_fast.cc. Other float32 ones run on oneDNN's batch_normalization
 // primitives (the backward gets the training statistics back as mean and 1 / invstd^2 with
 // epsilon 0; in evaluation it uses the running ones as global statistics); evaluation
 // forward and other dtypes run on loops that accumulate in double, one channel per task. In
@@ -106,7 +106,7 @@ void UpdateRunningStats(const std::optional<Tensor>& running_mean,
   }
 }
 
-// y = x * scale + shift over one plane, in the opmath type A (float runs on kernels/simd.cc).
+// y = x * scale + shift over one plane, in the opmath type A (float runs on kernels/cpu/simd.cc).
 template <typename T, typename A>
 void ScaleShift(const T* x, T* y, int64_t n, A scale, A shift) {
   for (int64_t j = 0; j < n; ++j) {

@@ -1,5 +1,5 @@
 // Private to kernels/norm_batch*.cc: the float32 / float64 loops of batch norm on contiguous
-// tensors (kernels/norm_batch_fast.cc).
+// tensors (kernels/cpu/norm_batch_fast.cc).
 #pragma once
 
 #include <cstdint>

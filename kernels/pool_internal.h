@@ -98,7 +98,7 @@ inline PoolGeom WindowGeom(const char* op, const Tensor& self, int64_t nsp,
   return g;
 }
 
-// ---- vector loops of 2-d max pooling (kernels/pool_max_vec.cc), float32 / float64 --------
+// ---- vector loops of 2-d max pooling (kernels/cpu/pool_max_vec.cc), float32 / float64 --------
 // Their results are the scalar loop's: per lane, a value replaces the maximum when greater or
 // NaN. Positions are flat within a plane, which must have fewer than 2^31 elements.
 

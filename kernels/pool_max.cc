@@ -6,7 +6,7 @@
 // positions within a plane (d * H * W + h * W + w). 2-d pooling of all but the 16-bit float
 // types takes fast paths with the same results: row-major planes with dilation 1 along W run
 // their interior output columns without clipping, float32 / float64 ones on SSE2 / AVX2
-// vectors over output columns (kernels/pool_max_vec.cc); channels-last inputs run on vectors
+// vectors over output columns (kernels/cpu/pool_max_vec.cc); channels-last inputs run on vectors
 // over channels and give channels-last outputs, as torch's kernel. The backward zeroes and
 // scatters into the gradient one plane (channels-last: one image) per task.
 #include <algorithm>

@@ -28,7 +28,7 @@ struct SumReducer {
   using Acc = kernels::sum_acc_t<T>;
   using Out = sum_out_t<T>;
   static constexpr bool kPairwise = true;
-  // float and double rows run on the ISA-dispatched pairwise loop (kernels/simd.cc).
+  // float and double rows run on the ISA-dispatched pairwise loop (kernels/cpu/simd.cc).
   static constexpr bool kRowKernel =
       kKind != SumKind::kNanSum && (std::is_same_v<T, float> || std::is_same_v<T, double>);
   Out* out;

@@ -1,4 +1,5 @@
-// Private to kernels/: what the ISA-dispatched vector files (simd.cc, pool_max_vec.cc) share.
+// Private to kernels/: what the ISA-dispatched vector files of kernels/cpu/ (simd.cc,
+// pool_max_vec.cc, attention_vec.cc, attention_gemm.cc) share.
 // Include it in a .cc file only: it turns off GCC's note about vector arguments' ABI, true for
 // those files, whose vectors pass by value between their own inline functions and never cross
 // the library's ABI.

@@ -2,7 +2,7 @@
 // training forward (statistics + normalisation) and the backward.
 //
 // An input [n, c, s...] is n x c planes of s elements. With planes of at least kPlaneMin
-// elements, one task per channel reads its n planes with the row loops of kernels/simd.cc
+// elements, one task per channel reads its n planes with the row loops of kernels/cpu/simd.cc
 // (sums in double lanes), then writes its outputs while they are still in cache. Smaller
 // planes (BatchNorm1d's [n, c]) are summed row by row into one double accumulator per
 // (channel, position), the rows split across threads, and the element-wise pass runs row

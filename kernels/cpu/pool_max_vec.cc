@@ -214,7 +214,7 @@ int64_t PixelBase(const PixelArgs<T>& a) {
 }
 
 // The AVX2 version where the CPU has AVX2 and the environment variable TB_MAX_CPU_ISA (as
-// for kernels/simd.cc) is not "sse2".
+// for kernels/cpu/simd.cc) is not "sse2".
 template <typename T>
 Fns<T> Pick() {
 #if TB_X86_DISPATCH

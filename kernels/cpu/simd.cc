@@ -1,4 +1,4 @@
-// Hot float row loops in several ISA versions (see kernels/simd_internal.h).
+// Hot float row loops in several ISA versions (see kernels/cpu/simd_internal.h).
 //
 // Each loop is written once, as a template over the vector register width in bytes (16: SSE2,
 // 32: AVX2, 64: AVX-512), and instantiated inside functions compiled for that ISA

@@ -1,4 +1,4 @@
-// Private to kernels/: hot float row loops compiled for several x86-64 ISAs (kernels/simd.cc).
+// Private to kernels/: hot float row loops compiled for several x86-64 ISAs (kernels/cpu/simd.cc).
 //
 // The library is built for the x86-64 baseline (SSE2). The functions here are built in
 // AVX-512, AVX2 and baseline versions and the loader picks the best the CPU has (GCC/Clang

@@ -1,6 +1,6 @@
 // Tests for the CPU kernels (kernels/binary.cc, kernels/matmul.cc, kernels/activation.cc),
 // called the way users reach them, through OpTable::Global().Call(...), and for
-// kernels/onednn.h.
+// kernels/onednn/onednn.h.
 #include <gtest/gtest.h>
 
 #include <algorithm>

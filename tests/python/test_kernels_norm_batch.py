@@ -1,4 +1,4 @@
-"""Batch norm's float32 / float64 loops (kernels/norm_batch_fast.cc) and threshold_backward's
+"""Batch norm's float32 / float64 loops (kernels/cpu/norm_batch_fast.cc) and threshold_backward's
 row loop, against torch's CPU kernels: planes below and above the plane-by-plane size (16),
 2-d inputs, sizes with a tail after the 16-lane blocks, sizes where the loops split across
 threads, a mean far from the first element (the second statistics pass), evaluation-mode

@@ -1,4 +1,4 @@
-"""Max pooling's fast paths (kernels/pool_max.cc, kernels/pool_max_vec.cc) against torch.
+"""Max pooling's fast paths (kernels/pool_max.cc, kernels/cpu/pool_max_vec.cc) against torch.
 
 aten::max_pool2d_with_indices runs row-major planes on a loop over interior output columns
 (vectors of 4 / 8 float32 or 2 / 4 float64 columns, SSE2 / AVX2), with clipped windows at the

@@ -1,6 +1,6 @@
 """Shape, view, copy, indexing, scatter/gather, factory and padding kernels against torch.
 
-Kernels: kernels/shape.cc, shape_ops.cc, copy.cc, index.cc, index_mask.cc, scatter.cc,
+Kernels: kernels/shape_views.cc, shape_copies.cc, copy.cc, index.cc, index_mask.cc, scatter.cc,
 factory.cc, pad.cc. Each OpInfo of the family runs its CPU samples through the table
 (TableMode) for float32, float64, int64 and bool and must pass at least 95% of them.
 Targeted tests check that view ops alias their input, that in-place ops refuse read-only

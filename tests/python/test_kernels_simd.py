@@ -1,4 +1,4 @@
-"""The ISA-dispatched row loops (kernels/simd.cc) against torch, and across ISA versions.
+"""The ISA-dispatched row loops (kernels/cpu/simd.cc) against torch, and across ISA versions.
 
 The library builds its hot float loops for SSE2, AVX2 and AVX-512 and picks one at first use;
 TB_MAX_CPU_ISA caps the choice. Each version must give the same bits (the loops are written
