@@ -24,7 +24,7 @@
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/promote_broadcast.h"
 
 // float32 and float64 only (the dtypes torch's histogram kernels serve on the CPU).
 #define TB_TYPES_F32_F64_(...)                    \

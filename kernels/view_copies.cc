@@ -15,7 +15,7 @@
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
@@ -248,7 +248,7 @@ Tensor ChannelShuffle(const Tensor& self, int64_t groups) {
 
 }  // namespace
 
-TB_REGISTER_KERNELS(shape_copy) {
+TB_REGISTER_KERNELS(view_copies) {
   const DeviceType cpu = DeviceType::kCPU;
   static const char* const kViews[][2] = {
       {"aten::view_copy", "aten::view"},
