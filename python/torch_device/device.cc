@@ -251,21 +251,14 @@ std::vector<int> WrittenReturns(const c10::FunctionSchema& schema) {
   return out;
 }
 
-std::mutex g_ops_mu;
-std::unordered_map<const c10::FunctionSchema*, OpEntry> g_ops;  // guarded by g_ops_mu
-
-const OpEntry& EntryFor(const c10::OperatorHandle& op) {
-  const c10::FunctionSchema* key = &op.schema();
-  std::lock_guard<std::mutex> lock(g_ops_mu);
-  auto it = g_ops.find(key);
-  if (it != g_ops.end()) return it->second;
+OpEntry MakeEntry(const c10::FunctionSchema& schema) {
   OpEntry e;
-  const auto& name = op.schema().operator_name();
+  const auto& name = schema.operator_name();
   e.id = tb::OpTable::Global().Intern(
       name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
-  for (const auto& a : op.schema().arguments()) e.kinds.push_back(KindOf(a.real_type()));
-  e.returns_arg = WrittenReturns(op.schema());
-  return g_ops.emplace(key, std::move(e)).first->second;
+  for (const auto& a : schema.arguments()) e.kinds.push_back(KindOf(a.real_type()));
+  e.returns_arg = WrittenReturns(schema);
+  return e;
 }
 
 tb::Value ToValue(const c10::IValue& v, ArgKind kind) {
@@ -355,30 +348,44 @@ c10::IValue FromValue(const tb::Value& v) {
   }
 }
 
-// The boxed kernel every table op is registered with: one conversion each way, the kernel in
-// between. The arguments (tensors over PrivateUse1 or CPU memory) stay on torch's stack until
-// the results are pushed, which keeps in-place outputs the very tensors passed in.
-void TableKernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
-  const OpEntry& e = EntryFor(op);
-  const size_t n = e.kinds.size();
-  const size_t first = stack->size() - n;
-  tb::Stack s;
-  s.reserve(n);
-  for (size_t i = 0; i < n; ++i) s.push_back(ToValue((*stack)[first + i], e.kinds[i]));
-  try {
-    tb::OpTable::Global().Call(e.id, s);
-  } catch (const std::exception& ex) {
-    TORCH_CHECK(false, op.schema().name(), " (tensorbridge table): ", ex.what());
+// The boxed kernel of one table op: one conversion each way, the kernel in between. The
+// arguments (tensors over PrivateUse1 or CPU memory) stay on torch's stack until the results
+// are pushed, which keeps in-place outputs the very tensors passed in.
+class TableOp final : public c10::OperatorKernel {
+ public:
+  explicit TableOp(OpEntry entry) : e_(std::move(entry)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    const size_t n = e_.kinds.size();
+    const size_t first = stack->size() - n;
+    tb::Stack s;
+    s.reserve(n);
+    for (size_t i = 0; i < n; ++i) s.push_back(ToValue((*stack)[first + i], e_.kinds[i]));
+    try {
+      tb::OpTable::Global().Call(e_.id, s);
+    } catch (const std::exception& ex) {
+      TORCH_CHECK(false, op.schema().name(), " (tensorbridge table): ", ex.what());
+    }
+    const size_t nret = e_.returns_arg.size();
+    if (nret == 1 && e_.returns_arg[0] < 0) {  // the common case: one new tensor
+      c10::IValue result = FromValue(s.at(0));
+      torch::jit::drop(*stack, n);
+      stack->push_back(std::move(result));
+      return;
+    }
+    std::vector<c10::IValue> results;
+    results.reserve(nret);
+    for (size_t r = 0; r < nret; ++r) {
+      const int arg = e_.returns_arg[r];
+      results.push_back(arg >= 0 ? (*stack)[first + arg] : FromValue(s.at(r)));
+    }
+    torch::jit::drop(*stack, n);
+    for (auto& r : results) stack->push_back(std::move(r));
   }
-  std::vector<c10::IValue> results;
-  results.reserve(e.returns_arg.size());
-  for (size_t r = 0; r < e.returns_arg.size(); ++r) {
-    const int arg = e.returns_arg[r];
-    results.push_back(arg >= 0 ? (*stack)[first + arg] : FromValue(s.at(r)));
-  }
-  torch::jit::drop(*stack, n);
-  for (auto& r : results) stack->push_back(std::move(r));
-}
+
+ private:
+  const OpEntry e_;
+};
 
 // ---- the fallback: torch's CPU kernel on zero-copy CPU views ---------------------------------
 
@@ -595,8 +602,8 @@ std::vector<std::string> RegisterTable(const std::vector<std::string>& only) {
     if (!id) continue;
     const tb::ServedBy by = table.Resolve(*id, tb::DeviceType::kCPU).served_by;
     if (by != tb::ServedBy::kKernel && by != tb::ServedBy::kComposite) continue;
-    lib->impl(qualified.substr(6).c_str(),
-              torch::CppFunction::makeFromBoxedFunction<&TableKernel>());
+    lib->impl(qualified.substr(6).c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                               std::make_unique<TableOp>(MakeEntry(schema))));
     done.push_back(qualified);
   }
   libs.push_back(std::move(lib));
