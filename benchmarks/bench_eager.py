@@ -5,6 +5,9 @@ Question: when a model's code calls torch functions (``torch.add(a, b)``, ``a @ 
 tiny tensors (where per-op overhead dominates: ``__torch_dispatch__``, argument unwrapping,
 the table call, wrapping the result) to large ones (where the kernel dominates)?
 
+Routes: ``tensorbridge.Tensor`` (the ``__torch_dispatch__`` subclass) and, where the build has
+it, the device route (``tensorbridge._device_route``: tensors on torch's ``PrivateUse1`` device
+named ``tensorbridge``, reached from torch's C++ dispatcher without Python; "dev" columns).
 Baselines, measured in the same run on the same values: plain torch eager on torch tensors
 (the floor), and torchax in eager mode (torch ops on ``torchax.tensor.Tensor``s inside
 ``torchax.default_env()``, each op run by JAX on the CPU; its time includes
@@ -20,12 +23,21 @@ the stage timers of python/src/eager.cc (``_C._eager_timing``) and the table's k
 (``_C.set_profiling``), beside torch eager and a do-nothing wrapper subclass (torch's own cost
 of dispatching into ``__torch_dispatch__``) measured in the same run. Per window of calls the
 timers are summed and divided by the calls; the window with the least total time is shown.
+The device route's 4x4 op is timed in the same windows.
 
-Usage: python benchmarks/bench_eager.py [--quick] [--repeats N] [--threads N] [--breakdown]
+``--models`` instead runs small ``transformers`` models (tensorbridge.zoo, size "small": hidden
+128, batch 2 x 32 tokens) eagerly: inference under ``no_grad`` and one training step (forward,
+loss, backward), torch eager vs the subclass (``tb.wrap_module``) vs the device route
+(``module_to_device``), each on its own copy of the same weights; ratios are torch's time over
+the route's (> 1.00x: the route is faster).
+
+Usage: python benchmarks/bench_eager.py [--quick] [--repeats N] [--threads N]
+       [--breakdown | --models]
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -55,8 +67,13 @@ ARGS = parse_args(
     quick_repeats=60,
     full_target_s=0.001,
     quick_target_s=0.001,
-    extra=lambda p: p.add_argument(
-        "--breakdown", action="store_true", help="per-step time of one 4x4 add and matmul"
+    extra=lambda p: (
+        p.add_argument(
+            "--breakdown", action="store_true", help="per-step time of one 4x4 add and matmul"
+        ),
+        p.add_argument(
+            "--models", action="store_true", help="small transformers models, eager, all routes"
+        ),
     ),
 )
 # Many ~1 ms windows: the minimum of short windows is the least disturbed on a shared machine.
@@ -74,6 +91,24 @@ INPUTS = {
 }
 
 TORCHAX, TX_ENV, TX_NOTE = import_torchax()
+
+
+def _load_device_route():
+    """(the _device_route module, None) or (None, why it is unavailable)."""
+    from tensorbridge import _device_route
+
+    if os.environ.get("TB_BENCH_NO_DEVICE"):
+        return None, "device route off (TB_BENCH_NO_DEVICE)"
+    if _device_route.library_path() is None:
+        return None, "device route not built (no torch CMake config at build time)"
+    try:
+        _device_route.load()
+    except Exception as e:
+        return None, f"device route failed to load: {type(e).__name__}: {e}"
+    return _device_route, None
+
+
+DEVICE, DEVICE_NOTE = _load_device_route()
 
 
 def _op(name):
@@ -97,6 +132,14 @@ def torch_eager(op: str, n: int):
 
 def tensorbridge_tensor(op: str, n: int):
     a, b = (tb.wrap(x.copy()) for x in INPUTS[n])
+    f = _op(op)
+    return lambda: f(a, b)
+
+
+def device_route(op: str, n: int):
+    if DEVICE is None:
+        return NA(DEVICE_NOTE)
+    a, b = (DEVICE.to_device(x.copy()) for x in INPUTS[n])
     f = _op(op)
     return lambda: f(a, b)
 
@@ -131,10 +174,13 @@ def torchax_eager_global(op: str, n: int):
     return lambda: f(a, b).jax().block_until_ready()
 
 
-def _check(op, n) -> str:
+def _check(op, n, route: str = "tb") -> str:
     try:
         want = torch_eager(op, n)()
-        got = tb.to_torch(tensorbridge_tensor(op, n)())
+        if route == "tb":
+            got = tb.to_torch(tensorbridge_tensor(op, n)())
+        else:
+            got = DEVICE.cpu_view(device_route(op, n)())
         tol = 1e-3 * max(1.0, want.abs().max().item())
         return "ok" if torch.allclose(got, want, atol=tol, rtol=1e-4) else "MISMATCH"
     except Exception as e:
@@ -150,7 +196,7 @@ def main() -> None:
     tracker = FallbackTracker()
     kw = dict(repeats=ARGS.repeats, target_s=ARGS.target_s, budget_s=BUDGET_S)
     rows = []
-    r_tb_torch, r_tx_tb, r_txg_tb = [], [], []
+    r_tb_torch, r_dev_torch, r_tx_tb, r_txg_tb = [], [], [], []
     for n in SIZES:
         for op in OPS:
             label = f"{op} {n}x{n}"
@@ -159,11 +205,14 @@ def main() -> None:
                     [
                         ("torch", lambda op=op, n=n: torch_eager(op, n)),
                         ("tb", lambda op=op, n=n: tensorbridge_tensor(op, n)),
+                        ("dev", lambda op=op, n=n: device_route(op, n)),
                         ("torchax", lambda op=op, n=n: torchax_eager(op, n)),
                     ],
                     **kw,
                 )
                 ok = _check(op, n) if not isinstance(t["tb"], NA) else "-"
+                if not isinstance(t["dev"], NA):
+                    ok += "/" + _check(op, n, "dev")
             t_torch, t_tb, t_tx = t["torch"], t["tb"], t["torchax"]
             # The environment stays entered while this variant is timed, so it cannot take
             # turns with the others (torch ops on plain tensors would run under its modes).
@@ -173,7 +222,9 @@ def main() -> None:
             else:
                 t_txg = NA(f"torchax unavailable: {TX_NOTE}")
             a, b, c = ratio(t_tb, t_torch), ratio(t_tx, t_tb), ratio(t_txg, t_tb)
+            d = ratio(t["dev"], t_torch)
             r_tb_torch.append(a)
+            r_dev_torch.append(d)
             r_tx_tb.append(b)
             r_txg_tb.append(c)
             rows.append(
@@ -182,9 +233,11 @@ def main() -> None:
                     t_torch,
                     t_tb,
                     fmt_median(t_tb),
+                    t["dev"],
                     t_tx,
                     t_txg,
                     a,
+                    d,
                     b,
                     c,
                     ok,
@@ -193,19 +246,21 @@ def main() -> None:
             )
             print(f"  measured {label}", file=sys.stderr, flush=True)
     print_table(
-        "per-op time, min of repeats; tb = tensorbridge.Tensor; torchax = eager, `with env` per op; "
-        "torchax(g) = env entered once",
+        "per-op time, min of repeats; tb = tensorbridge.Tensor; dev = the device route; "
+        "torchax = eager, `with env` per op; torchax(g) = env entered once",
         [
             "op",
             "torch",
             "tb",
             "(tb median)",
+            "dev",
             "torchax",
             "torchax(g)",
             "tb/torch",
+            "dev/torch",
             "torchax/tb",
             "torchax(g)/tb",
-            "tb result",
+            "tb/dev result",
             "tb fallbacks",
         ],
         rows,
@@ -217,9 +272,14 @@ def main() -> None:
         f"geomean torchax/tb: {fmt_ratio(geomean(r_tx_tb))}, torchax(g)/tb: {fmt_ratio(geomean(r_txg_tb))} "
         "(> 1.00x: tb faster)"
     )
+    print(f"geomean dev/torch: {fmt_ratio(geomean(r_dev_torch))}")
     for n in SIZES:
         sub = [r for r, row in zip(r_tb_torch, rows, strict=True) if row[0].endswith(f" {n}x{n}")]
-        print(f"  geomean tb/torch at {n}x{n}: {fmt_ratio(geomean(sub))}")
+        dev = [r for r, row in zip(r_dev_torch, rows, strict=True) if row[0].endswith(f" {n}x{n}")]
+        print(
+            f"  geomean at {n}x{n}: tb/torch {fmt_ratio(geomean(sub))}, "
+            f"dev/torch {fmt_ratio(geomean(dev))}"
+        )
     tracker.report()
 
 
@@ -272,10 +332,10 @@ def breakdown() -> None:
     )
     _NOOP_RESULT = _NoOp()
     noop_a, noop_b = _NoOp(), _NoOp()
-    calls = 2000
+    calls = 200  # windows of ~0.3-1 ms: shorter than a time slice on a loaded machine
     rows = []
     for op in ("add", "matmul"):
-        f_torch, f_tb = torch_eager(op, 4), tensorbridge_tensor(op, 4)
+        f_torch, f_tb, f_dev = torch_eager(op, 4), tensorbridge_tensor(op, 4), device_route(op, 4)
         f = _op(op)
         f_noop = lambda f=f: f(noop_a, noop_b)  # noqa: E731
         best: dict = {}
@@ -290,11 +350,14 @@ def breakdown() -> None:
             if "tb" not in best or tb_win["call"] < best["tb"]["call"]:
                 best["tb"] = tb_win
             best["tb_untimed"] = min(best.get("tb_untimed", 1e18), _window(f_tb, calls))
+            if not isinstance(f_dev, NA):
+                best["dev"] = min(best.get("dev", 1e18), _window(f_dev, calls))
         s = best["tb"]
         torch_side = s["call"] - s["total"]
         steps = [
             ("torch eager (the peer)", best["torch"]),
             ("torch into a no-op subclass (floor)", best["noop"]),
+            ("device route (PrivateUse1), for comparison", best.get("dev", f_dev)),
             ("tensorbridge, timers off", best["tb_untimed"]),
             ("tensorbridge, timers on", s["call"]),
             ("  torch: dispatch to __torch_dispatch__, return, result freed", torch_side),
@@ -315,6 +378,9 @@ def breakdown() -> None:
             ),
         ]
         for name, ns in steps:
+            if isinstance(ns, NA):
+                rows.append([f"{op} 4x4", name, ns, "", ""])
+                continue
             share = f"{ns / s['call'] * 100:.0f}%" if name.startswith("  ") else ""
             rows.append([f"{op} 4x4", name, f"{ns:.0f}", share, f"{ns / best['torch']:.2f}x"])
         rows.append(
@@ -329,5 +395,84 @@ def breakdown() -> None:
     )
 
 
+# ---- --models ---------------------------------------------------------------------------------
+
+MODELS = ["bert", "gpt2", "llama"]
+
+
+def _model_paths(name: str, train: bool):
+    """(label, make_fn) per route for one zoo model: inference under no_grad, or one step of
+    forward, loss and backward (gradients set to None first)."""
+    import copy
+
+    from tensorbridge import zoo
+
+    model, inputs = zoo.build(name, "small")
+
+    def runner(m, inp):
+        if not train:
+
+            def infer():
+                with torch.no_grad():
+                    return m(**inp)
+
+            return infer
+
+        def step():
+            m.zero_grad(set_to_none=True)
+            zoo.loss_of(m(**inp)).backward()
+
+        return step
+
+    def torch_path():
+        return runner(model, inputs)
+
+    def tb_path():
+        m = copy.deepcopy(model)
+        tb.wrap_module(m, copy=True)
+        return runner(m, {k: tb.wrap(v, copy=True) for k, v in inputs.items()})
+
+    def dev_path():
+        if DEVICE is None:
+            return NA(DEVICE_NOTE)
+        m = DEVICE.module_to_device(copy.deepcopy(model))
+        return runner(m, {k: DEVICE.to_device(v.clone()) for k, v in inputs.items()})
+
+    return [("torch", torch_path), ("tb", tb_path), ("dev", dev_path)]
+
+
+def models() -> None:
+    env_header(
+        "bench_eager --models: small transformers models eagerly, torch vs tensorbridge.Tensor "
+        "vs the device route",
+        ARGS,
+    )
+    kw = dict(repeats=max(5, ARGS.repeats // 10), target_s=0.05, budget_s=BUDGET_S * 4)
+    rows, r_tb, r_dev = [], [], []
+    for name in MODELS:
+        for train in (False, True):
+            label = f"{name} {'train step' if train else 'inference'}"
+            t = measure_interleaved(_model_paths(name, train), **kw)
+            a, b = ratio(t["torch"], t["tb"]), ratio(t["torch"], t["dev"])
+            r_tb.append(a)
+            r_dev.append(b)
+            rows.append([label, t["torch"], t["tb"], t["dev"], a, b])
+            print(f"  measured {label}", file=sys.stderr, flush=True)
+    print_table(
+        "small transformers models (hidden 128, batch 2 x 32), eager, min of repeats; "
+        "speed = torch's time / the route's (> 1.00x: faster than torch)",
+        ["model", "torch", "tb", "dev", "tb speed", "dev speed"],
+        rows,
+    )
+    print(
+        f"geomean speed vs torch eager: tb {fmt_ratio(geomean(r_tb))}, dev {fmt_ratio(geomean(r_dev))}"
+    )
+
+
 if __name__ == "__main__":
-    breakdown() if ARGS.ns.breakdown else main()
+    if ARGS.ns.breakdown:
+        breakdown()
+    elif ARGS.ns.models:
+        models()
+    else:
+        main()

@@ -11,6 +11,8 @@
 
 #include "dispatch/op_table.h"
 #include "py_common.h"
+// After Python.h (py_common.h): PyMemberDef, for the `_array` slot's offset.
+#include <structmember.h>
 
 namespace tb::py {
 
@@ -46,10 +48,11 @@ struct EagerState {
   py::object routed;
   std::array<py::object, kNumDTypes> torch_dtypes;  // DType -> torch.dtype (unset: none)
   py::str array_attr{"_array"};
-  py::object cpu;                                 // torch.device("cpu")
-  py::tuple contiguous_kwnames;                   // ("dtype", "device")
-  py::tuple wrapper_kwnames;                      // ("strides", "dtype", "device") for a vectorcall
-  py::tuple strides_kwnames;                      // ("strides",)
+  Py_ssize_t array_offset = 0;   // of tensorbridge.Tensor's `_array` slot in its instances
+  py::object cpu;                // torch.device("cpu")
+  py::tuple contiguous_kwnames;  // ("dtype", "device")
+  py::tuple wrapper_kwnames;     // ("strides", "dtype", "device") for a vectorcall
+  py::tuple strides_kwnames;     // ("strides",)
   std::unordered_map<PyObject*, FuncInfo> funcs;  // holds a reference to each func key
 };
 
@@ -138,13 +141,11 @@ bool Unwrap(py::handle obj, Value* out) {
   EagerState& st = State();
   PyTypeObject* type = Py_TYPE(obj.ptr());
   if (PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(st.tensor_cls.ptr()))) {
-    // `_array` is an instance attribute: read from the instance dict, without the attribute
-    // lookup through torch.Tensor's class hierarchy (the generic lookup is the fallback).
-    PyObject** dict = _PyObject_GetDictPtr(obj.ptr());
-    PyObject* found = dict != nullptr && *dict != nullptr
-                          ? PyDict_GetItemWithError(*dict, st.array_attr.ptr())  // borrowed
-                          : nullptr;
-    if (found == nullptr && PyErr_Occurred()) throw py::error_already_set();
+    // `_array` is a slot of tensorbridge.Tensor: read at its offset, without the attribute
+    // lookup through torch.Tensor's class hierarchy (an unset slot takes the generic lookup,
+    // whose AttributeError names it).
+    PyObject* found = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj.ptr()) +
+                                                    st.array_offset);  // borrowed
     py::object arr =
         found != nullptr
             ? py::reinterpret_borrow<py::object>(found)
@@ -309,10 +310,10 @@ py::object Wrap(const Value& v) {
     }
     if (!obj) throw py::error_already_set();
     Lap(kWrapMake, &since);
-    py::object array = py::cast(PyArray{t});
-    if (PyObject_SetAttr(obj.ptr(), st.array_attr.ptr(), array.ptr()) != 0) {
-      throw py::error_already_set();
-    }
+    // The new object's `_array` slot is empty: the reference moves into it.
+    PyObject** slot =
+        reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj.ptr()) + st.array_offset);
+    Py_XSETREF(*slot, py::cast(PyArray{t}).release().ptr());
     Lap(kWrapAttach, &since);
     return obj;
   }
@@ -446,6 +447,15 @@ void BindEager(py::module_& m) {
                           py::object traced, py::object metadata, py::object stand_in) {
     EagerState& st = State();
     st.tensor_cls = tensor_cls;
+    // The `_array` slot's member descriptor gives its offset in the instance.
+    PyObject* descr = PyDict_GetItemString(
+        reinterpret_cast<PyTypeObject*>(tensor_cls.ptr())->tp_dict, "_array");  // borrowed
+    TB_CHECK(descr != nullptr && Py_TYPE(descr) == &PyMemberDescr_Type, TypeError)
+        << "tensorbridge.Tensor must declare __slots__ = ('_array',)";
+    const PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(descr)->d_member;
+    TB_CHECK(member->type == T_OBJECT_EX, TypeError)
+        << "tensorbridge.Tensor._array: not an object slot";
+    st.array_offset = member->offset;
     st.torch_tensor = torch_tensor;
     st.parameter = py::module_::import("torch").attr("nn").attr("Parameter");
     st.stand_in = stand_in;

@@ -80,6 +80,9 @@ class Tensor(torch.Tensor):
 
     # The data: an Array over the foreign memory. While torch.compile traces (AOT autograd
     # with fake tensors) a Tensor holds only `_inner`, the traced stand-in of that memory.
+    # A slot, not an instance-dict entry: the eager path (python/src/eager.cc) reads and writes
+    # it at its offset, and a result of an op needs no instance dict.
+    __slots__ = ("_array",)
     _array: _C.Array | None
     _inner_cache: torch.Tensor | None = None  # set only on tensors that tracing has met
     # The framework whose memory tb.wrap / wrap_module wrapped ("numpy", "torch", "jax"), kept
