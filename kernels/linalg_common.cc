@@ -1,5 +1,7 @@
 // The checks and batch helpers of kernels/linalg_internal.h, aten::_linalg_check_errors and
 // aten::linalg_cross.
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "dispatch/op_table.h"
@@ -60,10 +62,66 @@ Tensor ColMajor(IntArrayRef batch, int64_t rows, int64_t cols, DType dtype) {
 
 Tensor ColMajorCopy(const Tensor& a) { return ColMajorCopy(a, BatchShape(a)); }
 
+namespace {
+
+// dst (cols x rows, row-major) = src (rows x cols, row-major) transposed, in 32 x 32 tiles.
+template <typename T>
+void TransposeTiles(const T* src, T* dst, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 32;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const int64_t i1 = std::min(rows, i0 + kTile);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t j1 = std::min(cols, j0 + kTile);
+      for (int64_t j = j0; j < j1; ++j) {
+        for (int64_t i = i0; i < i1; ++i) dst[j * rows + i] = src[i * cols + j];
+      }
+    }
+  }
+}
+
+// True when `a` is a batch of column-major matrices one after another (what ColMajor makes).
+bool IsColMajorBatch(const Tensor& a) {
+  const int64_t nd = a.ndim(), r = a.size(-2), c = a.size(-1);
+  if ((c > 1 && a.stride(nd - 1) != r) || (r > 1 && a.stride(nd - 2) != 1)) return false;
+  int64_t expected = r * c;
+  for (int64_t d = nd - 3; d >= 0; --d) {
+    if (a.size(d) != 1 && a.stride(d) != expected) return false;
+    expected *= a.size(d);
+  }
+  return true;
+}
+
+}  // namespace
+
 Tensor ColMajorCopy(const Tensor& a, IntArrayRef batch) {
-  Tensor out = ColMajor(batch, a.size(-2), a.size(-1), a.dtype());
-  out.copy_from(a);
+  const int64_t rows = a.size(-2), cols = a.size(-1);
+  Tensor out = ColMajor(batch, rows, cols, a.dtype());
+  const bool same_batch = IntArrayRef(BatchShape(a)) == batch;
+  if (same_batch && IsColMajorBatch(a)) {
+    std::memcpy(out.mutable_data(), a.data(), static_cast<size_t>(a.nbytes()));
+  } else if (same_batch && a.is_contiguous() && (a.element_size() == 4 || a.element_size() == 8)) {
+    const int64_t nb = BatchCount(batch), mat = rows * cols;
+    for (int64_t b = 0; b < nb; ++b) {
+      if (a.element_size() == 4) {
+        TransposeTiles(a.data_as<const uint32_t>() + b * mat, out.data_as<uint32_t>() + b * mat,
+                       rows, cols);
+      } else {
+        TransposeTiles(a.data_as<const uint64_t>() + b * mat, out.data_as<uint64_t>() + b * mat,
+                       rows, cols);
+      }
+    }
+  } else {
+    out.copy_from(a);
+  }
   return out;
+}
+
+ReadOperand ReadOnly(const Tensor& a, IntArrayRef batch) {
+  if (IntArrayRef(BatchShape(a)) == batch) {
+    if (IsColMajorBatch(a)) return {a, false};
+    if (a.is_contiguous()) return {a, true};
+  }
+  return {ColMajorCopy(a, batch), false};
 }
 
 Tensor Int32Zeros(IntArrayRef shape) { return Tensor::Zeros(shape, DType::kInt32); }

@@ -151,6 +151,14 @@ Tensor ColMajor(IntArrayRef batch, int64_t rows, int64_t cols, DType dtype);
 // new batch of column-major matrices.
 Tensor ColMajorCopy(const Tensor &a);
 Tensor ColMajorCopy(const Tensor &a, IntArrayRef batch);
+// A batch of matrices a routine only reads and can take transposed (trsm): `a` itself when it
+// is C-contiguous (its memory is the column-major A^T: transposed = true) or already a column-
+// major batch, and of batch shape `batch`; otherwise a column-major copy.
+struct ReadOperand {
+  Tensor t;
+  bool transposed = false;
+};
+ReadOperand ReadOnly(const Tensor& a, IntArrayRef batch);
 // Zeros of shape `shape`, int32 (LAPACK's info and pivots).
 Tensor Int32Zeros(IntArrayRef shape);
 

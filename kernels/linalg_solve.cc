@@ -204,16 +204,19 @@ Tensor TriangularSolve(const Tensor& a, const Tensor& b, bool upper, bool left, 
       << " (" << n << "x" << n << " and " << b.size(-2) << "x" << b.size(-1) << ")";
   const Dims batch = BroadcastBatch(a, b, op);
   const int64_t nb = BatchCount(batch), m = b.size(-2), k = b.size(-1);
-  Tensor ac = ColMajorCopy(a, batch);
+  // A C-contiguous A is read in place as the column-major A^T: op(A) = op'(A^T), the other
+  // triangle.
+  const ReadOperand ac = ReadOnly(a, batch);
+  const bool up = upper != ac.transposed, tr = transpose != ac.transposed;
   Tensor x = ColMajorCopy(b, batch);
   ForFloat(a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (m == 0 || k == 0) return;
-    const T* ap = ac.data_as<const T>();
+    const T* ap = ac.t.data_as<const T>();
     T* xp = x.data_as<T>();
     for (int64_t i = 0; i < nb; ++i) {
-      trsm(left ? 'L' : 'R', upper ? 'U' : 'L', transpose ? 'T' : 'N', unitriangular ? 'U' : 'N', m,
-           k, ap + i * n * n, n, xp + i * m * k, m);
+      trsm(left ? 'L' : 'R', up ? 'U' : 'L', tr ? 'T' : 'N', unitriangular ? 'U' : 'N', m, k,
+           ap + i * n * n, n, xp + i * m * k, m);
     }
   });
   return x;
