@@ -18,14 +18,18 @@
 #include "bridge/error.h"
 #include "bridge/tensor.h"
 
-// BLAS triangular solve (lapack.h declares LAPACK only).
+// BLAS products and triangular solves (lapack.h declares LAPACK only).
 extern "C" {
-void strsm_(const char *side, const char *uplo, const char *transa, const char *diag,
-            const lapack_int *m, const lapack_int *n, const float *alpha, const float *a,
-            const lapack_int *lda, float *b, const lapack_int *ldb, size_t, size_t, size_t, size_t);
-void dtrsm_(const char *side, const char *uplo, const char *transa, const char *diag,
-            const lapack_int *m, const lapack_int *n, const double *alpha, const double *a,
-            const lapack_int *lda, double *b, const lapack_int *ldb, size_t, size_t, size_t,
+void strsm_(const char* side, const char* uplo, const char* transa, const char* diag,
+            const lapack_int* m, const lapack_int* n, const float* alpha, const float* a,
+            const lapack_int* lda, float* b, const lapack_int* ldb, size_t, size_t, size_t, size_t);
+void dgemm_(const char* transa, const char* transb, const lapack_int* m, const lapack_int* n,
+            const lapack_int* k, const double* alpha, const double* a, const lapack_int* lda,
+            const double* b, const lapack_int* ldb, const double* beta, double* c,
+            const lapack_int* ldc, size_t, size_t);
+void dtrsm_(const char* side, const char* uplo, const char* transa, const char* diag,
+            const lapack_int* m, const lapack_int* n, const double* alpha, const double* a,
+            const lapack_int* lda, double* b, const lapack_int* ldb, size_t, size_t, size_t,
             size_t);
 }
 
@@ -113,15 +117,22 @@ TB_LAPACK_PAIR_(gelss, TB_P_,
 #undef TB_P_
 #undef TB_LAPACK_PAIR_
 
-inline void trsm(char side, char uplo, char trans, char diag, Int m, Int n, const float *a, Int lda,
-                 float *b, Int ldb) {
+inline void trsm(char side, char uplo, char trans, char diag, Int m, Int n, const float* a, Int lda,
+                 float* b, Int ldb) {
   const float one = 1;
   strsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
 }
-inline void trsm(char side, char uplo, char trans, char diag, Int m, Int n, const double *a,
-                 Int lda, double *b, Int ldb) {
+inline void trsm(char side, char uplo, char trans, char diag, Int m, Int n, const double* a,
+                 Int lda, double* b, Int ldb) {
   const double one = 1;
   dtrsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
+}
+
+// C = A B for column-major n x n double matrices (BLAS dgemm).
+inline void Gemm(Int n, const double* a, const double* b, double* c) {
+  const double one = 1, zero = 0;
+  const char no = 'N';
+  dgemm_(&no, &no, &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n, 1, 1);
 }
 
 // The optimal workspace a query (lwork = -1) reported, at least 1.
@@ -135,12 +146,12 @@ inline Int Lwork(T query) {
 // Raises for what the linear algebra kernels refuse: a device other than the host, fewer than two
 // dims, a dtype other than float32 / float64 (complex: NotImplementedError), and with `square`
 // matrices that are not square. `op` is torch's name for the function ("linalg.cholesky").
-void CheckMatrix(const Tensor &a, const char *op, bool square = false, const char *arg = "A");
+void CheckMatrix(const Tensor& a, const char* op, bool square = false, const char* arg = "A");
 // Raises unless `t` has `a`'s dtype (a second operand: B, tau, ...).
-void CheckSameDType(const Tensor &a, const Tensor &t, const char *op, const char *arg);
+void CheckSameDType(const Tensor& a, const Tensor& t, const char* op, const char* arg);
 
 // The batch dims of a matrix tensor (all but the last two) and their product.
-Dims BatchShape(const Tensor &a);
+Dims BatchShape(const Tensor& a);
 int64_t BatchCount(IntArrayRef batch);
 // `batch` followed by `tail`.
 Dims Concat(IntArrayRef batch, std::initializer_list<int64_t> tail);
@@ -149,8 +160,8 @@ Dims Concat(IntArrayRef batch, std::initializer_list<int64_t> tail);
 Tensor ColMajor(IntArrayRef batch, int64_t rows, int64_t cols, DType dtype);
 // `a` (any strides, broadcast to batch + its matrix shape when `batch` is given) copied into a
 // new batch of column-major matrices.
-Tensor ColMajorCopy(const Tensor &a);
-Tensor ColMajorCopy(const Tensor &a, IntArrayRef batch);
+Tensor ColMajorCopy(const Tensor& a);
+Tensor ColMajorCopy(const Tensor& a, IntArrayRef batch);
 // A batch of matrices a routine only reads and can take transposed (trsm): `a` itself when it
 // is C-contiguous (its memory is the column-major A^T: transposed = true) or already a column-
 // major batch, and of batch shape `batch`; otherwise a column-major copy.
@@ -165,9 +176,9 @@ Tensor Int32Zeros(IntArrayRef shape);
 // Zeroes the strictly lower (upper = true) or strictly upper triangle of each column-major
 // matrix in `a` (rows x cols, leading dimension rows), leaving the diagonal.
 template <typename T>
-void KeepTriangle(T *a, int64_t batch, int64_t rows, int64_t cols, bool upper) {
+void KeepTriangle(T* a, int64_t batch, int64_t rows, int64_t cols, bool upper) {
   for (int64_t b = 0; b < batch; ++b) {
-    T *m = a + b * rows * cols;
+    T* m = a + b * rows * cols;
     for (int64_t j = 0; j < cols; ++j) {
       if (upper) {
         for (int64_t i = j + 1; i < rows; ++i) m[j * rows + i] = T(0);
@@ -180,11 +191,11 @@ void KeepTriangle(T *a, int64_t batch, int64_t rows, int64_t cols, bool upper) {
 
 // Raises torch's error for the first nonzero LAPACK info in `info` (int32, one per matrix of a
 // batch), as aten::_linalg_check_errors does for `api` ("torch.linalg.cholesky_ex").
-void CheckErrors(const Tensor &info, const std::string &api, bool is_matrix);
+void CheckErrors(const Tensor& info, const std::string& api, bool is_matrix);
 
 // Runs f(float{}) or f(double{}) for a float32 / float64 dtype (CheckMatrix has refused others).
 template <typename F>
-void ForFloat(DType dtype, F &&f) {
+void ForFloat(DType dtype, F&& f) {
   if (dtype == DType::kFloat32) {
     f(float{});
   } else {
