@@ -194,14 +194,13 @@ std::tuple<Tensor, Tensor> LinalgQr(const Tensor& a, const std::string& mode) {
   const int64_t qcols = complete ? m : k, rrows = complete ? m : k;
   // One buffer wide enough for A (n columns) and for Q (qcols columns).
   const int64_t w = std::max(n, qcols);
-  Tensor buf = ColMajor(batch, m, w, a.dtype());
+  Tensor buf = w == n ? ColMajorCopy(a) : ColMajor(batch, m, w, a.dtype());
+  if (w != n) buf.slice(buf.ndim() - 1, 0, n).copy_from(a);
   Tensor tau = Tensor::Empty(Concat(batch, {k}), a.dtype());
   Tensor r = ColMajor(batch, rrows, n, a.dtype());
   ForFloat(a.dtype(), [&](auto t) {
     using T = decltype(t);
     T* p = buf.data_as<T>();
-    const int64_t nd = buf.ndim();
-    buf.slice(nd - 1, 0, n).copy_from(a);
     // geqrf per matrix: the buffer's matrices are m * w apart.
     if (k > 0) {
       T query;
