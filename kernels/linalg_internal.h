@@ -39,83 +39,85 @@ using Int = lapack_int;
 
 // ---- LAPACK / BLAS by element type ------------------------------------------------------------
 // Each forwards its arguments by value to the Fortran routine of the same name (s or d prefix).
+// clang-format off
 #define TB_LAPACK_PAIR_(NAME, PARAMS, ARGS)                \
   inline void NAME(PARAMS(float)) { LAPACK_s##NAME ARGS; } \
   inline void NAME(PARAMS(double)) { LAPACK_d##NAME ARGS; }
 
 // Cholesky: potrf / potrs / potri.
-#define TB_P_(T) char uplo, Int n, T *a, Int lda, Int *info
+#define TB_P_(T) char uplo, Int n, T* a, Int lda, Int* info
 TB_LAPACK_PAIR_(potrf, TB_P_, (&uplo, &n, a, &lda, info))
 TB_LAPACK_PAIR_(potri, TB_P_, (&uplo, &n, a, &lda, info))
 #undef TB_P_
-#define TB_P_(T) char uplo, Int n, Int nrhs, const T *a, Int lda, T *b, Int ldb, Int *info
+#define TB_P_(T) char uplo, Int n, Int nrhs, const T* a, Int lda, T* b, Int ldb, Int* info
 TB_LAPACK_PAIR_(potrs, TB_P_, (&uplo, &n, &nrhs, a, &lda, b, &ldb, info))
 #undef TB_P_
 // LU: getrf / getrs.
-#define TB_P_(T) Int m, Int n, T *a, Int lda, Int *ipiv, Int *info
+#define TB_P_(T) Int m, Int n, T* a, Int lda, Int* ipiv, Int* info
 TB_LAPACK_PAIR_(getrf, TB_P_, (&m, &n, a, &lda, ipiv, info))
 #undef TB_P_
 #define TB_P_(T) \
-  char trans, Int n, Int nrhs, const T *a, Int lda, const Int *ipiv, T *b, Int ldb, Int *info
+  char trans, Int n, Int nrhs, const T* a, Int lda, const Int* ipiv, T* b, Int ldb, Int* info
 TB_LAPACK_PAIR_(getrs, TB_P_, (&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, info))
 #undef TB_P_
 // QR: geqrf / orgqr / ormqr (workspace queries with lwork = -1).
-#define TB_P_(T) Int m, Int n, T *a, Int lda, T *tau, T *work, Int lwork, Int *info
+#define TB_P_(T) Int m, Int n, T* a, Int lda, T* tau, T* work, Int lwork, Int* info
 TB_LAPACK_PAIR_(geqrf, TB_P_, (&m, &n, a, &lda, tau, work, &lwork, info))
 #undef TB_P_
-#define TB_P_(T) Int m, Int n, Int k, T *a, Int lda, const T *tau, T *work, Int lwork, Int *info
+#define TB_P_(T) Int m, Int n, Int k, T* a, Int lda, const T* tau, T* work, Int lwork, Int* info
 TB_LAPACK_PAIR_(orgqr, TB_P_, (&m, &n, &k, a, &lda, tau, work, &lwork, info))
 #undef TB_P_
 #define TB_P_(T)                                                                                \
-  char side, char trans, Int m, Int n, Int k, const T *a, Int lda, const T *tau, T *c, Int ldc, \
-      T *work, Int lwork, Int *info
+  char side, char trans, Int m, Int n, Int k, const T* a, Int lda, const T* tau, T* c, Int ldc, \
+      T* work, Int lwork, Int* info
 TB_LAPACK_PAIR_(ormqr, TB_P_,
                 (&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, work, &lwork, info))
 #undef TB_P_
 // SVD (divide and conquer) and the symmetric eigensolver (divide and conquer).
 #define TB_P_(T)                                                                         \
-  char jobz, Int m, Int n, T *a, Int lda, T *s, T *u, Int ldu, T *vt, Int ldvt, T *work, \
-      Int lwork, Int *iwork, Int *info
+  char jobz, Int m, Int n, T* a, Int lda, T* s, T* u, Int ldu, T* vt, Int ldvt, T* work, \
+      Int lwork, Int* iwork, Int* info
 TB_LAPACK_PAIR_(gesdd, TB_P_,
                 (&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info))
 #undef TB_P_
 #define TB_P_(T)                                                                                \
-  char jobz, char uplo, Int n, T *a, Int lda, T *w, T *work, Int lwork, Int *iwork, Int liwork, \
-      Int *info
+  char jobz, char uplo, Int n, T* a, Int lda, T* w, T* work, Int lwork, Int* iwork, Int liwork, \
+      Int* info
 TB_LAPACK_PAIR_(syevd, TB_P_, (&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info))
 #undef TB_P_
 // Symmetric indefinite (Bunch-Kaufman): sytrf / sytrs.
-#define TB_P_(T) char uplo, Int n, T *a, Int lda, Int *ipiv, T *work, Int lwork, Int *info
+#define TB_P_(T) char uplo, Int n, T* a, Int lda, Int* ipiv, T* work, Int lwork, Int* info
 TB_LAPACK_PAIR_(sytrf, TB_P_, (&uplo, &n, a, &lda, ipiv, work, &lwork, info))
 #undef TB_P_
 #define TB_P_(T) \
-  char uplo, Int n, Int nrhs, const T *a, Int lda, const Int *ipiv, T *b, Int ldb, Int *info
+  char uplo, Int n, Int nrhs, const T* a, Int lda, const Int* ipiv, T* b, Int ldb, Int* info
 TB_LAPACK_PAIR_(sytrs, TB_P_, (&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, info))
 #undef TB_P_
 // Least squares, complete orthogonal factorization with column pivoting.
 #define TB_P_(T)                                                                                \
-  Int m, Int n, Int nrhs, T *a, Int lda, T *b, Int ldb, Int *jpvt, T rcond, Int *rank, T *work, \
-      Int lwork, Int *info
+  Int m, Int n, Int nrhs, T* a, Int lda, T* b, Int ldb, Int* jpvt, T rcond, Int* rank, T* work, \
+      Int lwork, Int* info
 TB_LAPACK_PAIR_(gelsy, TB_P_,
                 (&m, &n, &nrhs, a, &lda, b, &ldb, jpvt, &rcond, rank, work, &lwork, info))
 #undef TB_P_
 #define TB_P_(T) \
-  char trans, Int m, Int n, Int nrhs, T *a, Int lda, T *b, Int ldb, T *work, Int lwork, Int *info
+  char trans, Int m, Int n, Int nrhs, T* a, Int lda, T* b, Int ldb, T* work, Int lwork, Int* info
 TB_LAPACK_PAIR_(gels, TB_P_, (&trans, &m, &n, &nrhs, a, &lda, b, &ldb, work, &lwork, info))
 #undef TB_P_
 #define TB_P_(T)                                                                           \
-  Int m, Int n, Int nrhs, T *a, Int lda, T *b, Int ldb, T *s, T rcond, Int *rank, T *work, \
-      Int lwork, Int *iwork, Int *info
+  Int m, Int n, Int nrhs, T* a, Int lda, T* b, Int ldb, T* s, T rcond, Int* rank, T* work, \
+      Int lwork, Int* iwork, Int* info
 TB_LAPACK_PAIR_(gelsd, TB_P_,
                 (&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, iwork, info))
 #undef TB_P_
 #define TB_P_(T)                                                                           \
-  Int m, Int n, Int nrhs, T *a, Int lda, T *b, Int ldb, T *s, T rcond, Int *rank, T *work, \
-      Int lwork, Int *info
+  Int m, Int n, Int nrhs, T* a, Int lda, T* b, Int ldb, T* s, T rcond, Int* rank, T* work, \
+      Int lwork, Int* info
 TB_LAPACK_PAIR_(gelss, TB_P_,
                 (&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, info))
 #undef TB_P_
 #undef TB_LAPACK_PAIR_
+// clang-format on
 
 inline void trsm(char side, char uplo, char trans, char diag, Int m, Int n, const float* a, Int lda,
                  float* b, Int ldb) {
