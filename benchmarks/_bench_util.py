@@ -423,8 +423,9 @@ def parse_args(
     """--quick, --repeats N, and --threads N; ``extra(parser)`` may add a script's own
     arguments, whose values are in ``Args.ns``.
 
-    ``--threads N`` re-executes the script with OMP_NUM_THREADS / MKL_NUM_THREADS = N (torch
-    and tensorbridge's OpenMP runtimes read them when they load) and, for N = 1, XLA_FLAGS
+    ``--threads N`` re-executes the script with OMP_NUM_THREADS / MKL_NUM_THREADS /
+    OPENBLAS_NUM_THREADS = N (torch's and tensorbridge's OpenMP and BLAS runtimes read them when
+    they load) and, for N = 1, XLA_FLAGS
     that make JAX's CPU backend single-threaded, so that every framework runs with the same
     number of threads. On a machine busier than its core count, multi-threaded kernels wait
     at every parallel-region barrier for a descheduled thread (milliseconds for a 64x64
@@ -447,6 +448,7 @@ def parse_args(
         env = dict(os.environ)
         env["TB_BENCH_THREADS"] = str(ns.threads)
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(ns.threads)
+        env["OPENBLAS_NUM_THREADS"] = str(ns.threads)  # tensorbridge's LAPACK (OpenBLAS)
         if ns.threads == 1:
             flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
             env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + flags).strip()

@@ -2,8 +2,9 @@
 
 Question: for the ops that dominate real models (elementwise add/mul, reductions, matmul,
 batched matmul, a ResNet 3x3 convolution, max pooling, softmax/log_softmax, layer_norm,
-gelu/silu, a convnet's training batch norm forward / backward and relu gradient, and CPU flash
-attention forward / backward at BERT-base size and at the model zoo's small size), is
+gelu/silu, a convnet's training batch norm forward / backward and relu gradient, CPU flash
+attention forward / backward at BERT-base size and at the model zoo's small size, and the linear
+algebra kernels (LAPACK) at 64x64 and 512x512), is
 ``tb.call("aten::...", arrays...)`` on ``tb.Array``s (made with ``tb.from_dlpack`` over numpy
 memory) as fast as PyTorch?
 
@@ -15,7 +16,7 @@ fast or faster. The two paths of an op are warmed up and calibrated separately, 
 in alternating repeats, so that load changes hit both alike. A result check (max |tb - torch|) is printed for each op, and the ops that
 fell back to torch's own kernels (tb.metrics()) are listed per row and at the end.
 
-Usage: python benchmarks/bench_kernels.py [--quick] [--repeats N] [--threads N]
+Usage: python benchmarks/bench_kernels.py [--quick] [--repeats N] [--threads N] [--only SUBSTR]
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ from _bench_util import (
 )
 
 ARGS = parse_args(
-    __doc__, full_repeats=11, quick_repeats=5, full_target_s=0.03, quick_target_s=0.015
+    __doc__,
+    full_repeats=11,
+    quick_repeats=5,
+    full_target_s=0.03,
+    quick_target_s=0.015,
+    extra=lambda p: p.add_argument(
+        "--only", default=None, help="measure only the ops whose label contains this text"
+    ),
 )
 BUDGET_S = (
     1.2 if ARGS.quick else 3.0
@@ -384,6 +392,63 @@ def _attention_cases():
     return cases
 
 
+# ---- linear algebra: float32 matrices at 64x64 and 512x512 ----------------------------------
+# (name, ATen op, extra arguments, torch function, input kind, which output the check reads:
+# one defined without a sign choice where the op has one)
+LINALG = [
+    ("cholesky", "aten::linalg_cholesky_ex", (), torch.linalg.cholesky_ex, "spd", 0),
+    ("lu_factor", "aten::linalg_lu_factor_ex", (), torch.linalg.lu_factor_ex, "gen", 0),
+    ("solve (16 rhs)", "aten::_linalg_solve_ex", ("rhs",), torch.linalg.solve_ex, "gen", 0),
+    ("inv", "aten::linalg_inv_ex", (), torch.linalg.inv_ex, "gen", 0),
+    ("det", "aten::_linalg_det", (), torch.linalg.det, "unit", 0),
+    ("solve_triangular", "aten::linalg_solve_triangular", ("rhs",), None, "tri", 0),
+    ("qr", "aten::linalg_qr", (), torch.linalg.qr, "gen", 1),
+    ("svd", "aten::_linalg_svd", (), lambda a: torch.linalg.svd(a, full_matrices=False), "gen", 1),
+    ("eigh", "aten::_linalg_eigh", (), torch.linalg.eigh, "spd", 0),
+    ("lstsq (gelsy)", "aten::linalg_lstsq", ("rhs",), torch.linalg.lstsq, "gen", 0),
+    ("pinv", "aten::linalg_pinv.atol_rtol_tensor", (), torch.linalg.pinv, "gen", 0),
+    ("matrix_exp", "aten::linalg_matrix_exp", (), torch.linalg.matrix_exp, "small", 0),
+]
+
+
+def _linalg_input(kind: str, n: int) -> np.ndarray:
+    a = rand(n, n)
+    if kind == "spd":
+        return (a @ a.T + n * np.eye(n, dtype=np.float32)).astype(np.float32)
+    if kind == "tri":
+        return (np.tril(a) + n * np.eye(n, dtype=np.float32)).astype(np.float32)
+    if kind == "small":
+        return (a / np.sqrt(n)).astype(np.float32)
+    if kind == "unit":  # a determinant within float32's range
+        return (a / (2 * np.sqrt(n)) + np.eye(n, dtype=np.float32)).astype(np.float32)
+    return (a + np.sqrt(n) * np.eye(n, dtype=np.float32)).astype(np.float32)
+
+
+def _linalg_cases():
+    cases = []
+    for n in (64, 512):
+        for name, op, extra, torch_fn, kind, out in LINALG:
+            a, rhs = _linalg_input(kind, n), rand(n, 16)
+
+            def tb_path(a=a, rhs=rhs, op=op, extra=extra, out=out):
+                args = [tba(a), *(tba(rhs) for _ in extra)]
+                kw = {"upper": False} if op == "aten::linalg_solve_triangular" else {}
+                return lambda: _nth(tb.call(op, *args, **kw), out)
+
+            def torch_path(a=a, rhs=rhs, torch_fn=torch_fn, extra=extra, out=out):
+                args = [tt(a), *(tt(rhs) for _ in extra)]
+                if torch_fn is None:  # solve_triangular
+                    return lambda: torch.linalg.solve_triangular(*args, upper=False)
+                return lambda: _nth(torch_fn(*args), out)
+
+            cases.append((f"linalg {name}", f"[{n},{n}]", tb_path, torch_path))
+    return cases
+
+
+def _nth(x, i):
+    return x[i] if isinstance(x, (list, tuple)) else x
+
+
 # (label, shape, tb path, torch path)
 CASES = [
     ("add", "[16M] + [16M]", tb_add, torch_add),
@@ -410,6 +475,7 @@ CASES = [
     ("batch_norm backward", "[32,16,32,32]", tb_bn_backward, torch_bn_backward),
     ("threshold_backward", "[32,16,32,32]", tb_threshold_backward, torch_threshold_backward),
     *_attention_cases(),
+    *_linalg_cases(),
 ]
 
 
@@ -436,6 +502,8 @@ def main() -> None:
     tracker = FallbackTracker()
     rows, ratios = [], []
     for label, shape, tb_path, torch_path in CASES:
+        if ARGS.ns.only and ARGS.ns.only not in label:
+            continue
         with tracker.path(label):
             t = measure_interleaved(
                 [("torch", torch_path), ("tb", tb_path)],

@@ -108,9 +108,11 @@ class TableMode(TorchDispatchMode):
             return func(*args, **kwargs)
         out = tb.call(name, *_to_table(list(args)), **{k: _to_table(v) for k, v in kwargs.items()})
         self.served[name] += 1
+        schema = func._schema
+        if not schema.returns:  # an op returning nothing (aten::_linalg_check_errors)
+            return None
         result = _to_torch(out)
         # Ops that write to an argument return that argument itself (aliasing kept).
-        schema = func._schema
         if schema.returns and all(
             r.alias_info is not None and not r.alias_info.is_write for r in schema.returns
         ):

@@ -1,5 +1,5 @@
-"""torch bundles its own oneDNN (3.x) and OpenMP runtime; tensorbridge links Debian's oneDNN
-2.6 and the system OpenMP. Whatever is imported first, both must compute correctly in one
+"""torch bundles its own oneDNN (3.x), OpenMP runtime and LAPACK; tensorbridge links Debian's
+oneDNN 2.6, the system OpenMP and OpenBLAS. Whatever is imported first, both must compute correctly in one
 process. Each order runs in a fresh interpreter."""
 
 import subprocess
@@ -47,6 +47,17 @@ SCRIPT = textwrap.dedent(
     conv = torch.nn.functional.conv2d(x, w)
     conv_ref = torch.nn.functional.conv2d(x.double(), w.double()).float()
     np.testing.assert_allclose(conv.numpy(), conv_ref.numpy(), rtol=1e-4, atol=1e-4)
+
+    # LAPACK: ours (OpenBLAS) and torch's (inside libtorch_cpu, whose LAPACK symbols are
+    # exported too), each correct whichever library loaded first; OpenBLAS's threads beside
+    # torch's OpenMP ones.
+    s = a.T @ a + 48 * np.eye(48, dtype=np.float32)
+    chol = torch.from_dlpack(tb.call("aten::linalg_cholesky_ex", s)[0]).numpy()
+    np.testing.assert_allclose(chol @ chol.T, s, rtol=1e-4, atol=1e-3)
+    sv = torch.from_dlpack(tb.call("aten::_linalg_svd", a, False, False)[1]).numpy()
+    np.testing.assert_allclose(sv, np.linalg.svd(a.astype(np.float64), compute_uv=False), rtol=1e-4)
+    tinv = torch.linalg.inv(torch.from_numpy(s)).numpy()
+    np.testing.assert_allclose(tinv @ s, np.eye(48), atol=1e-4)
     print("ok", order, tb.onednn_info()["effective_isa"])
     """
 )

@@ -59,6 +59,10 @@ KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
     # default float32 rtol of 1.3e-6 on the small elements. torch's looser tolerances for this
     # op apply to CUDA only.
     ("nn.functional.conv_transpose3d", "float32"): "float32 summation order (< 4 ulp)",
+    # The table's matrix_exp computes in double: on the sample with entries up to 9 (results up to
+    # 9.3e4) it is 0.0018 from the float64 result where torch's float32 kernel is 0.05 away; the
+    # two differ by 0.013, beyond float32's default atol.
+    ("matrix_exp", "float32"): "float32 matrix_exp: the table's result is the more accurate one",
 }
 
 OPINFOS = [o for o in _opinfo.op_db() if coverage.skip_reason(o) is None]

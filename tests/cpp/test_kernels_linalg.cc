@@ -1,0 +1,126 @@
+// Tests for the linear algebra kernels (kernels/linalg_*.cc, LAPACK / OpenBLAS), called through
+// OpTable::Global() as users reach them. Values are worked out by hand on 2x2 matrices; the
+// Python tests compare every op with torch. Under ASan/UBSan these cover the batch and
+// column-major index arithmetic and the LAPACK workspaces.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bridge/error.h"
+#include "bridge/tensor.h"
+#include "dispatch/op_table.h"
+#include "tests/cpp/test_util.h"
+
+namespace tb {
+namespace {
+
+using ::tb::testing::Contains;
+using ::tb::testing::FromValues;
+
+template <typename T>
+std::vector<T> Contents(const Tensor& t) {
+  Tensor c = t.contiguous();
+  const T* p = c.data_as<const T>();
+  return std::vector<T>(p, p + c.numel());
+}
+
+Stack Call(const char* op, Stack stack) {
+  OpTable::Global().Call(op, stack);
+  return stack;
+}
+
+void ExpectNear(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << "at " << i;
+}
+
+TEST(LinalgTest, CholeskyBatchReportsTheMatrixThatIsNotPositiveDefinite) {
+  // [[4, 2], [2, 3]] = L L^T with L = [[2, 0], [1, sqrt 2]]; [[-1, 0], [0, 1]] fails at order 1.
+  Tensor a = FromValues<double>({2, 2, 2}, DType::kFloat64, {4, 2, 2, 3, -1, 0, 0, 1});
+  Stack r = Call("aten::linalg_cholesky_ex", {a, false, false});
+  const std::vector<double> l = Contents<double>(r[0].to_tensor());
+  ExpectNear({l[0], l[1], l[2], l[3]}, {2, 0, 1, std::sqrt(2.0)});
+  EXPECT_EQ(Contents<int32_t>(r[1].to_tensor()), (std::vector<int32_t>{0, 1}));
+  try {
+    Call("aten::linalg_cholesky_ex", {a, false, true});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kRuntimeError);
+    EXPECT_TRUE(Contains(e.message(), "(Batch element 1)")) << e.message();
+    EXPECT_TRUE(Contains(e.message(), "leading minor of order 1")) << e.message();
+  }
+}
+
+TEST(LinalgTest, SolveInverseAndDeterminant) {
+  // A = [[2, 1], [1, 3]]: det 5, A^-1 = [[3, -1], [-1, 2]] / 5, A x = [3, 5] at x = [4, 7] / 5.
+  Tensor a = FromValues<double>({2, 2}, DType::kFloat64, {2, 1, 1, 3});
+  Tensor b = FromValues<double>({2}, DType::kFloat64, {3, 5});
+  Stack x = Call("aten::_linalg_solve_ex", {a, b, true, false});
+  EXPECT_EQ(x[0].to_tensor().shape(), (Dims{2}));
+  ExpectNear(Contents<double>(x[0].to_tensor()), {0.8, 1.4});
+  Stack inv = Call("aten::linalg_inv_ex", {a, false});
+  ExpectNear(Contents<double>(inv[0].to_tensor()), {0.6, -0.2, -0.2, 0.4});
+  Stack det = Call("aten::_linalg_det", {a});
+  ExpectNear(Contents<double>(det[0].to_tensor()), {5});
+  // The transposed view (not C-contiguous) has the same determinant.
+  Stack det_t = Call("aten::_linalg_det", {a.transpose(0, 1)});
+  ExpectNear(Contents<double>(det_t[0].to_tensor()), {5});
+  Stack sl =
+      Call("aten::_linalg_slogdet", {FromValues<double>({2, 2}, DType::kFloat64, {0, 1, 1, 0})});
+  ExpectNear(Contents<double>(sl[0].to_tensor()), {-1});
+  ExpectNear(Contents<double>(sl[1].to_tensor()), {0});
+}
+
+TEST(LinalgTest, SingularInverseRaisesWhenAskedTo) {
+  Tensor z = Tensor::Zeros({2, 2}, DType::kFloat32);
+  Stack r = Call("aten::linalg_inv_ex", {z, false});
+  EXPECT_EQ(Contents<int32_t>(r[1].to_tensor()), (std::vector<int32_t>{1}));
+  try {
+    Call("aten::linalg_inv_ex", {z, true});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kRuntimeError);
+    EXPECT_TRUE(Contains(e.message(), "The diagonal element 1 is zero")) << e.message();
+  }
+  try {
+    Call("aten::linalg_inv_ex", {Tensor::Zeros({2, 3}, DType::kFloat32), false});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kValueError);
+    EXPECT_TRUE(Contains(e.message(), "square matrices, but they are 2 by 3")) << e.message();
+  }
+}
+
+TEST(LinalgTest, QrReconstructsAndEighSvdGiveTheSpectrum) {
+  // A = [[3, 0], [4, 5]]: R's first column has norm 5.
+  Tensor a = FromValues<double>({2, 2}, DType::kFloat64, {3, 0, 4, 5});
+  Stack qr = Call("aten::linalg_qr", {a, std::string("reduced")});
+  const std::vector<double> q = Contents<double>(qr[0].to_tensor());
+  const std::vector<double> r = Contents<double>(qr[1].to_tensor());
+  EXPECT_NEAR(std::abs(r[0]), 5, 1e-12);
+  EXPECT_EQ(r[2], 0);
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_NEAR(q[i * 2] * r[j] + q[i * 2 + 1] * r[2 + j], (i == 0 ? 3 - 3 * j : 4 + j), 1e-12);
+    }
+  }
+  Tensor s = FromValues<double>({2, 2}, DType::kFloat64, {2, 1, 1, 2});
+  Stack eig = Call("aten::_linalg_eigh", {s, std::string("L"), true});
+  ExpectNear(Contents<double>(eig[0].to_tensor()), {1, 3});
+  Stack svd = Call("aten::_linalg_svd", {FromValues<double>({2, 2}, DType::kFloat64, {3, 0, 0, -2}),
+                                         false, true, std::nullopt});
+  ExpectNear(Contents<double>(svd[1].to_tensor()), {3, 2});
+}
+
+TEST(LinalgTest, MatrixExpOfNilpotentAndDiagonal) {
+  Tensor a = FromValues<double>({2, 2, 2}, DType::kFloat64, {0, 1, 0, 0, 1, 0, 0, 2});
+  Stack e = Call("aten::linalg_matrix_exp", {a});
+  const std::vector<double> v = Contents<double>(e[0].to_tensor());
+  ExpectNear(v, {1, 1, 0, 1, std::exp(1.0), 0, 0, std::exp(2.0)});
+}
+
+}  // namespace
+}  // namespace tb
