@@ -14,7 +14,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/linalg_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/promote_broadcast.h"
 
 namespace tb::kernels::linalg {
 namespace {
