@@ -28,13 +28,16 @@ FAMILY = {
         "index_fill_.int_Tensor", "put", "put_", "take", "masked_select", "nonzero_static",
         "searchsorted.Tensor", "searchsorted.Scalar", "bucketize.Tensor", "bucketize.Scalar",
         "histc", "histogram.bins_tensor", "histogram.bin_ct", "bincount", "_unique2", "_unique",
-        "unique_dim", "unique_consecutive", "unique_dim_consecutive",
+        "unique_dim", "unique_consecutive", "unique_dim_consecutive", "masked_scatter_backward",
+        "_unsafe_masked_index", "_unsafe_masked_index_put_accumulate", "segment_reduce",
+        "_segment_reduce_backward",
     ]
 }  # fmt: skip
 OPINFOS = [
     "index_add", "index_copy", "index_fill", "index_reduce", "put", "take", "masked_select",
     "nonzero_static", "searchsorted", "bucketize", "histc", "histogram", "bincount", "unique",
-    "unique_consecutive",
+    "unique_consecutive", "masked_scatter", "_unsafe_masked_index_put_accumulate",
+    "_segment_reduce",
 ]  # fmt: skip
 CASES = [
     (info, dt)
@@ -150,6 +153,18 @@ def test_histograms_equal_torch():
     assert torch.equal(tbcall("aten::bincount", i, minlength=12), torch.bincount(i, minlength=12))
     wf = torch.rand(200, generator=g)
     torch.testing.assert_close(tbcall("aten::bincount", i, wf), torch.bincount(i, wf))
+
+
+def test_segment_reduce_empty_segments_and_initial():
+    data = torch.tensor([[1.0, float("nan"), 3.0, 4.0], [2.0, 2.0, -1.0, 0.0]]).t()
+    lengths = torch.tensor([1, 0, 3])
+    for reduce in ("sum", "prod", "mean", "max", "min"):
+        for initial in (None, 2.0):
+            got = tbcall("aten::segment_reduce", data, reduce, lengths=lengths, initial=initial)
+            expected = torch.segment_reduce(data, reduce, lengths=lengths, initial=initial)
+            torch.testing.assert_close(got, expected, equal_nan=True)
+    with pytest.raises(ValueError, match="segment_reduce: expected all rows of lengths"):
+        tbcall("aten::segment_reduce", data, "sum", lengths=torch.tensor([1, 1]))
 
 
 def test_errors_name_the_op():
