@@ -243,6 +243,18 @@ Tensor Bicubic2d(const Tensor& self, const std::vector<int64_t>& output_size, bo
   const bool single = Single(self.dtype());
   std::vector<Taps> taps{MakeTaps(Mode::kCubic, in[0], output_size[0], align_corners, s0, single),
                          MakeTaps(Mode::kCubic, in[1], output_size[1], align_corners, s1, single)};
+  // torch's forward stores the weights in the input's type: float16 / bfloat16 round them.
+  for (Taps& t : taps) {
+    for (auto& row : t) {
+      for (auto& [i, w] : row) {
+        if (self.dtype() == DType::kFloat16) {
+          w = kernels::Convert<double>(kernels::Convert<kernels::Half>(w));
+        } else if (self.dtype() == DType::kBFloat16) {
+          w = kernels::Convert<double>(kernels::Convert<kernels::BFloat16>(w));
+        }
+      }
+    }
+  }
   return Separable(self, taps, in, false, kOp);
 }
 
