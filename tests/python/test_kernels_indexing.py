@@ -30,14 +30,15 @@ FAMILY = {
         "histc", "histogram.bins_tensor", "histogram.bin_ct", "bincount", "_unique2", "_unique",
         "unique_dim", "unique_consecutive", "unique_dim_consecutive", "masked_scatter_backward",
         "_unsafe_masked_index", "_unsafe_masked_index_put_accumulate", "segment_reduce",
-        "_segment_reduce_backward",
+        "_segment_reduce_backward", "_histogramdd_bin_edges", "_histogramdd_from_bin_cts",
+        "_histogramdd_from_bin_tensors",
     ]
 }  # fmt: skip
 OPINFOS = [
     "index_add", "index_copy", "index_fill", "index_reduce", "put", "take", "masked_select",
     "nonzero_static", "searchsorted", "bucketize", "histc", "histogram", "bincount", "unique",
     "unique_consecutive", "masked_scatter", "_unsafe_masked_index_put_accumulate",
-    "_segment_reduce",
+    "_segment_reduce", "histogramdd",
 ]  # fmt: skip
 CASES = [
     (info, dt)
@@ -149,6 +150,9 @@ def test_histograms_equal_torch():
     got = tbcall("aten::histogram.bin_ct", x, 13, weight=w, density=True)
     for a, b in zip(got, torch.histogram(x, 13, weight=w, density=True), strict=True):
         torch.testing.assert_close(a, b)
+    pts = torch.randn(300, 3, generator=g, dtype=torch.float64)
+    got = tbcall("aten::_histogramdd_from_bin_cts", pts, [3, 4, 5], density=True)
+    torch.testing.assert_close(got, torch.histogramdd(pts, [3, 4, 5], density=True).hist)
     i = torch.randint(0, 9, (200,), generator=g)
     assert torch.equal(tbcall("aten::bincount", i, minlength=12), torch.bincount(i, minlength=12))
     wf = torch.rand(200, generator=g)
