@@ -266,6 +266,10 @@ _LOSS_FAMILY = {
     "aten::multilabel_margin_loss",
     "aten::multilabel_margin_loss_forward",
     "aten::multilabel_margin_loss_backward",
+    "aten::_ctc_loss",
+    "aten::_ctc_loss.Tensor",
+    "aten::_ctc_loss_backward",
+    "aten::_ctc_loss_backward.Tensor",
 }
 
 
@@ -278,6 +282,7 @@ _LOSS_FAMILY = {
         "nn.functional.soft_margin_loss",
         "nn.functional.multi_margin_loss",
         "nn.functional.multilabel_margin_loss",
+        "nn.functional.ctc_loss",
     ],
 )
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -361,6 +366,24 @@ def test_classification_loss_gradients_through_the_table(reduction):
         assert m[f"aten::{op}"]["kernel"] == 1, op
 
 
+@pytest.mark.parametrize("concatenated", [False, True])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_loss_and_gradient_equal_torch(concatenated, zero_infinity):
+    g = torch.Generator().manual_seed(11)
+    lp = torch.randn(12, 4, 6, generator=g, dtype=torch.float64).log_softmax(2)
+    il = torch.tensor([12, 10, 3, 7])
+    tl = torch.tensor([3, 4, 3, 0])  # sample 2 cannot fit its targets: infinite loss
+    tg = torch.randint(1, 6, (4, 4), generator=g)
+    tg[0, 1] = tg[0, 0]  # a repeated label needs a blank between them
+    if concatenated:
+        tg = torch.cat([tg[b, : tl[b]] for b in range(4)])
+    (l0, g0), (l1, g1) = _loss_and_grad(
+        lambda x: F.ctc_loss(x, tg, il, tl, reduction="sum", zero_infinity=zero_infinity), lp
+    )
+    torch.testing.assert_close(l1, l0)
+    torch.testing.assert_close(g1, g0, equal_nan=True)
+
+
 def test_classification_loss_errors():
     x = torch.rand(3, 4)
     with pytest.raises(ValueError, match="binary_cross_entropy: all elements of input should be"):
@@ -373,3 +396,10 @@ def test_classification_loss_errors():
         tbcall("aten::multi_margin_loss", x, torch.tensor([0, 4, 2]))
     with pytest.raises(ValueError, match="huber_loss does not support non-positive values"):
         tbcall("aten::huber_loss", x, x, 1, 0.0)
+    lp = torch.randn(5, 2, 4).log_softmax(2)
+    with pytest.raises(
+        ValueError, match="_ctc_loss: expected input_lengths to have value at most 5"
+    ):
+        tbcall("aten::_ctc_loss", lp, torch.ones(2, 3, dtype=torch.long), [6, 5], [3, 3])
+    with pytest.raises(IndexError, match="_ctc_loss: target 7 is out of range for 4 classes"):
+        tbcall("aten::_ctc_loss", lp, torch.full((2, 3), 7), [5, 5], [3, 3])
