@@ -1,8 +1,9 @@
 """Resampling, padding and pooling gradients against torch's CPU kernels
 (kernels/resample_backward.cc, pool_adaptive_max.cc, shape_copy.cc, factory_space.cc).
 
-The upsample backward ops (nearest, nearest-exact, linear, bilinear, trilinear, bicubic) and
-upsample_bicubic2d, the reflection / replication pad backward ops (negative padding too),
+The upsample backward ops (nearest, nearest-exact, linear, bilinear, trilinear, bicubic),
+upsample_bicubic2d and the antialiased _upsample_bilinear2d_aa (+ backward), the reflection /
+replication pad backward ops (negative padding too),
 adaptive_max_pool2d/3d with their backward, max_unpool2d/3d, the `*_copy` view forms, rot90,
 diag_embed, trace, block_diag, pixel_(un)shuffle, channel_shuffle, eye, logspace and the
 tensor-bound linspace / logspace: torch's OpInfo samples (gradients in float64), then direct
@@ -28,6 +29,7 @@ FAMILY = (
     | {f"aten::{k}_pad{d}d_backward" for k in ("reflection", "replication") for d in (1, 2, 3)}
     | {f"aten::adaptive_max_pool{d}d{b}" for d in (2, 3) for b in ("", "_backward")}
     | {"aten::upsample_bicubic2d", "aten::max_unpool2d", "aten::max_unpool3d"}
+    | {"aten::_upsample_bilinear2d_aa", "aten::_upsample_bilinear2d_aa_backward"}
     | {"aten::rot90", "aten::diag_embed", "aten::trace", "aten::block_diag", "aten::eye"}
     | {"aten::eye.m", "aten::logspace", "aten::pixel_shuffle", "aten::pixel_unshuffle"}
     | {"aten::channel_shuffle", "aten::diagonal_backward", "aten::unfold_backward"}
@@ -49,11 +51,11 @@ OPINFOS = [
     "linspace", "logspace", "alias_copy", "as_strided_copy", "diagonal_copy", "expand_copy",
     "narrow_copy", "permute_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy",
     "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy",
+    "_upsample_bilinear2d_aa",
 ]  # fmt: skip
 CASES = [
     (info, dt)
     for info in find_opinfos(OPINFOS)
-    if info.name != "_upsample_bilinear2d_aa"
     for dt in (torch.float32, torch.float64, torch.int64, torch.bool)
 ]
 
@@ -94,6 +96,8 @@ def _grads(fn, x):
         ("bilinear", (6, 9), {"align_corners": True}),
         ("bicubic", (7, 4), {"align_corners": False}),
         ("bicubic", (7, 4), {"align_corners": True}),
+        ("bilinear", (2, 3), {"antialias": True}),
+        ("bicubic", (9, 2), {"antialias": False}),
     ],
 )
 def test_interpolate_2d_gradients_equal_torch(mode, size, kw):
