@@ -367,6 +367,97 @@ Tensor NonzeroStatic(const Tensor& self, int64_t size, int64_t fill_value) {
   return out;
 }
 
+// torch's grad of masked_scatter for source: the masked elements of grad in order, padded
+// with zeros to numel(sizes), viewed as sizes.
+Tensor MaskedScatterBackward(const Tensor& grad, const Tensor& mask,
+                             const std::vector<int64_t>& sizes) {
+  constexpr const char* kOp = "aten::masked_scatter_backward";
+  int64_t numel = 1;
+  for (int64_t v : sizes) numel *= v;
+  Tensor picked = MaskedSelect(grad, mask);
+  TB_CHECK(picked.numel() <= numel, ValueError)
+      << kOp << ": " << picked.numel() << " masked elements do not fit sizes "
+      << ShapeString(sizes);
+  Tensor out = Tensor::Zeros({numel}, grad.dtype());
+  if (picked.numel() > 0) CopyCast(out.slice(0, 0, picked.numel()), picked);
+  return out.view(sizes);
+}
+
+// Indices clamped into [lo(size), size - 1] per indexed dimension (None stays None).
+std::vector<std::optional<Tensor>> ClampIndices(const Tensor& self,
+                                                const std::vector<std::optional<Tensor>>& indices,
+                                                bool allow_negative, const char* op) {
+  static const OpRef clamp("aten::clamp");
+  TB_CHECK(static_cast<int64_t>(indices.size()) <= self.ndim(), IndexError)
+      << op << ": too many indices (" << indices.size() << ") for a tensor of dimension "
+      << self.ndim();
+  std::vector<std::optional<Tensor>> out;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (!indices[i]) {
+      out.push_back(std::nullopt);
+      continue;
+    }
+    TB_CHECK(indices[i]->dtype() == DType::kInt64 || indices[i]->dtype() == DType::kInt32,
+             TypeError)
+        << op << ": expected int32 or int64 indices, got " << DTypeName(indices[i]->dtype());
+    const int64_t n = self.size(static_cast<int64_t>(i));
+    out.push_back(
+        clamp(*indices[i], Scalar(allow_negative ? -n : int64_t{0}), Scalar(n - 1)).tensor());
+  }
+  return out;
+}
+
+// x[clamped indices] where mask, else fill (torch's decomposition of the op).
+Tensor UnsafeMaskedIndex(const Tensor& self, const Tensor& mask,
+                         const std::vector<std::optional<Tensor>>& indices, const Scalar& fill) {
+  constexpr const char* kOp = "aten::_unsafe_masked_index";
+  CheckHost(self, kOp);
+  TB_CHECK(mask.dtype() == DType::kBool, TypeError)
+      << kOp << ": expected a bool mask, got " << DTypeName(mask.dtype());
+  static const OpRef index("aten::_unsafe_index.Tensor"), masked_fill("aten::masked_fill.Scalar"),
+      logical_not("aten::logical_not"), full("aten::full");
+  if (self.numel() == 0) {
+    // The shape index.Tensor would give, filled: index stand-ins whose empty dims have size 1
+    // and then 2 with zero indices; result dims that change size come from those empty dims.
+    std::vector<std::optional<Tensor>> zeros;
+    for (const auto& i : indices) {
+      zeros.push_back(i ? std::optional<Tensor>(Tensor::Zeros(i->shape(), DType::kInt64))
+                        : std::nullopt);
+    }
+    Dims s1(self.shape()), s2(self.shape());
+    for (size_t d = 0; d < s1.size(); ++d) {
+      if (s1[d] == 0) {
+        s1[d] = 1;
+        s2[d] = 2;
+      }
+    }
+    const Tensor r1 = index(Tensor::Zeros(s1, self.dtype()), zeros).tensor();
+    const Tensor r2 = index(Tensor::Zeros(s2, self.dtype()), zeros).tensor();
+    std::vector<int64_t> shape(r1.shape().begin(), r1.shape().end());
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (r1.shape()[d] != r2.shape()[d]) shape[d] = 0;
+    }
+    return full.WithKeywords({shape, fill}, {{"dtype", self.dtype()}}).tensor();
+  }
+  Tensor picked = index(self, ClampIndices(self, indices, false, kOp)).tensor();
+  return masked_fill(picked, logical_not(mask).tensor(), fill).tensor();
+}
+
+// x with values (zero where not mask) added at the clamped indices.
+Tensor UnsafeMaskedIndexPutAccumulate(const Tensor& self, const Tensor& mask,
+                                      const std::vector<std::optional<Tensor>>& indices,
+                                      const Tensor& values) {
+  constexpr const char* kOp = "aten::_unsafe_masked_index_put_accumulate";
+  CheckHost(self, kOp);
+  TB_CHECK(mask.dtype() == DType::kBool, TypeError)
+      << kOp << ": expected a bool mask, got " << DTypeName(mask.dtype());
+  if (self.numel() == 0) return self.clone();
+  static const OpRef put("aten::_unsafe_index_put"), masked_fill("aten::masked_fill.Scalar"),
+      logical_not("aten::logical_not");
+  Tensor masked = masked_fill(values, logical_not(mask).tensor(), Scalar(int64_t{0})).tensor();
+  return put(self, ClampIndices(self, indices, true, kOp), masked, true).tensor();
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(index_reduce) {
@@ -386,6 +477,11 @@ TB_REGISTER_KERNELS(index_reduce) {
   table.RegisterKernel("aten::take", cpu, Boxed<&Take>(), TB_HERE);
   table.RegisterKernel("aten::masked_select", cpu, Boxed<&MaskedSelect>(), TB_HERE);
   table.RegisterKernel("aten::nonzero_static", cpu, Boxed<&NonzeroStatic>(), TB_HERE);
+  table.RegisterKernel("aten::masked_scatter_backward", cpu, Boxed<&MaskedScatterBackward>(),
+                       TB_HERE);
+  table.RegisterKernel("aten::_unsafe_masked_index", cpu, Boxed<&UnsafeMaskedIndex>(), TB_HERE);
+  table.RegisterKernel("aten::_unsafe_masked_index_put_accumulate", cpu,
+                       Boxed<&UnsafeMaskedIndexPutAccumulate>(), TB_HERE);
 }
 
 }  // namespace tb

@@ -72,8 +72,8 @@ Tensor Reduce(const Tensor& loss, int64_t reduction) {
   return loss;
 }
 
-// y[i] = f(a, b, c, d) in T's opmath type (absent operands read as 1); `check` sees each
-// element's operands first (for the range checks).
+// y[i] = f(a, b, c, d, r) in T's opmath type (absent operands read as 1); r(v) rounds v to T
+// and back, for the steps torch's float16 / bfloat16 kernels round (identity otherwise).
 template <typename F>
 Tensor Pointwise(const char* op, const Operands& o, F f) {
   Tensor out = Tensor::Empty(o.v[0].shape(), o.v[0].dtype());
@@ -87,8 +87,9 @@ Tensor Pointwise(const char* op, const Operands& o, F f) {
     auto get = [&](int k, int64_t i) {
       return p[k] != nullptr ? static_cast<Acc>(p[k][i]) : Acc(1);
     };
+    auto r = [](Acc v) { return static_cast<Acc>(static_cast<T>(v)); };
     for (int64_t i = 0; i < n; ++i) {
-      y[i] = static_cast<T>(f(get(0, i), get(1, i), get(2, i), get(3, i)));
+      y[i] = static_cast<T>(f(get(0, i), get(1, i), get(2, i), get(3, i), r));
     }
   });
   return out;
@@ -118,10 +119,10 @@ Tensor BinaryCrossEntropy(const Tensor& self, const Tensor& target,
   Operands o = Prepare(kOp, reduction, {&self, &target}, /*same_shape_target=*/true);
   CheckUnitRange(o.v[0], "input", kOp);
   CheckUnitRange(o.v[1], "target", kOp);
-  auto f = [](auto x, auto t, auto, auto) {
+  auto f = [](auto x, auto t, auto, auto, auto r) {
     using Acc = decltype(x);
-    return (t - Acc(1)) * std::max(static_cast<Acc>(std::log1p(-x)), Acc(-100)) -
-           t * std::max(static_cast<Acc>(std::log(x)), Acc(-100));
+    const Acc a = r(r(t - Acc(1)) * std::max(r(std::log1p(-x)), Acc(-100)));
+    return a - r(t * std::max(r(std::log(x)), Acc(-100)));
   };
   return Reduce(Weighted(Pointwise(kOp, o, f), weight), reduction);
 }
@@ -130,9 +131,9 @@ Tensor BinaryCrossEntropyBackward(const Tensor& grad, const Tensor& self, const 
                                   const std::optional<Tensor>& weight, int64_t reduction) {
   constexpr const char* kOp = "aten::binary_cross_entropy_backward";
   Operands o = Prepare(kOp, reduction, {&self, &target, &grad}, /*same_shape_target=*/true);
-  auto f = [](auto x, auto t, auto g, auto) {
+  auto f = [](auto x, auto t, auto g, auto, auto r) {
     using Acc = decltype(x);
-    return g * (x - t) / std::max((Acc(1) - x) * x, static_cast<Acc>(1e-12));
+    return r(g * r(x - t)) / std::max(r(r(Acc(1) - x) * x), r(static_cast<Acc>(1e-12)));
   };
   Tensor gi = Weighted(Pointwise(kOp, o, f), weight);
   if (reduction == kMean) {
@@ -148,11 +149,11 @@ Tensor BceWithLogits(const Tensor& self, const Tensor& target, const std::option
   const Tensor* pw = pos_weight ? &*pos_weight : nullptr;
   Operands o = Prepare(kOp, reduction, {&self, &target, nullptr, pw}, false);
   const bool has_pw = pw != nullptr;
-  auto f = [has_pw](auto x, auto t, auto, auto w) {
+  auto f = [has_pw](auto x, auto t, auto, auto w, auto r) {
     using Acc = decltype(x);
-    Acc ls = std::min(x, Acc(0)) - static_cast<Acc>(std::log1p(std::exp(-std::abs(x))));
-    if (has_pw) ls = ls * ((w - Acc(1)) * t + Acc(1));
-    return (Acc(1) - t) * x - ls;
+    Acc ls = r(std::min(x, Acc(0)) - static_cast<Acc>(std::log1p(std::exp(-std::abs(x)))));
+    if (has_pw) ls = r(ls * r(r(r(w - Acc(1)) * t) + Acc(1)));
+    return r(r(Acc(1) - t) * x) - ls;
   };
   return Reduce(Weighted(Pointwise(kOp, o, f), weight), reduction);
 }
@@ -162,7 +163,7 @@ Tensor HuberLoss(const Tensor& self, const Tensor& target, int64_t reduction, do
   TB_CHECK(delta > 0, ValueError) << kOp << ": huber_loss does not support non-positive values "
                                   << "for delta, got " << delta;
   Operands o = Prepare(kOp, reduction, {&self, &target}, false);
-  auto f = [delta](auto a, auto b, auto, auto) {
+  auto f = [delta](auto a, auto b, auto, auto, auto) {
     using Acc = decltype(a);
     const Acc z = std::abs(a - b), d = static_cast<Acc>(delta);
     return z < d ? Acc(0.5) * z * z : d * (z - Acc(0.5) * d);
@@ -175,7 +176,7 @@ Tensor HuberLossBackward(const Tensor& grad, const Tensor& self, const Tensor& t
   constexpr const char* kOp = "aten::huber_loss_backward";
   const double norm = reduction == kMean ? 1.0 / static_cast<double>(self.numel()) : 1.0;
   Operands o = Prepare(kOp, reduction, {&self, &target, &grad}, false);
-  auto f = [norm, delta](auto a, auto b, auto g, auto) {
+  auto f = [norm, delta](auto a, auto b, auto g, auto, auto) {
     using Acc = decltype(a);
     const Acc x = a - b, nrm = static_cast<Acc>(norm), d = static_cast<Acc>(delta);
     if (x < -d) return -nrm * g * d;
@@ -188,9 +189,9 @@ Tensor HuberLossBackward(const Tensor& grad, const Tensor& self, const Tensor& t
 Tensor SoftMarginLoss(const Tensor& self, const Tensor& target, int64_t reduction) {
   constexpr const char* kOp = "aten::soft_margin_loss";
   Operands o = Prepare(kOp, reduction, {&self, &target}, false);
-  auto f = [](auto x, auto t, auto, auto) {
+  auto f = [](auto x, auto t, auto, auto, auto r) {
     using Acc = decltype(x);
-    return static_cast<Acc>(std::log1p(std::exp(-t * x)));
+    return static_cast<Acc>(std::log1p(r(std::exp(r(-x * t)))));
   };
   return Reduce(Pointwise(kOp, o, f), reduction);
 }
@@ -200,10 +201,10 @@ Tensor SoftMarginLossBackward(const Tensor& grad, const Tensor& self, const Tens
   constexpr const char* kOp = "aten::soft_margin_loss_backward";
   const double norm = reduction == kMean ? 1.0 / static_cast<double>(self.numel()) : 1.0;
   Operands o = Prepare(kOp, reduction, {&self, &target, &grad}, false);
-  auto f = [norm](auto x, auto t, auto g, auto) {
+  auto f = [norm](auto x, auto t, auto g, auto, auto r) {
     using Acc = decltype(x);
-    const Acc z = static_cast<Acc>(std::exp(-t * x));
-    return -static_cast<Acc>(norm) * t * z / (Acc(1) + z) * g;
+    const Acc z = r(std::exp(r(-t * x)));
+    return r(r(r(-static_cast<Acc>(norm) * t) * z) / r(Acc(1) + z)) * g;
   };
   return LaidOutElementwise(Pointwise(kOp, o, f), {&self, &target, &grad});
 }

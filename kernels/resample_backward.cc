@@ -27,7 +27,7 @@ namespace {
 // Per output position, the (input position, weight) pairs it reads.
 using Taps = std::vector<std::vector<std::pair<int64_t, double>>>;
 
-enum class Mode { kNearest, kNearestExact, kLinear, kCubic };
+enum class Mode { kNearest, kNearestExact, kLinear, kCubic, kLinearAA };
 
 double AreaScale(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
   if (align_corners) return out > 1 ? static_cast<double>(in - 1) / (out - 1) : 0.0;
@@ -66,6 +66,30 @@ Taps MakeTaps(Mode mode, int64_t in, int64_t out, bool align_corners, std::optio
     return taps;
   }
   const double sc = Round(AreaScale(in, out, align_corners, scale), single);
+  if (mode == Mode::kLinearAA) {
+    // Antialiased (triangle filter widened by the scale when downsampling), each output's
+    // weights normalized to sum 1: torch's _compute_weights_aa.
+    const double support = sc >= 1.0 ? sc : 1.0;
+    const double invscale = sc >= 1.0 ? 1.0 / sc : 1.0;
+    const int64_t max_size = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+    for (int64_t o = 0; o < out; ++o) {
+      const double center = Round(sc * (o + 0.5), single);
+      const int64_t xmin = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5), 0);
+      int64_t xsize = std::min<int64_t>(static_cast<int64_t>(center + support + 0.5), in) - xmin;
+      xsize = std::clamp<int64_t>(xsize, 0, max_size);
+      double total = 0;
+      std::vector<double> w(static_cast<size_t>(xsize));
+      for (int64_t j = 0; j < xsize; ++j) {
+        const double x = std::abs(Round((j + xmin - center + 0.5) * invscale, single));
+        w[j] = Round(x < 1.0 ? 1.0 - x : 0.0, single);
+        total = Round(total + w[j], single);
+      }
+      for (int64_t j = 0; j < xsize; ++j) {
+        taps[o].push_back({xmin + j, total != 0.0 ? Round(w[j] / total, single) : w[j]});
+      }
+    }
+    return taps;
+  }
   for (int64_t o = 0; o < out; ++o) {
     if (mode == Mode::kLinear) {
       if (in == out) {
@@ -226,6 +250,34 @@ Tensor Bicubic2dBackward(const Tensor& grad, const std::vector<int64_t>& output_
                         "aten::upsample_bicubic2d_backward");
 }
 
+Tensor BilinearAA2dBackward(const Tensor& grad, const std::vector<int64_t>& output_size,
+                            const std::vector<int64_t>& input_size, bool align_corners, OptD s0,
+                            OptD s1) {
+  return InterpBackward(grad, output_size, input_size, Mode::kLinearAA, align_corners, {s0, s1},
+                        "aten::_upsample_bilinear2d_aa_backward");
+}
+
+Tensor BilinearAA2d(const Tensor& self, const std::vector<int64_t>& output_size, bool align_corners,
+                    OptD s0, OptD s1) {
+  constexpr const char* kOp = "aten::_upsample_bilinear2d_aa";
+  CheckFloat(self, kOp);
+  TB_CHECK(self.ndim() == 4 && output_size.size() == 2, ValueError)
+      << kOp << ": expected 4-D input and 2 output sizes, got input of shape "
+      << ShapeString(self.shape()) << " and " << output_size.size() << " sizes";
+  TB_CHECK(output_size[0] > 0 && output_size[1] > 0 && self.size(2) > 0 && self.size(3) > 0,
+           ValueError)
+      << kOp
+      << ": input and output sizes should be greater than 0, but got input (H: " << self.size(2)
+      << ", W: " << self.size(3) << ") output (H: " << output_size[0] << ", W: " << output_size[1]
+      << ")";
+  const std::vector<int64_t> in{self.size(2), self.size(3)};
+  const bool single = Single(self.dtype());
+  std::vector<Taps> taps{
+      MakeTaps(Mode::kLinearAA, in[0], output_size[0], align_corners, s0, single),
+      MakeTaps(Mode::kLinearAA, in[1], output_size[1], align_corners, s1, single)};
+  return Separable(self, taps, in, false, kOp);
+}
+
 Tensor Bicubic2d(const Tensor& self, const std::vector<int64_t>& output_size, bool align_corners,
                  OptD s0, OptD s1) {
   constexpr const char* kOp = "aten::upsample_bicubic2d";
@@ -243,6 +295,18 @@ Tensor Bicubic2d(const Tensor& self, const std::vector<int64_t>& output_size, bo
   const bool single = Single(self.dtype());
   std::vector<Taps> taps{MakeTaps(Mode::kCubic, in[0], output_size[0], align_corners, s0, single),
                          MakeTaps(Mode::kCubic, in[1], output_size[1], align_corners, s1, single)};
+  // torch's forward stores the weights in the input's type: float16 / bfloat16 round them.
+  for (Taps& t : taps) {
+    for (auto& row : t) {
+      for (auto& [i, w] : row) {
+        if (self.dtype() == DType::kFloat16) {
+          w = kernels::Convert<double>(kernels::Convert<kernels::Half>(w));
+        } else if (self.dtype() == DType::kBFloat16) {
+          w = kernels::Convert<double>(kernels::Convert<kernels::BFloat16>(w));
+        }
+      }
+    }
+  }
   return Separable(self, taps, in, false, kOp);
 }
 
@@ -323,6 +387,9 @@ TB_REGISTER_KERNELS(resample_backward) {
   table.RegisterKernel("aten::upsample_bicubic2d_backward", cpu, Boxed<&Bicubic2dBackward>(),
                        TB_HERE);
   table.RegisterKernel("aten::upsample_bicubic2d", cpu, Boxed<&Bicubic2d>(), TB_HERE);
+  table.RegisterKernel("aten::_upsample_bilinear2d_aa", cpu, Boxed<&BilinearAA2d>(), TB_HERE);
+  table.RegisterKernel("aten::_upsample_bilinear2d_aa_backward", cpu,
+                       Boxed<&BilinearAA2dBackward>(), TB_HERE);
   table.RegisterKernel("aten::reflection_pad1d_backward", cpu, Boxed<&Reflection1dBackward>(),
                        TB_HERE);
   table.RegisterKernel("aten::reflection_pad2d_backward", cpu, Boxed<&Reflection2dBackward>(),

@@ -177,37 +177,37 @@ Tensor BucketizeScalar(const Scalar& self, const Tensor& boundaries, bool out_in
                     std::nullopt, kOp);
 }
 
-// The data's finite range [lo, hi] (0, 0 for no elements).
+// The data's range [lo, hi] (0, 0 for no elements; NaN when there is one).
 template <typename T>
 std::pair<T, T> DataRange(const T* p, int64_t n) {
-  if (n == 0) return {T(0), T(0)};
+  if (n == 0) return {kernels::Convert<T>(0.0), kernels::Convert<T>(0.0)};
   T lo = p[0], hi = p[0];
   for (int64_t i = 1; i < n; ++i) {
-    if (static_cast<double>(p[i]) < static_cast<double>(lo) ||
-        std::isnan(static_cast<double>(p[i])))
-      lo = p[i];
-    if (static_cast<double>(p[i]) > static_cast<double>(hi) ||
-        std::isnan(static_cast<double>(p[i])))
-      hi = p[i];
+    const double v = kernels::Convert<double>(p[i]);
+    if (v < kernels::Convert<double>(lo) || std::isnan(v)) lo = p[i];
+    if (v > kernels::Convert<double>(hi) || std::isnan(v)) hi = p[i];
   }
   return {lo, hi};
 }
 
-// Counts (or weights) of `x` per bin into hist; edges (bins + 1 values) refine the linear
-// guess when given.
+// Steps are computed in T (each rounded to T for float16 / bfloat16, as torch's kernel).
 template <typename T>
 void Bin(const T* x, int64_t n, const T* w, T lo, T hi, int64_t bins, const T* edges, T* hist) {
+  using Acc = kernels::opmath_t<T>;
+  auto r = [](Acc v) { return static_cast<Acc>(static_cast<T>(v)); };
+  const Acc lo_a = static_cast<Acc>(lo), hi_a = static_cast<Acc>(hi);
   for (int64_t i = 0; i < n; ++i) {
-    const T v = x[i];
-    if (!(v >= lo && v <= hi)) continue;
-    int64_t pos = static_cast<int64_t>((v - lo) * static_cast<T>(bins) / (hi - lo));
+    const Acc v = static_cast<Acc>(x[i]);
+    if (!(v >= lo_a && v <= hi_a)) continue;
+    int64_t pos = static_cast<int64_t>(r(r(r(v - lo_a) * static_cast<Acc>(bins)) / r(hi_a - lo_a)));
     if (edges != nullptr) {
       const int64_t pmin = std::max<int64_t>(0, pos - 1);
       const int64_t pmax = std::min<int64_t>(pos + 2, bins + 1);
-      pos = std::upper_bound(edges + pmin, edges + pmax, v) - edges - 1;
+      pos = std::upper_bound(edges + pmin, edges + pmax, x[i]) - edges - 1;
     }
     if (pos == bins) pos -= 1;
-    hist[pos] += w != nullptr ? w[i] : T(1);
+    hist[pos] = static_cast<T>(static_cast<Acc>(hist[pos]) +
+                               (w != nullptr ? static_cast<Acc>(w[i]) : Acc(1)));
   }
 }
 
@@ -215,16 +215,20 @@ Tensor Histc(const Tensor& self, int64_t bins, const Scalar& min, const Scalar& 
   constexpr const char* kOp = "aten::histc";
   CheckHost(self, kOp);
   TB_CHECK(bins > 0, ValueError) << kOp << ": bins must be > 0, but got " << bins;
-  TB_CHECK(self.dtype() == DType::kFloat32 || self.dtype() == DType::kFloat64, TypeError)
+  TB_CHECK(IsFloatingPoint(self.dtype()), TypeError)
       << kOp << ": \"histogram_cpu\" not implemented for '" << DTypeName(self.dtype()) << "'";
   Tensor x = self.contiguous();
   Tensor out = Tensor::Zeros({bins}, self.dtype());
-  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_F32_F64_, [&] {
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     {
       const T* p = x.data_as<const T>();
-      T lo = static_cast<T>(min.to_double()), hi = static_cast<T>(max.to_double());
-      if (lo == hi && x.numel() > 0) std::tie(lo, hi) = DataRange(p, x.numel());
+      double lo = min.to_double(), hi = max.to_double();
+      if (lo == hi && x.numel() > 0) {
+        auto [a, b] = DataRange(p, x.numel());
+        lo = kernels::Convert<double>(a);
+        hi = kernels::Convert<double>(b);
+      }
       if (lo == hi) {
         lo -= 1;
         hi += 1;
@@ -232,7 +236,8 @@ Tensor Histc(const Tensor& self, int64_t bins, const Scalar& min, const Scalar& 
       TB_CHECK(std::isfinite(lo) && std::isfinite(hi), ValueError)
           << kOp << ": range of [" << lo << ", " << hi << "] is not finite";
       TB_CHECK(lo < hi, ValueError) << kOp << ": max must be larger than min";
-      Bin<T>(p, x.numel(), nullptr, lo, hi, bins, nullptr, out.data_as<T>());
+      Bin<T>(p, x.numel(), nullptr, kernels::Convert<T>(lo), kernels::Convert<T>(hi), bins, nullptr,
+             out.data_as<T>());
     }
   });
   return out;

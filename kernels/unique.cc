@@ -13,6 +13,7 @@
 #include <optional>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dispatch/op_table.h"
@@ -113,7 +114,37 @@ std::tuple<Tensor, Tensor, Tensor> UniqueImpl(const Tensor& self, std::optional<
     const std::vector<Key<T>> keys = Keys<T>(units);
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), 0);
-    if (sort) {
+    if constexpr (std::is_integral_v<Key<T>>) {
+      if (sort && width == 1) {
+        // Integer elements: sort the values alone, then find each element's group by binary
+        // search (no NaN, so equal values are exactly one group).
+        std::vector<int64_t> vals(keys.begin(), keys.end());
+        std::sort(vals.begin(), vals.end());
+        vals.erase(std::unique(vals.begin(), vals.end()), vals.end());
+        group_of.assign(static_cast<size_t>(n), 0);
+        counts.assign(vals.size(), 0);
+        firsts.assign(vals.size(), -1);
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t g = std::lower_bound(vals.begin(), vals.end(), keys[i]) - vals.begin();
+          group_of[i] = g;
+          ++counts[g];
+          if (firsts[g] < 0) firsts[g] = i;
+        }
+        return;
+      }
+    }
+    if (sort && width == 1) {
+      // Elements: sort (key, position) pairs directly, NaN last, ties by position.
+      using K = Key<T>;
+      std::vector<std::pair<K, int64_t>> kv(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) kv[i] = {keys[i], i};
+      std::sort(kv.begin(), kv.end(), [](const auto& a, const auto& b) {
+        const bool an = IsNan(a.first), bn = IsNan(b.first);
+        if (an || bn) return an != bn ? bn : a.second < b.second;
+        return a.first < b.first || (a.first == b.first && a.second < b.second);
+      });
+      for (int64_t i = 0; i < n; ++i) order[i] = kv[i].second;
+    } else if (sort) {
       std::stable_sort(order.begin(), order.end(),
                        [&](int64_t a, int64_t b) { return UnitLess(keys, width, a, b); });
     }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 import tensorbridge as tb
 from tensorbridge._opinfo import find_opinfos, run_samples
@@ -235,13 +236,12 @@ def test_pointwise_losses_equal_torch(dtype, reduction, name, extra):
     "name", ["nn.functional.mse_loss", "nn.functional.smooth_l1_loss", "nn.functional.huber_loss"]
 )
 def test_pointwise_loss_opinfo_samples(name):
-    ops = {"aten::mse_loss", "aten::smooth_l1_loss"}
+    ops = {"aten::mse_loss", "aten::smooth_l1_loss", "aten::huber_loss"}
     for info in find_opinfos([name]):
         r = run_samples(info, torch.float64, grad=True)
         fails = [(i, m) for i, m in r.failures if not m.startswith("fell back")]
         assert not fails, fails
-        if name != "nn.functional.huber_loss":  # huber_loss is an op of its own (falls back)
-            assert set(r.served) & ops
+        assert set(r.served) & ops
 
 
 def test_pointwise_loss_errors():
@@ -254,3 +254,152 @@ def test_pointwise_loss_errors():
         tbcall("aten::mse_loss", x, torch.randn(4), 1)  # shapes that do not broadcast
     with pytest.raises(ValueError, match="reduction must be"):
         tbcall("aten::mse_loss", x, x, 5)
+
+
+# ---- kernels/loss_binary.cc and loss_margin.cc -----------------------------------------------
+_LOSS_FAMILY = {
+    f"aten::{n}{b}"
+    for n in ("binary_cross_entropy", "huber_loss", "soft_margin_loss", "multi_margin_loss")
+    for b in ("", "_backward")
+} | {
+    "aten::binary_cross_entropy_with_logits",
+    "aten::multilabel_margin_loss",
+    "aten::multilabel_margin_loss_forward",
+    "aten::multilabel_margin_loss_backward",
+    "aten::_ctc_loss",
+    "aten::_ctc_loss.Tensor",
+    "aten::_ctc_loss_backward",
+    "aten::_ctc_loss_backward.Tensor",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nn.functional.binary_cross_entropy",
+        "nn.functional.binary_cross_entropy_with_logits",
+        "nn.functional.huber_loss",
+        "nn.functional.soft_margin_loss",
+        "nn.functional.multi_margin_loss",
+        "nn.functional.multilabel_margin_loss",
+        "nn.functional.ctc_loss",
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_classification_loss_opinfo_samples(name, dtype):
+    from conftest import check_family_samples
+
+    (info,) = find_opinfos([name])
+    r = run_samples(info, dtype, max_samples=12, grad=dtype == torch.float64)
+    check_family_samples(r, _LOSS_FAMILY, bar=1.0)
+
+
+def _loss_and_grad(fn, x, *args):
+    """fn(x, *args) and its gradient for x, on torch's kernels and through the table."""
+    out = []
+    for wrapped in (False, True):
+        xi = tb.wrap(x.detach().numpy().copy()) if wrapped else x.detach().clone()
+        xi.requires_grad_()
+        loss = fn(xi, *args)
+        loss.backward()
+        out.append(
+            (
+                tb.to_torch(loss.detach()) if wrapped else loss.detach(),
+                tb.to_torch(xi.grad) if wrapped else xi.grad,
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_classification_loss_gradients_through_the_table(reduction):
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(6, 5, generator=g, dtype=torch.float64)
+    p = torch.rand(6, 5, generator=g, dtype=torch.float64) * 0.98 + 0.01
+    t01 = torch.rand(6, 5, generator=g, dtype=torch.float64)
+    w = torch.rand(5, generator=g, dtype=torch.float64)
+    cls = torch.randint(0, 5, (6,), generator=g)
+    ml = torch.tensor([[1, 3, -1, 0, 0]] * 3 + [[4, -1, 0, 0, 0]] * 3)
+    sign = torch.randint(0, 2, (6, 5), generator=g, dtype=torch.float64) * 2 - 1
+
+    def red(f):
+        return lambda *a: f(*a).sum() if reduction == "none" else f(*a)
+
+    cases = [
+        (red(lambda a, t: F.binary_cross_entropy(a, t, weight=w, reduction=reduction)), p, t01),
+        (
+            red(
+                lambda a, t: F.binary_cross_entropy_with_logits(
+                    a, t, pos_weight=w, reduction=reduction
+                )
+            ),
+            x,
+            t01,
+        ),
+        (red(lambda a, t: F.huber_loss(a, t, reduction=reduction, delta=0.7)), x, t01),
+        (red(lambda a, t: F.soft_margin_loss(a, t, reduction=reduction)), x, sign),
+        (
+            red(
+                lambda a, t: F.multi_margin_loss(
+                    a, t, p=2, margin=0.8, weight=w, reduction=reduction
+                )
+            ),
+            x,
+            cls,
+        ),
+        (red(lambda a, t: F.multilabel_margin_loss(a, t, reduction=reduction)), x, ml),
+    ]
+    tb.reset_metrics()
+    for fn, a, t in cases:
+        (l0, g0), (l1, g1) = _loss_and_grad(fn, a, t)
+        torch.testing.assert_close(l1, l0)
+        torch.testing.assert_close(g1, g0)
+    m = tb.metrics()
+    assert sum(v["fallback"] for v in m.values()) == 0
+    for op in (
+        "binary_cross_entropy_backward",
+        "huber_loss_backward",
+        "multi_margin_loss_backward",
+        "multilabel_margin_loss_backward",
+        "soft_margin_loss_backward",
+    ):
+        assert m[f"aten::{op}"]["kernel"] == 1, op
+
+
+@pytest.mark.parametrize("concatenated", [False, True])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_loss_and_gradient_equal_torch(concatenated, zero_infinity):
+    g = torch.Generator().manual_seed(11)
+    lp = torch.randn(12, 4, 6, generator=g, dtype=torch.float64).log_softmax(2)
+    il = torch.tensor([12, 10, 3, 7])
+    tl = torch.tensor([3, 4, 3, 0])  # sample 2 cannot fit its targets: infinite loss
+    tg = torch.randint(1, 6, (4, 4), generator=g)
+    tg[0, 1] = tg[0, 0]  # a repeated label needs a blank between them
+    if concatenated:
+        tg = torch.cat([tg[b, : tl[b]] for b in range(4)])
+    (l0, g0), (l1, g1) = _loss_and_grad(
+        lambda x: F.ctc_loss(x, tg, il, tl, reduction="sum", zero_infinity=zero_infinity), lp
+    )
+    torch.testing.assert_close(l1, l0)
+    torch.testing.assert_close(g1, g0, equal_nan=True)
+
+
+def test_classification_loss_errors():
+    x = torch.rand(3, 4)
+    with pytest.raises(ValueError, match="binary_cross_entropy: all elements of input should be"):
+        tbcall("aten::binary_cross_entropy", x + 1, x)
+    with pytest.raises(ValueError, match="binary_cross_entropy: using a target size"):
+        tbcall("aten::binary_cross_entropy", x, x[0])
+    with pytest.raises(ValueError, match="multi_margin_loss: only p == 1 and p == 2 supported"):
+        tbcall("aten::multi_margin_loss", x, torch.tensor([0, 1, 2]), 3)
+    with pytest.raises(IndexError, match="multi_margin_loss: target 4 is out of range"):
+        tbcall("aten::multi_margin_loss", x, torch.tensor([0, 4, 2]))
+    with pytest.raises(ValueError, match="huber_loss does not support non-positive values"):
+        tbcall("aten::huber_loss", x, x, 1, 0.0)
+    lp = torch.randn(5, 2, 4).log_softmax(2)
+    with pytest.raises(
+        ValueError, match="_ctc_loss: expected input_lengths to have value at most 5"
+    ):
+        tbcall("aten::_ctc_loss", lp, torch.ones(2, 3, dtype=torch.long), [6, 5], [3, 3])
+    with pytest.raises(IndexError, match="_ctc_loss: target 7 is out of range for 4 classes"):
+        tbcall("aten::_ctc_loss", lp, torch.full((2, 3), 7), [5, 5], [3, 3])
