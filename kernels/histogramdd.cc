@@ -18,7 +18,7 @@
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/promote_broadcast.h"
 
 #define TB_TYPES_F32_F64_(...)                    \
   TB_DISPATCH_CASE_(kFloat32, float, __VA_ARGS__) \

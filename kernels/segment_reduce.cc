@@ -19,7 +19,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
-#include "kernels/tensor_ops.h"
+#include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {

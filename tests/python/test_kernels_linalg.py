@@ -317,10 +317,9 @@ def test_pinv(dtype, hermitian):
 
 
 # ---- gradients through tb.Tensor ----------------------------------------------------------------
-# (det and slogdet: their backward needs aten::diag_embed, not in the table yet; the OpInfo sweep
-# judges their gradients once it is.)
-
 GRADS = {
+    "det": (lambda a: torch.linalg.det(a), _rand),
+    "slogdet": (lambda a: torch.linalg.slogdet(a).logabsdet, _rand),
     "cholesky": (lambda a: torch.linalg.cholesky(a), _spd),
     "solve": (lambda a: torch.linalg.solve(a, torch.ones(4, 2, dtype=a.dtype)), _rand),
     "inv": (lambda a: torch.linalg.inv(a), _rand),
