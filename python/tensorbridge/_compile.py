@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from tensorbridge import _C
+from tensorbridge import _C, _fuse
 from tensorbridge._config import config
 
 __all__ = [
@@ -140,6 +140,8 @@ class _Builder:
         self.env: dict = {}
         self.fused = _fusions(gm) if fusion else {}
         self.folded = {act: src for src, (_, _, act) in self.fused.items()}
+        # Chains of element-wise nodes run as one fused node each (tensorbridge._fuse).
+        self.pointwise = _fuse.Emitter(gm, {*self.fused, *self.folded}) if fusion else None
 
     def arg(self, x, list_kind: str = "list"):
         if isinstance(x, torch.fx.Node):
@@ -163,6 +165,9 @@ class _Builder:
             # The activation runs inside its producer's fused node: it reads the producer's
             # result, or the view of it that the graph takes in between.
             self.env[n] = self.env[n.args[0]]
+            return
+        if self.pointwise is not None and self.pointwise.handles(n):
+            self.pointwise.emit(self, n)
             return
         if not isinstance(target, torch._ops.OpOverload):
             raise NotImplementedError(
@@ -434,7 +439,8 @@ def _shape_specializing(gm, record, kind):
 
 
 def _compile_static(gm, record, kind, specialized=None):
-    plan = _Builder(gm).build()
+    builder = _Builder(gm)
+    plan = builder.build()
     _stats["plans_built"] += 1
     _all_plans[plan] = kind
     _plans.append(plan)
@@ -442,6 +448,8 @@ def _compile_static(gm, record, kind, specialized=None):
     if _profiling:
         plan.profiling = True
     entry = {"kind": kind, "plan": plan}
+    if builder.pointwise is not None:
+        entry["groups"] = builder.pointwise.described
     if specialized is not None:
         entry["shapes"] = [list(k[0]) for k in specialized if isinstance(k[0], tuple)]
     if record is not None:
@@ -697,6 +705,10 @@ def explain_compiled(fn) -> str:
                 "copied into the graph's strides"
             )
             lines.append("  fallback nodes: " + (", ".join(fallbacks) if fallbacks else "none"))
+            groups = e.get("groups", [])
+            lines.append(f"  {len(groups)} fused pointwise groups")
+            for node, ops, outs in groups:
+                lines.append(f"    {node}: {ops} ({outs} outputs written)")
             lines.extend("    " + line for line in dump.rstrip().splitlines())
     return "\n".join(lines)
 
