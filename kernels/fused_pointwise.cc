@@ -14,9 +14,11 @@
 // the input where it is contiguous and of the compute type, else a converting gather into a
 // scratch register), runs the instructions over the block, and stores the outputs, so the
 // intermediates stay in registers of a few KB (the L1 cache) and are never written to memory.
-// Blocks run in parallel for large outputs. Arithmetic loops are built for AVX-512, AVX2 and the
-// baseline and picked by the CPU's features; exp, log, tanh, erf and sigmoid of float32 blocks run
-// on Eigen's vectorised functions (as the single ops' kernels do), float64 on the C library.
+// Blocks run in parallel for large outputs. The instruction loops are built for AVX-512, AVX2
+// and the baseline and picked by the CPU's features; float32 exp, tanh, erf and the functions
+// made of them (sigmoid, silu, gelu and their backward) are plain-arithmetic approximations
+// (Cephes' expf, Eigen's rational erf and tanh) that vectorise there, log runs on Eigen's
+// vectorised log, and the rest (float64 transcendentals, sin, cos, pow) on the C library.
 // Programs are parsed once and cached by their text.
 #include <algorithm>
 #include <cmath>
@@ -27,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -35,7 +38,6 @@
 #endif
 
 #include <Eigen/Core>
-#include <unsupported/Eigen/SpecialFunctions>
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
@@ -156,6 +158,9 @@ struct Program {
   std::vector<Instr> code;
   std::vector<std::pair<int, double>> constants;  // register, value
   std::vector<std::pair<int, DType>> outputs;     // register, stored dtype
+  // Per register: the output it is written straight into (an output of the compute type whose
+  // register one instruction writes), or -1.
+  std::vector<int> writes_output;
 };
 
 constexpr const char* kOpName = "tensorbridge::pointwise";
@@ -248,6 +253,18 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
         << kOpName << ": an output of dtype " << DTypeName(o.second)
         << " from a program computing in " << DTypeName(p->compute);
   }
+  std::vector<int> writes(p->num_regs, 0);
+  for (const Instr& in : p->code) {
+    if (in.d >= 0 && in.d < p->num_regs) ++writes[in.d];
+  }
+  p->writes_output.assign(p->num_regs, -1);
+  for (size_t k = 0; k < p->outputs.size(); ++k) {
+    const auto [r, dt] = p->outputs[k];
+    if (r < p->num_regs && dt == p->compute && writes[r] == 1 && r >= num_inputs &&
+        p->writes_output[r] == -1) {
+      p->writes_output[r] = static_cast<int>(k);
+    }
+  }
   return p;
 }
 
@@ -264,6 +281,129 @@ std::shared_ptr<const Program> Cached(const std::string& text, int num_inputs) {
 }
 
 // ---- block evaluation ---------------------------------------------------------------------
+
+// float32 functions written as plain arithmetic, so that a loop over them vectorises in each
+// ISA's version of Arith (the branches are selects).
+
+TB_INLINE uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+TB_INLINE float FromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+// exp(x): Cephes' expf (2^n * exp(r), n = round(x / ln 2), r = x - n ln 2, a degree-7
+// polynomial; within 1 ulp). n is rounded by adding 1.5 * 2^23 and read from the sum's bits
+// (no float-to-int conversion, which would keep the loop from vectorising); 2^n is applied in
+// two halves so that denormal results are right. inf above 88.72, 0 below -104, NaN kept.
+TB_INLINE float ExpF(float x) {
+  constexpr float kMagic = 12582912.0f;
+  const float m = x * 1.44269504088896341f + kMagic;
+  const float fx = m - kMagic;
+  const float r = x - fx * 0.693359375f - fx * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t n = static_cast<int32_t>(Bits(m) - Bits(kMagic)), n1 = n >> 1;
+  p = p * FromBits(static_cast<uint32_t>(n1 + 127) << 23) *
+      FromBits(static_cast<uint32_t>(n - n1 + 127) << 23);
+  p = x > 88.7228394f ? std::numeric_limits<float>::infinity() : p;
+  p = x < -104.0f ? 0.0f : p;
+  return x != x ? x : p;
+}
+
+// erf(x): Eigen's float rational approximation (a couple of ulp on [-4, 4], +-1 outside).
+TB_INLINE float ErfF(float a) {
+  const float x = a < -4.0f ? -4.0f : (a > 4.0f ? 4.0f : a);
+  const float x2 = x * x;
+  float p = -2.72614225801306e-10f;
+  p = p * x2 + 2.77068142495902e-08f;
+  p = p * x2 + -2.10102402082508e-06f;
+  p = p * x2 + -5.69250639462346e-05f;
+  p = p * x2 + -7.34990630326855e-04f;
+  p = p * x2 + -2.95459980854025e-03f;
+  p = p * x2 + -1.60960333262415e-02f;
+  p = p * x;
+  float q = -1.45660718464996e-05f;
+  q = q * x2 + -2.13374055278905e-04f;
+  q = q * x2 + -1.68282697438203e-03f;
+  q = q * x2 + -7.37332916720468e-03f;
+  q = q * x2 + -1.42647390514189e-02f;
+  return p / q;
+}
+
+// tanh(x): Eigen's float rational approximation (within a few ulp; x itself below 0.0004).
+TB_INLINE float TanhF(float a) {
+  const float x = a < -7.90531110763549805f ? -7.90531110763549805f
+                                            : (a > 7.90531110763549805f ? 7.90531110763549805f : a);
+  const float x2 = x * x;
+  float p = -2.76076847742355e-16f;
+  p = p * x2 + 2.00018790482477e-13f;
+  p = p * x2 + -8.60467152213735e-11f;
+  p = p * x2 + 5.12229709037114e-08f;
+  p = p * x2 + 1.48572235717979e-05f;
+  p = p * x2 + 6.37261928875436e-04f;
+  p = p * x2 + 4.89352455891786e-03f;
+  p = p * x;
+  float q = 1.19825839466702e-06f;
+  q = q * x2 + 1.18534705686654e-04f;
+  q = q * x2 + 2.26843463243900e-03f;
+  q = q * x2 + 4.89352518554385e-03f;
+  const float r = p / q;
+  return std::fabs(a) < 0.0004f ? a : r;
+}
+
+TB_INLINE float SigmoidF(float x) { return 1.0f / (1.0f + ExpF(-x)); }
+
+constexpr float kSqrt1_2F = 0.707106781186547524f;
+constexpr float kBetaF = 0.797884560802865355f;   // sqrt(2 / pi)
+constexpr float kAlphaF = 0.398942280401432678f;  // 1 / sqrt(2 pi)
+constexpr float kKappaF = 0.044715f;
+
+TB_INLINE float GeluTanhBwF(float g, float x) {
+  const float x2 = x * x, t = TanhF(kBetaF * (x + kKappaF * x2 * x));
+  return g *
+         (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * (kBetaF * (1.0f + 3.0f * kKappaF * x2)));
+}
+
+// The float32 transcendental instructions; false for the others.
+TB_INLINE bool MathF(Op op, float* __restrict d, const float* a, const float* b, int64_t n) {
+#define TB_LOOP(EXPR)                            \
+  for (int64_t i = 0; i < n; ++i) d[i] = (EXPR); \
+  return true
+  switch (op) {
+    case Op::kExp: TB_LOOP(ExpF(a[i]));
+    case Op::kTanh: TB_LOOP(TanhF(a[i]));
+    case Op::kErf: TB_LOOP(ErfF(a[i]));
+    case Op::kSigmoid: TB_LOOP(SigmoidF(a[i]));
+    case Op::kSilu: TB_LOOP(a[i] / (1.0f + ExpF(-a[i])));
+    case Op::kGelu: TB_LOOP(a[i] * 0.5f * (1.0f + ErfF(a[i] * kSqrt1_2F)));
+    case Op::kGeluTanh:
+      TB_LOOP(0.5f * a[i] * (1.0f + TanhF(kBetaF * (a[i] + kKappaF * a[i] * a[i] * a[i]))));
+    case Op::kGeluBw:
+      TB_LOOP(a[i] * (0.5f * (1.0f + ErfF(b[i] * kSqrt1_2F)) +
+                      b[i] * ExpF(-0.5f * b[i] * b[i]) * kAlphaF));
+    case Op::kGeluTanhBw: TB_LOOP(GeluTanhBwF(a[i], b[i]));
+    case Op::kSiluBw: {
+      for (int64_t i = 0; i < n; ++i) {
+        const float s = SigmoidF(b[i]);
+        d[i] = a[i] * s * (1.0f + b[i] * (1.0f - s));
+      }
+      return true;
+    }
+    default: return false;
+  }
+#undef TB_LOOP
+}
 
 // The arithmetic of one instruction over n elements; false for the functions left to Math.
 template <typename T>
@@ -307,9 +447,11 @@ TB_INLINE bool Arith(Op op, T* __restrict d, const T* a, const T* b, const T* c,
       }
       return true;
     }
-    default: return false;
+    default: break;
   }
 #undef TB_LOOP
+  if constexpr (std::is_same_v<T, float>) return MathF(op, d, a, b, n);
+  return false;
 }
 
 #if TB_X86_DISPATCH
@@ -354,71 +496,21 @@ bool ArithDispatch(Op op, T* d, const T* a, const T* b, const T* c, int64_t n) {
   return Arith<T>(op, d, a, b, c, n);
 }
 
-// exp(x) of a float block on Eigen's exp, except blocks with inputs below -87 (denormal results,
-// where Eigen's clamping is inexact), which take std::exp.
-void ExpBlock(float* d, const float* a, int64_t n) {
-  bool bad = false;
-  for (int64_t i = 0; i < n; ++i) bad |= a[i] < -87.0f;
-  if (bad) {
-    for (int64_t i = 0; i < n; ++i) d[i] = std::exp(a[i]);
-    return;
-  }
-  Eigen::Map<Eigen::ArrayXf>(d, n) = Eigen::Map<const Eigen::ArrayXf>(a, n).exp();
-}
-
-// The transcendental functions, on Eigen's vectorised float functions for float32.
+// The float32 instructions MathF leaves: log on Eigen's vectorised log (except blocks with
+// denormal inputs, which Eigen mishandles), the rest on the C library.
 void Math(Op op, float* d, const float* a, const float* b, int64_t n) {
-  using Arr = Eigen::Map<Eigen::ArrayXf>;
-  using CArr = Eigen::Map<const Eigen::ArrayXf>;
-  Arr y(d, n);
-  CArr x(a, n);
-  const float kSqrt1_2 = static_cast<float>(M_SQRT1_2);
-  const float kBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
-  const float kKappa = 0.044715f;
-  switch (op) {
-    case Op::kExp: ExpBlock(d, a, n); return;
-    case Op::kLog: {
-      bool bad = false;
-      for (int64_t i = 0; i < n; ++i)
-        bad |= a[i] > 0.0f && a[i] < std::numeric_limits<float>::min();
-      if (bad) {
-        for (int64_t i = 0; i < n; ++i) d[i] = std::log(a[i]);
-      } else {
-        y = x.log();
-      }
+  if (op == Op::kLog) {
+    bool bad = false;
+    for (int64_t i = 0; i < n; ++i) bad |= a[i] > 0.0f && a[i] < std::numeric_limits<float>::min();
+    if (!bad) {
+      Eigen::Map<Eigen::ArrayXf>(d, n) = Eigen::Map<const Eigen::ArrayXf>(a, n).log();
       return;
     }
-    case Op::kTanh: y = x.tanh(); return;
-    case Op::kSigmoid: y = (1.0f + (-x).exp()).inverse(); return;
-    case Op::kErf: y = x.erf(); return;
-    case Op::kGelu: y = x * 0.5f * (1.0f + (x * kSqrt1_2).erf()); return;
-    case Op::kGeluTanh: y = 0.5f * x * (1.0f + (kBeta * (x + kKappa * x * x * x)).tanh()); return;
-    case Op::kSilu: y = x / (1.0f + (-x).exp()); return;
-    case Op::kSiluBw: {
-      CArr xx(b, n), g(a, n);
-      y = g * (1.0f + (-xx).exp()).inverse() *
-          (1.0f + xx * (1.0f - (1.0f + (-xx).exp()).inverse()));
-      return;
-    }
-    case Op::kGeluBw: {
-      CArr xx(b, n), g(a, n);
-      const float kAlpha = static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5);
-      y = g * (0.5f * (1.0f + (xx * kSqrt1_2).erf()) + xx * (-0.5f * xx * xx).exp() * kAlpha);
-      return;
-    }
-    case Op::kGeluTanhBw: {
-      CArr xx(b, n), g(a, n);
-      auto inner = kBeta * (xx + kKappa * xx * xx * xx);
-      Eigen::ArrayXf t = inner.tanh();
-      y = g * (0.5f * (1.0f + t) +
-               0.5f * xx * (1.0f - t * t) * (kBeta * (1.0f + 3.0f * kKappa * xx * xx)));
-      return;
-    }
-    default: break;
   }
   for (int64_t i = 0; i < n; ++i) {
     const float v = a[i];
     switch (op) {
+      case Op::kLog: d[i] = std::log(v); break;
       case Op::kSin: d[i] = std::sin(v); break;
       case Op::kCos: d[i] = std::cos(v); break;
       case Op::kLog1p: d[i] = std::log1p(v); break;
@@ -477,6 +569,7 @@ struct Operand {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> strides;  // elements, per coalesced dim (0: broadcast)
   bool direct = false;           // contiguous like the output and of the compute type
+  bool unit_rows = false;        // of the compute type, with unit stride along the inner dim
   bool scalar = false;           // one element for the whole output
 };
 
@@ -518,12 +611,21 @@ void Gather(const Operand& op, const std::vector<int64_t>& shape, int64_t start,
 template <typename T>
 void RunProgram(const Program& p, const std::vector<Operand>& ins,
                 const std::vector<int64_t>& shape, int64_t numel, const std::vector<Tensor>& outs) {
-  const int64_t blocks = (numel + kBlock - 1) / kBlock;
+  // Long rows are cut into blocks within a row, so that inputs with unit inner stride (a
+  // broadcast bias, a strided slice) are read in place; short rows into blocks of whole rows.
+  const int nd = static_cast<int>(shape.size());
+  const int64_t inner = shape[nd - 1];
+  const bool by_row = inner >= kBlock / 2 && nd > 1;
+  const int64_t per_row = by_row ? (inner + kBlock - 1) / kBlock : 0;
+  const int64_t blocks = by_row ? numel / inner * per_row : (numel + kBlock - 1) / kBlock;
   const bool parallel = numel >= kParallelMin;
   auto body = [&](int64_t b0, int64_t b1) {
-    std::unique_ptr<T[]> scratch(new T[static_cast<size_t>(p.num_regs) * kBlock]);
+    // 64-byte aligned registers (whole cache lines for the vector loads and stores).
+    std::unique_ptr<T[]> storage(new T[static_cast<size_t>(p.num_regs) * kBlock + 64]);
+    T* base = reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(storage.get()) + 63) &
+                                   ~static_cast<uintptr_t>(63));
     std::vector<const T*> src(p.num_regs, nullptr);
-    auto reg = [&](int r) { return scratch.get() + static_cast<int64_t>(r) * kBlock; };
+    auto reg = [&](int r) { return base + static_cast<int64_t>(r) * kBlock; };
     for (const auto& [r, v] : p.constants) {
       std::fill(reg(r), reg(r) + kBlock, static_cast<T>(v));
       src[r] = reg(r);
@@ -539,12 +641,30 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
       }
     }
     for (int64_t b = b0; b < b1; ++b) {
-      const int64_t start = b * kBlock, n = std::min(kBlock, numel - start);
+      int64_t start, n, row = 0, col = 0;
+      if (by_row) {
+        row = b / per_row;
+        col = b % per_row * kBlock;
+        start = row * inner + col;
+        n = std::min(kBlock, inner - col);
+      } else {
+        start = b * kBlock;
+        n = std::min(kBlock, numel - start);
+      }
       for (size_t k = 0; k < ins.size(); ++k) {
         const Operand& op = ins[k];
         if (op.scalar) continue;
         if (op.direct) {
           src[k] = reinterpret_cast<const T*>(op.data) + start;
+          continue;
+        }
+        if (by_row && op.unit_rows) {
+          int64_t off = col, rem = row;
+          for (int d = nd - 2; d >= 0; --d) {
+            off += rem % shape[d] * op.strides[d];
+            rem /= shape[d];
+          }
+          src[k] = reinterpret_cast<const T*>(op.data) + off;
           continue;
         }
         T* dst = reg(static_cast<int>(k));
@@ -553,13 +673,15 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
         src[k] = dst;
       }
       for (const Instr& in : p.code) {
-        T* d = reg(in.d);
+        const int o = p.writes_output[in.d];
+        T* d = o >= 0 ? static_cast<T*>(outs[o].mutable_data()) + start : reg(in.d);
         if (!ArithDispatch<T>(in.op, d, src[in.a], src[in.b], src[in.c], n)) {
           Math(in.op, d, src[in.a], src[in.b], n);
         }
         src[in.d] = d;
       }
       for (size_t k = 0; k < p.outputs.size(); ++k) {
+        if (p.writes_output[p.outputs[k].first] == static_cast<int>(k)) continue;  // written
         const T* v = src[p.outputs[k].first];
         if (p.outputs[k].second == p.compute) {
           std::memcpy(static_cast<T*>(outs[k].mutable_data()) + start, v, n * sizeof(T));
@@ -663,7 +785,13 @@ std::vector<Tensor> Pointwise(const std::vector<Tensor>& inputs, const std::vect
     bool all_zero = true;
     for (int64_t s : o.strides) all_zero &= s == 0;
     o.scalar = all_zero;
-    o.direct = o.dtype == p.compute && shape.size() == 1 && o.strides[0] == 1;
+    int64_t dense = 1;
+    o.direct = o.dtype == p.compute;
+    for (size_t d = shape.size(); d-- > 0;) {
+      o.direct = o.direct && o.strides[d] == dense;
+      dense *= shape[d];
+    }
+    o.unit_rows = o.dtype == p.compute && o.strides.back() == 1;
   }
   if (p.compute == DType::kFloat32) {
     RunProgram<float>(p, ops, shape, numel, outs);

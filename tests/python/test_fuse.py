@@ -235,3 +235,35 @@ def test_zoo_forward_and_backward(name):
     torch.testing.assert_close(got[1], want[1], rtol=1e-4, atol=1e-5)
     assert zoo.grad_error(got[2], want[2]) < 1e-4
     assert got[3], f"{name}: no pointwise group fused"
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.exp(x) + 0,
+        lambda x: torch.sigmoid(x) * 1,
+        lambda x: torch.tanh(x) * 1,
+        lambda x: torch.erf(x) * 1,
+        lambda x: torch.nn.functional.silu(x) * 1,
+        lambda x: torch.nn.functional.gelu(x) * 1,
+        lambda x: torch.nn.functional.gelu(x, approximate="tanh") * 1,
+        lambda x: torch.ops.aten.gelu_backward(x * 0 + 1, x),
+        lambda x: torch.ops.aten.gelu_backward(x * 0 + 1, x, approximate="tanh"),
+    ],
+    ids=["exp", "sigmoid", "tanh", "erf", "silu", "gelu", "gelu_tanh", "gelu_bw", "gelu_tanh_bw"],
+)
+def test_fused_functions_match_torch_over_their_range(no_fallback, fn):
+    # the vectorised float32 approximations, against torch's float64 kernels (eager; its float32
+    # gelu gives NaN at +inf), from the denormal results of exp to its overflow, with the
+    # special values
+    x = torch.cat(
+        [
+            torch.linspace(-110, 95, 40001),
+            torch.linspace(-1e-3, 1e-3, 2001),
+            torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40, -1e-40]),
+        ]
+    )
+    groups = _same(fn, x, groups=1)
+    assert groups
+    _, got = _run(fn, (x,), fused=True)
+    torch.testing.assert_close(got, fn(x.double()).float(), equal_nan=True)
