@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from tensorbridge import _C, _fuse
+from tensorbridge import _C, _fuse, _memory
 from tensorbridge._config import config
 
 __all__ = [
@@ -191,11 +191,13 @@ class _Builder:
             name, extra, act = self.fused[n]
             args += extra
             outs = self.plan.add_node(name, args, 1, f"{n.name}_{act.name}")
+            _memory.record(self.plan, outs, n)
             self.env[n] = outs[0]
             return
         returns = schema.returns
         list_return = len(returns) == 1 and str(returns[0].type).startswith("List[")
         outs = self.plan.add_node(name, args, 1 if list_return else len(returns), n.name)
+        _memory.record(self.plan, outs, n)
         # One value (a Tensor, or a Tensor[] that getitem indexes), or one value per result.
         self.env[n] = outs[0] if len(outs) == 1 else outs
 
@@ -454,6 +456,8 @@ def _compile_static(gm, record, kind, specialized=None):
         entry["shapes"] = [list(k[0]) for k in specialized if isinstance(k[0], tuple)]
     if record is not None:
         record.plans.append(entry)
+    # the plans of one compilation (forward and backward) run as one step
+    _memory.plan_built([e["plan"] for e in record.plans] if record is not None else [plan])
 
     run_torch = plan.run_torch
     calls = entry["calls"] = [0]
@@ -705,6 +709,7 @@ def explain_compiled(fn) -> str:
                 "copied into the graph's strides"
             )
             lines.append("  fallback nodes: " + (", ".join(fallbacks) if fallbacks else "none"))
+            lines.append(f"  peak {p.peak_bytes} bytes of the plan's results alive at once")
             groups = e.get("groups", [])
             lines.append(f"  {len(groups)} fused pointwise groups")
             for node, ops, outs in groups:

@@ -19,6 +19,8 @@ import math
 
 import torch
 
+from tensorbridge import _memory
+
 __all__ = ["Group", "groups"]
 
 pointwise = True  # False: the plan pass fuses no pointwise chains
@@ -103,6 +105,10 @@ _OTHER = {
 _TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER}
 
 
+def _schema(n: torch.fx.Node):
+    return n.target._schema  # type: ignore[union-attr]  # an OpOverload (checked by _compute)
+
+
 def _meta(x):
     return x.meta.get("val") if isinstance(x, torch.fx.Node) else None
 
@@ -114,7 +120,7 @@ def _static(t) -> bool:
 def _args(n: torch.fx.Node) -> list:
     """The node's arguments in schema order, defaults filled in."""
     out = []
-    for i, a in enumerate(n.target._schema.arguments):
+    for i, a in enumerate(_schema(n).arguments):
         if i < len(n.args) and not a.kwarg_only:
             out.append(n.args[i])
         elif a.name in n.kwargs:
@@ -200,7 +206,7 @@ class Group:
 
 
 def _op_name(n: torch.fx.Node) -> str:
-    s = n.target._schema
+    s = _schema(n)
     return s.name + (f".{s.overload_name}" if s.overload_name else "")
 
 
@@ -411,10 +417,11 @@ class Emitter:
             1,
             name,
         )
+        _memory.set_bytes(builder.plan, v, _memory.nbytes([_meta(o) for o in g.outputs]))
         for k, o in enumerate(g.outputs):
             builder.env[o] = (v, k)
         self.described.append((name, g.describe(), len(g.outputs)))
 
 
 def _short(n: torch.fx.Node) -> str:
-    return n.target._schema.name.split("::")[-1].lstrip("_")
+    return _schema(n).name.split("::")[-1].lstrip("_")

@@ -4,13 +4,14 @@ models forward and backward, and ``explain`` lists the groups the graph implies.
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
 import torch
 
 import tensorbridge as tb
-from tensorbridge import _compile, _fuse, zoo
+from tensorbridge import _compile, _fuse, _memory, zoo
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
@@ -267,3 +268,52 @@ def test_fused_functions_match_torch_over_their_range(no_fallback, fn):
     assert groups
     _, got = _run(fn, (x,), fused=True)
     torch.testing.assert_close(got, fn(x.double()).float(), equal_nan=True)
+
+
+def test_fusion_lowers_the_plan_peak_and_the_cache_follows_the_plans(no_fallback):
+    def f(x):
+        return _gelu_new(x) * 3 + x
+
+    x = torch.randn(256, 512)
+    _, want = _run(f, (x,), fused=False)
+    p0 = _compile._plans[-1]
+    c1, got = _run(f, (x,), fused=True)
+    p1 = _compile._plans[-1]
+    torch.testing.assert_close(got, want)
+    # unfused: a node's result and its input alive together; fused: the one output only
+    assert p0.peak_bytes >= 2 * x.nbytes
+    assert p1.peak_bytes == x.nbytes
+    before = tb._C.storage_allocations()
+    c1(x)
+    after = tb._C.storage_allocations()
+    assert after["count"] - before["count"] == 1
+    assert after["bytes"] - before["bytes"] == x.nbytes
+    # the buffer cache holds what the largest step built needs, not a fixed 512 MB
+    limit = tb._C.memory_stats()["cache_limit_bytes"]
+    if "TB_HOST_CACHE_MB" not in os.environ:
+        assert limit == _memory._need >= _memory._totals[p0] > p0.peak_bytes
+        assert limit < 512 << 20
+
+
+def test_explain_and_profile_show_the_groups(no_fallback):
+    def f(x, w):
+        a = torch.tanh(x * 2 + 1)  # group 1 (its output read by the mm)
+        return torch.sigmoid(a @ w) * 3 - 1  # group 2 after the mm
+
+    x, w = torch.randn(16, 8), torch.randn(8, 4)
+    groups = _same(f, x, w, groups=2)
+    assert [g[1] for g in groups] == [
+        "aten::mul.Tensor, aten::add.Tensor, aten::tanh",
+        "aten::sigmoid, aten::mul.Tensor, aten::sub.Tensor",
+    ]
+    compiled = torch.compile(f, backend="tensorbridge")
+    compiled(x, w)
+    text = tb.explain(compiled)
+    assert "2 fused pointwise groups" in text
+    assert "aten::sigmoid, aten::mul.Tensor, aten::sub.Tensor (1 outputs written)" in text
+    with tb.profile(compiled) as prof:
+        for _ in range(3):
+            compiled(x, w)
+    fused = [n for n in prof.nodes if n["group"]]
+    assert len(fused) == 2 and all(n["calls"] == 3 and n["total_us"] > 0 for n in fused)
+    assert "fusing aten::mul.Tensor, aten::add.Tensor, aten::tanh" in str(prof)
