@@ -54,6 +54,15 @@ void Plan::ExpectStrides(int value, std::vector<int64_t> strides) {
   expected_strides_[value] = std::move(strides);
 }
 
+void Plan::SetValueBytes(int value, int64_t bytes) {
+  TB_CHECK(!finalized_, ValueError) << "Plan: cannot add to a finalized plan";
+  TB_CHECK(value >= 0 && value < static_cast<int>(value_names_.size()), ValueError)
+      << "Plan: SetValueBytes of unknown value " << value;
+  TB_CHECK(bytes >= 0, ValueError) << "Plan: SetValueBytes of " << bytes << " bytes";
+  if (value_bytes_.size() < value_names_.size()) value_bytes_.resize(value_names_.size(), 0);
+  value_bytes_[value] = bytes;
+}
+
 namespace {
 
 // Whether t is laid out with `strides` (dimensions of size 1 may have any stride).
@@ -138,6 +147,23 @@ void Plan::Finalize() {
       const bool expect =
           read && v < static_cast<int>(expected_strides_.size()) && !expected_strides_[v].empty();
       n.expect_strides.push_back(expect ? expected_strides_[v] : std::vector<int64_t>{});
+    }
+  }
+  // Peak bytes by liveness: a node's kept results join the live set while its arguments are
+  // still alive; the arguments whose last use it is leave after it.
+  value_bytes_.resize(nv, 0);
+  std::vector<bool> is_input(nv, false);
+  for (int v : inputs_) is_input[v] = true;
+  int64_t live = 0;
+  peak_bytes_ = 0;
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+    const Node& n = nodes_[i];
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.keep_output[k]) live += value_bytes_[n.outputs[k]];
+    }
+    peak_bytes_ = std::max(peak_bytes_, live);
+    for (int v = 0; v < nv; ++v) {
+      if (last_use[v] == i && !is_input[v] && slot_of_[v] >= 0) live -= value_bytes_[v];
     }
   }
   input_expect_.clear();

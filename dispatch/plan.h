@@ -63,6 +63,9 @@ class TB_API Plan {
   // then copies the result into the expected strides. An input given expected strides is
   // copied into them when it arrives laid out otherwise. Dimensions of size 1 do not count.
   void ExpectStrides(int value, std::vector<int64_t> strides);
+  // The bytes a value's buffers take (the captured graph's sizes; 0 for a view of another
+  // value's memory, unknown values count 0): Finalize() sums them by liveness (peak_bytes()).
+  void SetValueBytes(int value, int64_t bytes);
   // Resolves kernels, computes liveness and assigns slots. Nothing can be added afterwards.
   void Finalize();
 
@@ -81,6 +84,10 @@ class TB_API Plan {
   size_t CountServedBy(ServedBy s) const;
   // Nodes, their kernels (composites and fallbacks marked), slots and reuse.
   std::string Dump() const;
+  // The most bytes of the plan's own results alive at once during a run (inputs not counted;
+  // a node's results counted while its inputs, freed after it, are still alive), by the
+  // sizes given to SetValueBytes: what a run needs of the buffer cache to allocate nothing new.
+  int64_t peak_bytes() const { return peak_bytes_; }
   // Results copied into the strides the graph expects (see ExpectStrides), over all runs.
   uint64_t restrides() const { return restrides_.load(std::memory_order_relaxed); }
 
@@ -127,6 +134,8 @@ class TB_API Plan {
   std::vector<int> slot_of_;                            // value number -> slot
   std::vector<int> output_inputs_;                      // set by Finalize()
   std::vector<std::vector<int64_t>> expected_strides_;  // by value number (ExpectStrides)
+  std::vector<int64_t> value_bytes_;                    // by value number (SetValueBytes)
+  int64_t peak_bytes_ = 0;                              // set by Finalize()
   std::vector<std::vector<int64_t>> input_expect_;      // per input; empty: none expected
   OpId empty_strided_op_ = 0, copy_op_ = 0;             // for Restride, set by Finalize()
   mutable std::atomic<uint64_t> restrides_{0};

@@ -150,6 +150,9 @@ void BindPlan(py::module_& m) {
       .def("expect_strides", &Plan::ExpectStrides, py::arg("value"), py::arg("strides"),
            "The strides the graph expects of a value: a result laid out otherwise is copied "
            "into them where the graph depends on the layout.")
+      .def("set_value_bytes", &Plan::SetValueBytes, py::arg("value"), py::arg("bytes"),
+           "The bytes a value's buffers take (0 for a view of another value): the plan sums "
+           "them by liveness into peak_bytes.")
       .def("finalize", &Plan::Finalize)
       .def(
           "run",
@@ -214,6 +217,9 @@ void BindPlan(py::module_& m) {
       .def_property_readonly("num_nodes", &Plan::num_nodes)
       .def_property_readonly("num_slots", &Plan::num_slots)
       .def_property_readonly("num_values", &Plan::num_values)
+      .def_property_readonly("peak_bytes", &Plan::peak_bytes,
+                             "The most bytes of the plan's own results alive at once during a "
+                             "run (by the sizes given to set_value_bytes; inputs not counted).")
       .def(
           "count",
           [](const Plan& p, const std::string& by) {

@@ -148,6 +148,10 @@ class Plan:
         """
     def set_outputs(self, arg0: collections.abc.Iterable) -> None:
         ...
+    def set_value_bytes(self, value: typing.SupportsInt | typing.SupportsIndex, bytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        The bytes a value's buffers take (0 for a view of another value): the plan sums them by liveness into peak_bytes.
+        """
     @property
     def num_nodes(self) -> int:
         ...
@@ -157,6 +161,11 @@ class Plan:
     @property
     def num_values(self) -> int:
         ...
+    @property
+    def peak_bytes(self) -> int:
+        """
+        The most bytes of the plan's own results alive at once during a run (by the sizes given to set_value_bytes; inputs not counted).
+        """
     @property
     def profiling(self) -> bool:
         """

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from tensorbridge import _C
+from tensorbridge import _C, _fuse, _memory
 from tensorbridge._config import config
 
 __all__ = [
@@ -140,6 +140,8 @@ class _Builder:
         self.env: dict = {}
         self.fused = _fusions(gm) if fusion else {}
         self.folded = {act: src for src, (_, _, act) in self.fused.items()}
+        # Chains of element-wise nodes run as one fused node each (tensorbridge._fuse).
+        self.pointwise = _fuse.Emitter(gm, {*self.fused, *self.folded}) if fusion else None
 
     def arg(self, x, list_kind: str = "list"):
         if isinstance(x, torch.fx.Node):
@@ -164,6 +166,9 @@ class _Builder:
             # result, or the view of it that the graph takes in between.
             self.env[n] = self.env[n.args[0]]
             return
+        if self.pointwise is not None and self.pointwise.handles(n):
+            self.pointwise.emit(self, n)
+            return
         if not isinstance(target, torch._ops.OpOverload):
             raise NotImplementedError(
                 f"tensorbridge plans run ATen ops; node {n.name} calls {target}"
@@ -186,11 +191,13 @@ class _Builder:
             name, extra, act = self.fused[n]
             args += extra
             outs = self.plan.add_node(name, args, 1, f"{n.name}_{act.name}")
+            _memory.record(self.plan, outs, n)
             self.env[n] = outs[0]
             return
         returns = schema.returns
         list_return = len(returns) == 1 and str(returns[0].type).startswith("List[")
         outs = self.plan.add_node(name, args, 1 if list_return else len(returns), n.name)
+        _memory.record(self.plan, outs, n)
         # One value (a Tensor, or a Tensor[] that getitem indexes), or one value per result.
         self.env[n] = outs[0] if len(outs) == 1 else outs
 
@@ -434,7 +441,8 @@ def _shape_specializing(gm, record, kind):
 
 
 def _compile_static(gm, record, kind, specialized=None):
-    plan = _Builder(gm).build()
+    builder = _Builder(gm)
+    plan = builder.build()
     _stats["plans_built"] += 1
     _all_plans[plan] = kind
     _plans.append(plan)
@@ -442,10 +450,14 @@ def _compile_static(gm, record, kind, specialized=None):
     if _profiling:
         plan.profiling = True
     entry = {"kind": kind, "plan": plan}
+    if builder.pointwise is not None:
+        entry["groups"] = builder.pointwise.described
     if specialized is not None:
         entry["shapes"] = [list(k[0]) for k in specialized if isinstance(k[0], tuple)]
     if record is not None:
         record.plans.append(entry)
+    # the plans of one compilation (forward and backward) run as one step
+    _memory.plan_built([e["plan"] for e in record.plans] if record is not None else [plan])
 
     run_torch = plan.run_torch
     calls = entry["calls"] = [0]
@@ -697,6 +709,11 @@ def explain_compiled(fn) -> str:
                 "copied into the graph's strides"
             )
             lines.append("  fallback nodes: " + (", ".join(fallbacks) if fallbacks else "none"))
+            lines.append(f"  peak {p.peak_bytes} bytes of the plan's results alive at once")
+            groups = e.get("groups", [])
+            lines.append(f"  {len(groups)} fused pointwise groups")
+            for node, ops, outs in groups:
+                lines.append(f"    {node}: {ops} ({outs} outputs written)")
             lines.extend("    " + line for line in dump.rstrip().splitlines())
     return "\n".join(lines)
 

@@ -5,7 +5,8 @@
             compiled(x)
     print(prof)              # per plan: the costliest nodes; then per op over all plans
     prof.nodes               # one dict per plan node: plan, node, op, served_by, calls,
-                             # us_per_call (mean), min_us (fastest call), total_us
+                             # us_per_call (mean), min_us (fastest call), total_us, group
+                             # (a fused pointwise node's ops, else None)
 
 While the block runs, every plan of ``compiled`` (or every plan, without an argument), and
 every plan built inside the block, times each node it runs (argument binding, kernel, result
@@ -53,6 +54,8 @@ class Profile:
         self.nodes = []
         for i, e in enumerate(self._entries):
             plan = e["plan"]
+            # a fused pointwise node's ops (tensorbridge._fuse), by its plan node name
+            group_ops = {name: ops for name, ops, _ in e.get("groups", [])}
             for node, op, served_by, calls, ns, min_ns in plan.node_times():
                 self.nodes.append(
                     {
@@ -65,6 +68,7 @@ class Profile:
                         "us_per_call": ns / calls / 1e3 if calls else 0.0,
                         "min_us": min_ns / 1e3,
                         "total_us": ns / 1e3,
+                        "group": group_ops.get(node),
                     }
                 )
             if not _compile._profiling or not any(p._covers(plan) for p in _compile._profiling):
@@ -97,9 +101,10 @@ class Profile:
             )
             for n in sorted(rows, key=lambda n: -n["total_us"])[:top]:
                 share = 100.0 * n["total_us"] / (per_run * runs) if per_run else 0.0
+                group = f" fusing {n['group']}" if n["group"] else ""
                 lines.append(
                     f"  {n['us_per_call']:9.2f} {share:5.1f}%  {n['min_us']:9.2f}  {n['node']} = "
-                    f"{n['op']} [{n['served_by']}]"
+                    f"{n['op']} [{n['served_by']}]{group}"
                 )
         lines.append("by op, all plans:")
         grand = sum(t for _, t, _ in self.by_op()) or 1.0

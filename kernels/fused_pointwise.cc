@@ -1,0 +1,748 @@
+// tensorbridge::pointwise(Tensor[] inputs, SymInt[] size, str program) -> Tensor[]: a group of
+// element-wise ops that the compile backend's fusion pass (python/tensorbridge/_fuse.py) puts
+// in place of a chain of ATen nodes, run as one loop over blocks of the output.
+//
+// The program is text, one instruction per ';':
+//   "T f32" / "T f64"        the type every value is computed in (first instruction)
+//   "op d a [b [c]]"         register d = op(a, b, c); operands are registers "rN" or
+//                            constants "kVALUE" (strtod syntax: 0.5, -inf, nan)
+//   "O r dtype"              an output: register r, stored as dtype (float32, float64, bool)
+// Registers 0 .. len(inputs) - 1 hold the inputs, each broadcast to `size` and converted to the
+// compute type as it is loaded. Outputs are contiguous tensors of shape `size`.
+//
+// The output is cut into blocks of kBlock elements; each block loads its inputs (a pointer into
+// the input where it is contiguous and of the compute type, else a converting gather into a
+// scratch register), runs the instructions over the block, and stores the outputs, so the
+// intermediates stay in registers of a few KB (the L1 cache) and are never written to memory.
+// Blocks run in parallel for large outputs. The instruction loops are built for AVX-512, AVX2
+// and the baseline and picked by the CPU's features; float32 exp, tanh, erf and the functions
+// made of them (sigmoid, silu, gelu and their backward) are plain-arithmetic approximations
+// (Cephes' expf, Eigen's rational erf and tanh) that vectorise there, log runs on Eigen's
+// vectorised log, and the rest (float64 transcendentals, sin, cos, pow) on the C library.
+// Programs are parsed once and cached by their text.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <Eigen/Core>
+
+#include "dispatch/op_table.h"
+#include "kernels/cpu/isa_internal.h"
+#include "kernels/dtype_internal.h"
+
+namespace tb {
+namespace {
+
+constexpr int64_t kBlock = 512;
+constexpr int64_t kParallelMin = 1 << 15;  // elements below which one thread runs the group
+
+// clang-format off
+enum class Op : uint8_t {
+  kCopy, kNeg, kExp, kLog, kTanh, kSigmoid, kRelu, kGelu, kGeluTanh, kSilu, kSqrt, kRsqrt, kAbs,
+  kReciprocal, kErf, kSin, kCos, kLog1p, kExpm1, kNot,
+  kAdd, kSub, kMul, kDiv, kMax, kMin, kPow, kGt, kLt, kGe, kLe, kEq, kNe, kAnd, kOr,
+  kGeluBw, kGeluTanhBw, kSigmoidBw, kTanhBw, kSiluBw,
+  kWhere, kThresholdBw, kClamp,
+};
+// clang-format on
+
+struct OpName {
+  const char* name;
+  Op op;
+  int arity;
+};
+// clang-format off
+constexpr OpName kOps[] = {
+    {"copy", Op::kCopy, 1}, {"neg", Op::kNeg, 1}, {"exp", Op::kExp, 1}, {"log", Op::kLog, 1},
+    {"tanh", Op::kTanh, 1}, {"sigmoid", Op::kSigmoid, 1}, {"relu", Op::kRelu, 1},
+    {"gelu", Op::kGelu, 1}, {"gelu_tanh", Op::kGeluTanh, 1}, {"silu", Op::kSilu, 1},
+    {"sqrt", Op::kSqrt, 1}, {"rsqrt", Op::kRsqrt, 1}, {"abs", Op::kAbs, 1},
+    {"reciprocal", Op::kReciprocal, 1}, {"erf", Op::kErf, 1}, {"sin", Op::kSin, 1},
+    {"cos", Op::kCos, 1}, {"log1p", Op::kLog1p, 1}, {"expm1", Op::kExpm1, 1}, {"not", Op::kNot, 1},
+    {"add", Op::kAdd, 2}, {"sub", Op::kSub, 2}, {"mul", Op::kMul, 2}, {"div", Op::kDiv, 2},
+    {"max", Op::kMax, 2}, {"min", Op::kMin, 2}, {"pow", Op::kPow, 2}, {"gt", Op::kGt, 2},
+    {"lt", Op::kLt, 2}, {"ge", Op::kGe, 2}, {"le", Op::kLe, 2}, {"eq", Op::kEq, 2},
+    {"ne", Op::kNe, 2}, {"and", Op::kAnd, 2}, {"or", Op::kOr, 2}, {"gelu_bw", Op::kGeluBw, 2},
+    {"gelu_tanh_bw", Op::kGeluTanhBw, 2}, {"sigmoid_bw", Op::kSigmoidBw, 2},
+    {"tanh_bw", Op::kTanhBw, 2}, {"silu_bw", Op::kSiluBw, 2}, {"where", Op::kWhere, 3},
+    {"threshold_bw", Op::kThresholdBw, 3}, {"clamp", Op::kClamp, 3},
+};
+// clang-format on
+
+struct Instr {
+  Op op;
+  int d, a, b, c;  // registers (constants have registers of their own, filled once)
+};
+
+struct Program {
+  DType compute = DType::kFloat32;
+  int num_inputs = 0;
+  int num_regs = 0;
+  std::vector<Instr> code;
+  std::vector<std::pair<int, double>> constants;  // register, value
+  std::vector<std::pair<int, DType>> outputs;     // register, stored dtype
+  // Per register: the output it is written straight into (an output of the compute type whose
+  // register one instruction writes), or -1.
+  std::vector<int> writes_output;
+};
+
+constexpr const char* kOpName = "tensorbridge::pointwise";
+
+std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
+  auto p = std::make_shared<Program>();
+  p->num_inputs = num_inputs;
+  std::vector<std::vector<std::string>> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(';', start);
+    if (end == std::string::npos) end = text.size();
+    std::vector<std::string> toks;
+    size_t i = start;
+    while (i < end) {
+      while (i < end && text[i] == ' ') ++i;
+      size_t j = i;
+      while (j < end && text[j] != ' ') ++j;
+      if (j > i) toks.emplace_back(text.substr(i, j - i));
+      i = j;
+    }
+    if (!toks.empty()) lines.push_back(std::move(toks));
+    start = end + 1;
+  }
+  int max_reg = num_inputs - 1;
+  auto reg = [&](const std::string& t) {
+    TB_CHECK(t.size() > 1 && t[0] == 'r', ValueError)
+        << kOpName << ": expected a register, got '" << t << "'";
+    int r = std::atoi(t.c_str() + 1);
+    TB_CHECK(r >= 0 && r < 4096, ValueError) << kOpName << ": bad register '" << t << "'";
+    max_reg = std::max(max_reg, r);
+    return r;
+  };
+  std::vector<std::pair<std::string, double>> consts;
+  auto operand = [&](const std::string& t) -> int {
+    if (!t.empty() && t[0] == 'k') {
+      char* end = nullptr;
+      double v = std::strtod(t.c_str() + 1, &end);
+      TB_CHECK(end != nullptr && *end == '\0', ValueError)
+          << kOpName << ": bad constant '" << t << "'";
+      consts.emplace_back(t, v);
+      return -static_cast<int>(consts.size());  // patched below
+    }
+    return reg(t);
+  };
+  for (const auto& toks : lines) {
+    if (toks[0] == "T") {
+      TB_CHECK(toks.size() == 2 && (toks[1] == "f32" || toks[1] == "f64"), ValueError)
+          << kOpName << ": compute type must be f32 or f64";
+      p->compute = toks[1] == "f32" ? DType::kFloat32 : DType::kFloat64;
+      continue;
+    }
+    if (toks[0] == "O") {
+      DType dt;
+      TB_CHECK(toks.size() == 3 && DTypeFromName(toks[2], &dt), ValueError)
+          << kOpName << ": bad output instruction";
+      TB_CHECK(dt == DType::kFloat32 || dt == DType::kFloat64 || dt == DType::kBool, ValueError)
+          << kOpName << ": outputs are float32, float64 or bool, got " << toks[2];
+      p->outputs.emplace_back(reg(toks[1]), dt);
+      continue;
+    }
+    const OpName* found = nullptr;
+    for (const OpName& o : kOps) {
+      if (toks[0] == o.name) found = &o;
+    }
+    TB_CHECK(found != nullptr, ValueError)
+        << kOpName << ": unknown instruction '" << toks[0] << "'";
+    TB_CHECK(static_cast<int>(toks.size()) == 2 + found->arity, ValueError)
+        << kOpName << ": " << toks[0] << " takes " << found->arity << " operands";
+    Instr in{found->op, reg(toks[1]), 0, 0, 0};
+    in.a = operand(toks[2]);
+    if (found->arity > 1) in.b = operand(toks[3]);
+    if (found->arity > 2) in.c = operand(toks[4]);
+    p->code.push_back(in);
+  }
+  // Constants take registers after every named one.
+  const int first_const = max_reg + 1;
+  for (Instr& in : p->code) {
+    for (int* r : {&in.a, &in.b, &in.c}) {
+      if (*r < 0) *r = first_const + (-*r - 1);
+    }
+  }
+  for (size_t i = 0; i < consts.size(); ++i) {
+    p->constants.emplace_back(first_const + static_cast<int>(i), consts[i].second);
+  }
+  p->num_regs = first_const + static_cast<int>(consts.size());
+  TB_CHECK(!p->outputs.empty(), ValueError) << kOpName << ": the program has no outputs";
+  for (const auto& o : p->outputs) {
+    TB_CHECK(o.second == p->compute || o.second == DType::kBool, ValueError)
+        << kOpName << ": an output of dtype " << DTypeName(o.second)
+        << " from a program computing in " << DTypeName(p->compute);
+  }
+  std::vector<int> writes(p->num_regs, 0);
+  for (const Instr& in : p->code) {
+    if (in.d >= 0 && in.d < p->num_regs) ++writes[in.d];
+  }
+  p->writes_output.assign(p->num_regs, -1);
+  for (size_t k = 0; k < p->outputs.size(); ++k) {
+    const auto [r, dt] = p->outputs[k];
+    if (r < p->num_regs && dt == p->compute && writes[r] == 1 && r >= num_inputs &&
+        p->writes_output[r] == -1) {
+      p->writes_output[r] = static_cast<int>(k);
+    }
+  }
+  return p;
+}
+
+std::shared_ptr<const Program> Cached(const std::string& text, int num_inputs) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<const Program>> cache;
+  const std::string key = std::to_string(num_inputs) + "|" + text;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  auto p = Parse(text, num_inputs);
+  if (cache.size() < 4096) cache.emplace(key, p);
+  return p;
+}
+
+// ---- block evaluation ---------------------------------------------------------------------
+
+// float32 functions written as plain arithmetic, so that a loop over them vectorises in each
+// ISA's version of Arith (the branches are selects).
+
+TB_INLINE uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+TB_INLINE float FromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+// exp(x): Cephes' expf (2^n * exp(r), n = round(x / ln 2), r = x - n ln 2, a degree-7
+// polynomial; within 1 ulp). n is rounded by adding 1.5 * 2^23 and read from the sum's bits
+// (no float-to-int conversion, which would keep the loop from vectorising); 2^n is applied in
+// two halves so that denormal results are right. inf above 88.72, 0 below -104, NaN kept.
+TB_INLINE float ExpF(float x) {
+  constexpr float kMagic = 12582912.0f;
+  const float m = x * 1.44269504088896341f + kMagic;
+  const float fx = m - kMagic;
+  const float r = x - fx * 0.693359375f - fx * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t n = static_cast<int32_t>(Bits(m) - Bits(kMagic)), n1 = n >> 1;
+  p = p * FromBits(static_cast<uint32_t>(n1 + 127) << 23) *
+      FromBits(static_cast<uint32_t>(n - n1 + 127) << 23);
+  p = x > 88.7228394f ? std::numeric_limits<float>::infinity() : p;
+  p = x < -104.0f ? 0.0f : p;
+  return x != x ? x : p;
+}
+
+// erf(x): Eigen's float rational approximation (a couple of ulp on [-4, 4], +-1 outside).
+TB_INLINE float ErfF(float a) {
+  const float x = a < -4.0f ? -4.0f : (a > 4.0f ? 4.0f : a);
+  const float x2 = x * x;
+  float p = -2.72614225801306e-10f;
+  p = p * x2 + 2.77068142495902e-08f;
+  p = p * x2 + -2.10102402082508e-06f;
+  p = p * x2 + -5.69250639462346e-05f;
+  p = p * x2 + -7.34990630326855e-04f;
+  p = p * x2 + -2.95459980854025e-03f;
+  p = p * x2 + -1.60960333262415e-02f;
+  p = p * x;
+  float q = -1.45660718464996e-05f;
+  q = q * x2 + -2.13374055278905e-04f;
+  q = q * x2 + -1.68282697438203e-03f;
+  q = q * x2 + -7.37332916720468e-03f;
+  q = q * x2 + -1.42647390514189e-02f;
+  return p / q;
+}
+
+// tanh(x): Eigen's float rational approximation (within a few ulp; x itself below 0.0004).
+TB_INLINE float TanhF(float a) {
+  const float x = a < -7.90531110763549805f ? -7.90531110763549805f
+                                            : (a > 7.90531110763549805f ? 7.90531110763549805f : a);
+  const float x2 = x * x;
+  float p = -2.76076847742355e-16f;
+  p = p * x2 + 2.00018790482477e-13f;
+  p = p * x2 + -8.60467152213735e-11f;
+  p = p * x2 + 5.12229709037114e-08f;
+  p = p * x2 + 1.48572235717979e-05f;
+  p = p * x2 + 6.37261928875436e-04f;
+  p = p * x2 + 4.89352455891786e-03f;
+  p = p * x;
+  float q = 1.19825839466702e-06f;
+  q = q * x2 + 1.18534705686654e-04f;
+  q = q * x2 + 2.26843463243900e-03f;
+  q = q * x2 + 4.89352518554385e-03f;
+  const float r = p / q;
+  return std::fabs(a) < 0.0004f ? a : r;
+}
+
+TB_INLINE float SigmoidF(float x) { return 1.0f / (1.0f + ExpF(-x)); }
+
+constexpr float kSqrt1_2F = 0.707106781186547524f;
+constexpr float kBetaF = 0.797884560802865355f;   // sqrt(2 / pi)
+constexpr float kAlphaF = 0.398942280401432678f;  // 1 / sqrt(2 pi)
+constexpr float kKappaF = 0.044715f;
+
+TB_INLINE float GeluTanhBwF(float g, float x) {
+  const float x2 = x * x, t = TanhF(kBetaF * (x + kKappaF * x2 * x));
+  return g *
+         (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * (kBetaF * (1.0f + 3.0f * kKappaF * x2)));
+}
+
+// The float32 transcendental instructions; false for the others.
+TB_INLINE bool MathF(Op op, float* __restrict d, const float* a, const float* b, int64_t n) {
+#define TB_LOOP(EXPR)                            \
+  for (int64_t i = 0; i < n; ++i) d[i] = (EXPR); \
+  return true
+  switch (op) {
+    case Op::kExp: TB_LOOP(ExpF(a[i]));
+    case Op::kTanh: TB_LOOP(TanhF(a[i]));
+    case Op::kErf: TB_LOOP(ErfF(a[i]));
+    case Op::kSigmoid: TB_LOOP(SigmoidF(a[i]));
+    case Op::kSilu: TB_LOOP(a[i] / (1.0f + ExpF(-a[i])));
+    case Op::kGelu: TB_LOOP(a[i] * 0.5f * (1.0f + ErfF(a[i] * kSqrt1_2F)));
+    case Op::kGeluTanh:
+      TB_LOOP(0.5f * a[i] * (1.0f + TanhF(kBetaF * (a[i] + kKappaF * a[i] * a[i] * a[i]))));
+    case Op::kGeluBw:
+      TB_LOOP(a[i] * (0.5f * (1.0f + ErfF(b[i] * kSqrt1_2F)) +
+                      b[i] * ExpF(-0.5f * b[i] * b[i]) * kAlphaF));
+    case Op::kGeluTanhBw: TB_LOOP(GeluTanhBwF(a[i], b[i]));
+    case Op::kSiluBw: {
+      for (int64_t i = 0; i < n; ++i) {
+        const float s = SigmoidF(b[i]);
+        d[i] = a[i] * s * (1.0f + b[i] * (1.0f - s));
+      }
+      return true;
+    }
+    default: return false;
+  }
+#undef TB_LOOP
+}
+
+// The arithmetic of one instruction over n elements; false for the functions left to Math.
+template <typename T>
+TB_INLINE bool Arith(Op op, T* __restrict d, const T* a, const T* b, const T* c, int64_t n) {
+  const T one = T(1), zero = T(0);
+#define TB_LOOP(EXPR)                            \
+  for (int64_t i = 0; i < n; ++i) d[i] = (EXPR); \
+  return true
+  switch (op) {
+    case Op::kCopy: TB_LOOP(a[i]);
+    case Op::kNeg: TB_LOOP(-a[i]);
+    case Op::kRelu: TB_LOOP(a[i] < zero ? zero : a[i]);
+    case Op::kAbs: TB_LOOP(std::fabs(a[i]));
+    case Op::kReciprocal: TB_LOOP(one / a[i]);
+    case Op::kSqrt: TB_LOOP(std::sqrt(a[i]));
+    case Op::kRsqrt: TB_LOOP(one / std::sqrt(a[i]));
+    case Op::kNot: TB_LOOP(a[i] == zero ? one : zero);
+    case Op::kAdd: TB_LOOP(a[i] + b[i]);
+    case Op::kSub: TB_LOOP(a[i] - b[i]);
+    case Op::kMul: TB_LOOP(a[i] * b[i]);
+    case Op::kDiv: TB_LOOP(a[i] / b[i]);
+    case Op::kMax: TB_LOOP(a[i] != a[i] ? a[i] : (b[i] != b[i] || b[i] > a[i]) ? b[i] : a[i]);
+    case Op::kMin: TB_LOOP(a[i] != a[i] ? a[i] : (b[i] != b[i] || b[i] < a[i]) ? b[i] : a[i]);
+    case Op::kGt: TB_LOOP(a[i] > b[i] ? one : zero);
+    case Op::kLt: TB_LOOP(a[i] < b[i] ? one : zero);
+    case Op::kGe: TB_LOOP(a[i] >= b[i] ? one : zero);
+    case Op::kLe: TB_LOOP(a[i] <= b[i] ? one : zero);
+    case Op::kEq: TB_LOOP(a[i] == b[i] ? one : zero);
+    case Op::kNe: TB_LOOP(a[i] != b[i] ? one : zero);
+    case Op::kAnd: TB_LOOP((a[i] != zero && b[i] != zero) ? one : zero);
+    case Op::kOr: TB_LOOP((a[i] != zero || b[i] != zero) ? one : zero);
+    case Op::kSigmoidBw: TB_LOOP(a[i] * (one - b[i]) * b[i]);
+    case Op::kTanhBw: TB_LOOP(a[i] * (one - b[i] * b[i]));
+    case Op::kWhere: TB_LOOP(a[i] != zero ? b[i] : c[i]);
+    case Op::kThresholdBw: TB_LOOP(b[i] <= c[i] ? zero : a[i]);
+    case Op::kClamp: {
+      // min(max(x, lo), hi), NaN x kept (torch.clamp)
+      for (int64_t i = 0; i < n; ++i) {
+        T v = a[i] < b[i] ? b[i] : a[i];
+        d[i] = v > c[i] ? c[i] : v;
+      }
+      return true;
+    }
+    default: break;
+  }
+#undef TB_LOOP
+  if constexpr (std::is_same_v<T, float>) return MathF(op, d, a, b, n);
+  return false;
+}
+
+#if TB_X86_DISPATCH
+TB_TARGET("avx512f,avx512vl,avx512dq")
+bool ArithAvx512(Op op, float* d, const float* a, const float* b, const float* c, int64_t n) {
+  return Arith<float>(op, d, a, b, c, n);
+}
+TB_TARGET("avx512f,avx512vl,avx512dq")
+bool ArithAvx512(Op op, double* d, const double* a, const double* b, const double* c, int64_t n) {
+  return Arith<double>(op, d, a, b, c, n);
+}
+TB_TARGET("avx2")
+bool ArithAvx2(Op op, float* d, const float* a, const float* b, const float* c, int64_t n) {
+  return Arith<float>(op, d, a, b, c, n);
+}
+TB_TARGET("avx2")
+bool ArithAvx2(Op op, double* d, const double* a, const double* b, const double* c, int64_t n) {
+  return Arith<double>(op, d, a, b, c, n);
+}
+#endif
+
+int Isa() {
+#if TB_X86_DISPATCH
+  static const int isa = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                                 __builtin_cpu_supports("avx512dq")
+                             ? 2
+                         : __builtin_cpu_supports("avx2") ? 1
+                                                          : 0;
+  return isa;
+#else
+  return 0;
+#endif
+}
+
+template <typename T>
+bool ArithDispatch(Op op, T* d, const T* a, const T* b, const T* c, int64_t n) {
+#if TB_X86_DISPATCH
+  const int isa = Isa();
+  if (isa == 2) return ArithAvx512(op, d, a, b, c, n);
+  if (isa == 1) return ArithAvx2(op, d, a, b, c, n);
+#endif
+  return Arith<T>(op, d, a, b, c, n);
+}
+
+// The float32 instructions MathF leaves: log on Eigen's vectorised log (except blocks with
+// denormal inputs, which Eigen mishandles), the rest on the C library.
+void Math(Op op, float* d, const float* a, const float* b, int64_t n) {
+  if (op == Op::kLog) {
+    bool bad = false;
+    for (int64_t i = 0; i < n; ++i) bad |= a[i] > 0.0f && a[i] < std::numeric_limits<float>::min();
+    if (!bad) {
+      Eigen::Map<Eigen::ArrayXf>(d, n) = Eigen::Map<const Eigen::ArrayXf>(a, n).log();
+      return;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = a[i];
+    switch (op) {
+      case Op::kLog: d[i] = std::log(v); break;
+      case Op::kSin: d[i] = std::sin(v); break;
+      case Op::kCos: d[i] = std::cos(v); break;
+      case Op::kLog1p: d[i] = std::log1p(v); break;
+      case Op::kExpm1: d[i] = std::expm1(v); break;
+      case Op::kPow: d[i] = std::pow(v, b[i]); break;
+      default: TB_THROW(RuntimeError) << kOpName << ": no float32 loop for an instruction";
+    }
+  }
+}
+
+void Math(Op op, double* d, const double* a, const double* b, int64_t n) {
+  const double kBeta = M_SQRT2 * M_2_SQRTPI * 0.5, kKappa = 0.044715;
+  const double kAlpha = M_2_SQRTPI * M_SQRT1_2 * 0.5;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = a[i];
+    switch (op) {
+      case Op::kExp: d[i] = std::exp(x); break;
+      case Op::kLog: d[i] = std::log(x); break;
+      case Op::kTanh: d[i] = std::tanh(x); break;
+      case Op::kSigmoid: d[i] = 1.0 / (1.0 + std::exp(-x)); break;
+      case Op::kErf: d[i] = std::erf(x); break;
+      case Op::kGelu: d[i] = x * 0.5 * (1.0 + std::erf(x * M_SQRT1_2)); break;
+      case Op::kGeluTanh:
+        d[i] = 0.5 * x * (1.0 + std::tanh(kBeta * (x + kKappa * x * x * x)));
+        break;
+      case Op::kSilu: d[i] = x / (1.0 + std::exp(-x)); break;
+      case Op::kSiluBw: {
+        const double v = b[i], s = 1.0 / (1.0 + std::exp(-v));
+        d[i] = x * s * (1.0 + v * (1.0 - s));
+        break;
+      }
+      case Op::kGeluBw: {
+        const double v = b[i];
+        d[i] = x * (0.5 * (1.0 + std::erf(v * M_SQRT1_2)) + v * std::exp(-0.5 * v * v) * kAlpha);
+        break;
+      }
+      case Op::kGeluTanhBw: {
+        const double v = b[i], t = std::tanh(kBeta * (v + kKappa * v * v * v));
+        d[i] = x *
+               (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * (kBeta * (1.0 + 3.0 * kKappa * v * v)));
+        break;
+      }
+      case Op::kSin: d[i] = std::sin(x); break;
+      case Op::kCos: d[i] = std::cos(x); break;
+      case Op::kLog1p: d[i] = std::log1p(x); break;
+      case Op::kExpm1: d[i] = std::expm1(x); break;
+      case Op::kPow: d[i] = std::pow(x, b[i]); break;
+      default: TB_THROW(RuntimeError) << kOpName << ": no float64 loop for an instruction";
+    }
+  }
+}
+
+// An input as the loop sees it: broadcast to the output's (coalesced) shape.
+struct Operand {
+  const char* data = nullptr;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> strides;  // elements, per coalesced dim (0: broadcast)
+  bool direct = false;           // contiguous like the output and of the compute type
+  bool unit_rows = false;        // of the compute type, with unit stride along the inner dim
+  bool scalar = false;           // one element for the whole output
+};
+
+template <typename T, typename In>
+void Gather(const Operand& op, const std::vector<int64_t>& shape, int64_t start, int64_t n,
+            T* out) {
+  const In* base = reinterpret_cast<const In*>(op.data);
+  const int nd = static_cast<int>(shape.size());
+  // The multi-index of `start`, and the offset of its row's first element.
+  int64_t idx[16];
+  int64_t rem = start, row = 0;
+  for (int k = nd - 1; k >= 0; --k) {
+    idx[k] = rem % shape[k];
+    rem /= shape[k];
+    if (k < nd - 1) row += idx[k] * op.strides[k];
+  }
+  const int64_t inner = shape[nd - 1], s = op.strides[nd - 1];
+  int64_t col = idx[nd - 1], done = 0;
+  while (true) {
+    const int64_t m = std::min(inner - col, n - done);
+    const In* x = base + row + col * s;
+    if (s == 1) {
+      for (int64_t i = 0; i < m; ++i) out[done + i] = kernels::Convert<T>(x[i]);
+    } else {
+      for (int64_t i = 0; i < m; ++i) out[done + i] = kernels::Convert<T>(x[i * s]);
+    }
+    done += m;
+    if (done >= n) return;
+    col = 0;
+    for (int k = nd - 2; k >= 0; --k) {
+      row += op.strides[k];
+      if (++idx[k] < shape[k]) break;
+      row -= idx[k] * op.strides[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+template <typename T>
+void RunProgram(const Program& p, const std::vector<Operand>& ins,
+                const std::vector<int64_t>& shape, int64_t numel, const std::vector<Tensor>& outs) {
+  // Long rows are cut into blocks within a row, so that inputs with unit inner stride (a
+  // broadcast bias, a strided slice) are read in place; short rows into blocks of whole rows.
+  const int nd = static_cast<int>(shape.size());
+  const int64_t inner = shape[nd - 1];
+  const bool by_row = inner >= kBlock / 2 && nd > 1;
+  const int64_t per_row = by_row ? (inner + kBlock - 1) / kBlock : 0;
+  const int64_t blocks = by_row ? numel / inner * per_row : (numel + kBlock - 1) / kBlock;
+  const bool parallel = numel >= kParallelMin;
+  auto body = [&](int64_t b0, int64_t b1) {
+    // 64-byte aligned registers (whole cache lines for the vector loads and stores).
+    std::unique_ptr<T[]> storage(new T[static_cast<size_t>(p.num_regs) * kBlock + 64]);
+    T* base = reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(storage.get()) + 63) &
+                                   ~static_cast<uintptr_t>(63));
+    std::vector<const T*> src(p.num_regs, nullptr);
+    auto reg = [&](int r) { return base + static_cast<int64_t>(r) * kBlock; };
+    for (const auto& [r, v] : p.constants) {
+      std::fill(reg(r), reg(r) + kBlock, static_cast<T>(v));
+      src[r] = reg(r);
+    }
+    for (size_t k = 0; k < ins.size(); ++k) {
+      if (ins[k].scalar) {
+        T v{};
+        TB_DISPATCH(ins[k].dtype, kOpName, TB_TYPES_ALL, [&] {
+          v = kernels::Convert<T>(*reinterpret_cast<const scalar_t*>(ins[k].data));
+        });
+        std::fill(reg(static_cast<int>(k)), reg(static_cast<int>(k)) + kBlock, v);
+        src[k] = reg(static_cast<int>(k));
+      }
+    }
+    for (int64_t b = b0; b < b1; ++b) {
+      int64_t start, n, row = 0, col = 0;
+      if (by_row) {
+        row = b / per_row;
+        col = b % per_row * kBlock;
+        start = row * inner + col;
+        n = std::min(kBlock, inner - col);
+      } else {
+        start = b * kBlock;
+        n = std::min(kBlock, numel - start);
+      }
+      for (size_t k = 0; k < ins.size(); ++k) {
+        const Operand& op = ins[k];
+        if (op.scalar) continue;
+        if (op.direct) {
+          src[k] = reinterpret_cast<const T*>(op.data) + start;
+          continue;
+        }
+        if (by_row && op.unit_rows) {
+          int64_t off = col, rem = row;
+          for (int d = nd - 2; d >= 0; --d) {
+            off += rem % shape[d] * op.strides[d];
+            rem /= shape[d];
+          }
+          src[k] = reinterpret_cast<const T*>(op.data) + off;
+          continue;
+        }
+        T* dst = reg(static_cast<int>(k));
+        TB_DISPATCH(op.dtype, kOpName, TB_TYPES_ALL,
+                    [&] { Gather<T, scalar_t>(op, shape, start, n, dst); });
+        src[k] = dst;
+      }
+      for (const Instr& in : p.code) {
+        const int o = p.writes_output[in.d];
+        T* d = o >= 0 ? static_cast<T*>(outs[o].mutable_data()) + start : reg(in.d);
+        if (!ArithDispatch<T>(in.op, d, src[in.a], src[in.b], src[in.c], n)) {
+          Math(in.op, d, src[in.a], src[in.b], n);
+        }
+        src[in.d] = d;
+      }
+      for (size_t k = 0; k < p.outputs.size(); ++k) {
+        if (p.writes_output[p.outputs[k].first] == static_cast<int>(k)) continue;  // written
+        const T* v = src[p.outputs[k].first];
+        if (p.outputs[k].second == p.compute) {
+          std::memcpy(static_cast<T*>(outs[k].mutable_data()) + start, v, n * sizeof(T));
+        } else {
+          bool* o = static_cast<bool*>(outs[k].mutable_data()) + start;
+          for (int64_t i = 0; i < n; ++i) o[i] = v[i] != T(0);
+        }
+      }
+    }
+  };
+  if (!parallel) {
+    body(0, blocks);
+    return;
+  }
+  std::exception_ptr error;
+#pragma omp parallel
+  {
+#ifdef _OPENMP
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+    const int64_t nt = 1, t = 0;
+#endif
+    try {
+      body(blocks * t / nt, blocks * (t + 1) / nt);
+    } catch (...) {
+#pragma omp critical
+      error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+std::vector<Tensor> Pointwise(const std::vector<Tensor>& inputs, const std::vector<int64_t>& size,
+                              const std::string& program) {
+  auto prog = Cached(program, static_cast<int>(inputs.size()));
+  const Program& p = *prog;
+  for (const Instr& in : p.code) {
+    for (int r : {in.a, in.b, in.c, in.d}) {
+      TB_CHECK(r < p.num_regs, ValueError) << kOpName << ": register out of range";
+    }
+  }
+  int64_t numel = 1;
+  for (int64_t s : size) {
+    TB_CHECK(s >= 0, ValueError) << kOpName << ": negative size " << s;
+    numel *= s;
+  }
+  TB_CHECK(size.size() <= 12, ValueError) << kOpName << ": at most 12 dimensions";
+  const int nd = static_cast<int>(size.size());
+  // Per input: element strides broadcast to `size`.
+  std::vector<std::vector<int64_t>> strides(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& t = inputs[k];
+    TB_CHECK(t.ndim() <= nd, ValueError) << kOpName << ": input " << k << " of shape " << t.ndim()
+                                         << "-d does not broadcast to " << nd << "-d";
+    TB_CHECK(!IsComplex(t.dtype()), NotImplementedError)
+        << kOpName << ": dtype " << DTypeName(t.dtype()) << " is not supported";
+    strides[k].assign(nd, 0);
+    const int lead = nd - static_cast<int>(t.ndim());
+    for (int d = 0; d < t.ndim(); ++d) {
+      const int64_t s = t.size(d);
+      TB_CHECK(s == size[lead + d] || s == 1, ValueError)
+          << kOpName << ": input " << k << " has size " << s << " at dim " << d
+          << ", which does not broadcast to " << size[lead + d];
+      strides[k][lead + d] = s == 1 ? 0 : t.stride(d);
+    }
+  }
+  std::vector<Tensor> outs;
+  for (const auto& [r, dt] : p.outputs) {
+    (void)r;
+    outs.push_back(Tensor::Empty(size, dt));
+  }
+  if (numel == 0) return outs;
+  // Coalesce: drop size-1 dims, merge a dim into the one outside it where every input steps
+  // over it exactly (the output is contiguous).
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> cs(inputs.size());
+  for (int d = 0; d < nd; ++d) {
+    if (size[d] == 1) continue;
+    bool merge = !shape.empty();
+    for (size_t k = 0; k < inputs.size() && merge; ++k) {
+      if (cs[k].back() != strides[k][d] * size[d]) merge = false;
+    }
+    if (merge) {
+      shape.back() *= size[d];
+      for (size_t k = 0; k < inputs.size(); ++k) cs[k].back() = strides[k][d];
+    } else {
+      shape.push_back(size[d]);
+      for (size_t k = 0; k < inputs.size(); ++k) cs[k].push_back(strides[k][d]);
+    }
+  }
+  if (shape.empty()) {
+    shape.push_back(1);
+    for (auto& c : cs) c.push_back(0);
+  }
+  std::vector<Operand> ops(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    Operand& o = ops[k];
+    o.data = static_cast<const char*>(inputs[k].data());
+    o.dtype = inputs[k].dtype();
+    o.strides = cs[k];
+    bool all_zero = true;
+    for (int64_t s : o.strides) all_zero &= s == 0;
+    o.scalar = all_zero;
+    int64_t dense = 1;
+    o.direct = o.dtype == p.compute;
+    for (size_t d = shape.size(); d-- > 0;) {
+      o.direct = o.direct && o.strides[d] == dense;
+      dense *= shape[d];
+    }
+    o.unit_rows = o.dtype == p.compute && o.strides.back() == 1;
+  }
+  if (p.compute == DType::kFloat32) {
+    RunProgram<float>(p, ops, shape, numel, outs);
+  } else {
+    RunProgram<double>(p, ops, shape, numel, outs);
+  }
+  return outs;
+}
+
+}  // namespace
+
+TB_REGISTER_KERNELS(fused_pointwise) {
+  OpTable& t = OpTable::Global();
+  t.Define("tensorbridge::pointwise(Tensor[] inputs, SymInt[] size, str program) -> Tensor[]");
+  table.RegisterKernel("tensorbridge::pointwise", DeviceType::kCPU, Boxed<&Pointwise>(), TB_HERE);
+}
+
+}  // namespace tb

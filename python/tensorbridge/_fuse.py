@@ -1,0 +1,427 @@
+"""Pointwise fusion for compiled plans: chains of element-wise ATen nodes become one node.
+
+``groups(gm)`` finds, in an ATen FX graph (forward or backward), groups of element-wise nodes
+(add, mul, div, exp, tanh, gelu, where, comparisons, casts, the activations' backward ops, ...)
+that compute tensors of one shape, with broadcasting, scalars and type promotion as ATen does.
+Each group runs as one ``tensorbridge::pointwise`` node: a small program evaluated block by
+block over the output (kernels/fused_pointwise.cc), so that values read only inside the group
+never reach memory. Values the rest of the graph reads (or the graph returns) are the group's
+outputs and are written.
+
+A group is built in graph order: a node joins the group of an operand while nothing outside
+the group has read that group yet, so the fused node can run where its last member ran, after
+every input of every member and before every reader of its outputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from tensorbridge import _memory
+
+__all__ = ["Group", "groups"]
+
+pointwise = True  # False: the plan pass fuses no pointwise chains
+
+_aten = torch.ops.aten
+_FLOATS = (torch.float32, torch.float64)
+_DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.bool: "bool"}
+
+_UNARY = {
+    _aten.neg.default: "neg",
+    _aten.exp.default: "exp",
+    _aten.log.default: "log",
+    _aten.tanh.default: "tanh",
+    _aten.sigmoid.default: "sigmoid",
+    _aten.relu.default: "relu",
+    _aten.silu.default: "silu",
+    _aten.sqrt.default: "sqrt",
+    _aten.rsqrt.default: "rsqrt",
+    _aten.abs.default: "abs",
+    _aten.reciprocal.default: "reciprocal",
+    _aten.erf.default: "erf",
+    _aten.sin.default: "sin",
+    _aten.cos.default: "cos",
+    _aten.log1p.default: "log1p",
+    _aten.expm1.default: "expm1",
+    _aten.clone.default: "copy",
+    _aten._to_copy.default: "copy",
+}
+_BINARY = {
+    _aten.mul.Tensor: "mul",
+    _aten.mul.Scalar: "mul",
+    _aten.div.Tensor: "div",
+    _aten.div.Scalar: "div",
+    _aten.maximum.default: "max",
+    _aten.minimum.default: "min",
+    _aten.pow.Tensor_Tensor: "pow",
+    _aten.sigmoid_backward.default: "sigmoid_bw",
+    _aten.tanh_backward.default: "tanh_bw",
+    _aten.silu_backward.default: "silu_bw",
+}
+_COMPARE = {
+    _aten.gt.Tensor: "gt",
+    _aten.gt.Scalar: "gt",
+    _aten.lt.Tensor: "lt",
+    _aten.lt.Scalar: "lt",
+    _aten.ge.Tensor: "ge",
+    _aten.ge.Scalar: "ge",
+    _aten.le.Tensor: "le",
+    _aten.le.Scalar: "le",
+    _aten.eq.Tensor: "eq",
+    _aten.eq.Scalar: "eq",
+    _aten.ne.Tensor: "ne",
+    _aten.ne.Scalar: "ne",
+}
+_LOGICAL = {
+    _aten.logical_not.default: "not",
+    _aten.bitwise_not.default: "not",
+    _aten.logical_and.default: "and",
+    _aten.bitwise_and.Tensor: "and",
+    _aten.logical_or.default: "or",
+    _aten.bitwise_or.Tensor: "or",
+}
+_ADD_SUB = {
+    _aten.add.Tensor: "add",
+    _aten.add.Scalar: "add",
+    _aten.sub.Tensor: "sub",
+    _aten.sub.Scalar: "sub",
+}
+_OTHER = {
+    _aten.rsub.Scalar,
+    _aten.rsub.Tensor,
+    _aten.pow.Tensor_Scalar,
+    _aten.gelu.default,
+    _aten.gelu_backward.default,
+    _aten.threshold_backward.default,
+    _aten.where.self,
+    _aten.clamp.default,
+    _aten.clamp_min.default,
+    _aten.clamp_max.default,
+    _aten.masked_fill.Scalar,
+}
+_TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER}
+
+
+def _schema(n: torch.fx.Node):
+    return n.target._schema  # type: ignore[union-attr]  # an OpOverload (checked by _compute)
+
+
+def _meta(x):
+    return x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+
+
+def _static(t) -> bool:
+    return isinstance(t, torch.Tensor) and all(isinstance(s, int) for s in (*t.shape, *t.stride()))
+
+
+def _args(n: torch.fx.Node) -> list:
+    """The node's arguments in schema order, defaults filled in."""
+    out = []
+    for i, a in enumerate(_schema(n).arguments):
+        if i < len(n.args) and not a.kwarg_only:
+            out.append(n.args[i])
+        elif a.name in n.kwargs:
+            out.append(n.kwargs[a.name])
+        elif a.has_default_value():
+            out.append(a.default_value)
+        else:
+            out.append(None)
+    return out
+
+
+def _compute(n: torch.fx.Node):
+    """The dtype node ``n`` computes in inside a group (float32 / float64), ``"any"`` for a
+    node on bools only, or None when the node cannot be fused."""
+    if n.op != "call_function" or n.target not in _TARGETS:
+        return None
+    val = _meta(n)
+    if not _static(val) or not val.is_contiguous() or val.dtype not in (*_FLOATS, torch.bool):
+        return None
+    args = _args(n)
+    tensors = [_meta(a) for a in args if isinstance(a, torch.fx.Node)]
+    if any(not _static(t) for t in tensors):
+        return None
+    if any(t.dtype.is_complex for t in tensors):
+        return None
+    for a in args:
+        if isinstance(a, (list, tuple, str)) and n.target not in (
+            _aten.gelu.default,
+            _aten.gelu_backward.default,
+        ):
+            return None
+        if isinstance(a, complex):
+            return None
+    if n.target is _aten._to_copy.default:
+        kw = n.kwargs
+        if any(kw.get(k) not in (None, False) for k in ("layout", "pin_memory", "non_blocking")):
+            return None
+        if kw.get("device") not in (None, torch.device("cpu")):
+            return None
+        if kw.get("memory_format") not in (None, torch.contiguous_format, torch.preserve_format):
+            return None
+    if n.target is _aten.clone.default:
+        if n.kwargs.get("memory_format") not in (
+            None,
+            torch.contiguous_format,
+            torch.preserve_format,
+        ):
+            return None
+    if n.target in (_aten.gelu.default, _aten.gelu_backward.default):
+        if args[-1] not in ("none", "tanh"):
+            return None
+    if val.dtype in _FLOATS:
+        if n.target in _LOGICAL or n.target in _COMPARE:
+            return None
+        if n.target is _aten.where.self and tensors[0].dtype != torch.bool:
+            return None
+        if n.target is _aten.masked_fill.Scalar and tensors[1].dtype != torch.bool:
+            return None
+        return val.dtype
+    # A bool result: comparisons of floats of one type, or logic on bools.
+    if n.target in _LOGICAL:
+        return "any" if all(t.dtype == torch.bool for t in tensors) else None
+    if n.target in _COMPARE:
+        dts = {t.dtype for t in tensors}
+        if len(dts) == 1 and next(iter(dts)) in _FLOATS:
+            return next(iter(dts))
+    return None
+
+
+class Group:
+    """Element-wise nodes of one output shape fused into one plan node."""
+
+    def __init__(self, shape, compute):
+        self.members: list[torch.fx.Node] = []
+        self.shape = shape
+        self.compute = compute
+        self.closed = False  # a node outside the group has read one of its members
+        self.outputs: list[torch.fx.Node] = []
+        self.inputs: list = []  # fx nodes read from outside, in register order
+
+    def describe(self) -> str:
+        return ", ".join(_op_name(m) for m in self.members)
+
+
+def _op_name(n: torch.fx.Node) -> str:
+    s = _schema(n)
+    return s.name + (f".{s.overload_name}" if s.overload_name else "")
+
+
+def groups(gm: torch.fx.GraphModule) -> list[Group]:
+    """The pointwise groups of ``gm`` with two or more members, outputs and inputs found."""
+    group_of: dict = {}
+    all_groups: list[Group] = []
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    for n in gm.graph.nodes:
+        compute = _compute(n) if pointwise else None
+        joined = None
+        if compute is not None:
+            shape = tuple(_meta(n).shape)
+            cands = []
+            for a in n.all_input_nodes:
+                g = group_of.get(a)
+                if g is None or g.closed or g.shape != shape or g in cands:
+                    continue
+                if compute == "any" or g.compute == "any" or g.compute == compute:
+                    cands.append(g)
+            # The groups joined must agree on their compute type too.
+            kinds = {g.compute for g in cands} - {"any"}
+            if len(kinds) > 1:
+                cands = [cands[0]]
+            if cands:
+                joined = cands[0]
+                for g in cands[1:]:
+                    for m in g.members:
+                        group_of[m] = joined
+                    joined.members.extend(g.members)
+                    if joined.compute == "any":
+                        joined.compute = g.compute
+                    g.members = []
+                joined.members.sort(key=order.__getitem__)
+            else:
+                joined = Group(shape, compute)
+                all_groups.append(joined)
+            if joined.compute == "any":
+                joined.compute = compute
+            joined.members.append(n)
+            group_of[n] = joined
+        for a in n.all_input_nodes:
+            g = group_of.get(a)
+            if g is not None and g is not joined:
+                g.closed = True
+    out = []
+    for g in all_groups:
+        if len(g.members) < 2:
+            continue
+        if g.compute == "any":  # bool logic only: nothing to gain, and no float type to pick
+            continue
+        inside = set(g.members)
+        g.outputs = [m for m in g.members if any(u not in inside for u in m.users)]
+        seen = set()
+        for m in g.members:
+            for a in m.all_input_nodes:
+                if a not in inside and a not in seen:
+                    seen.add(a)
+                    g.inputs.append(a)
+        out.append(g)
+    return out
+
+
+def _const(v) -> str:
+    if isinstance(v, bool):
+        v = float(v)
+    v = float(v)
+    if math.isnan(v):
+        return "knan"
+    if math.isinf(v):
+        return "kinf" if v > 0 else "k-inf"
+    return "k" + repr(v)
+
+
+def program(g: Group) -> str:
+    """The group's program for ``tensorbridge::pointwise`` (see kernels/fused_pointwise.cc)."""
+    reg: dict = {a: f"r{i}" for i, a in enumerate(g.inputs)}
+    n_in = len(g.inputs)
+    last_use: dict = {}
+    for i, m in enumerate(g.members):
+        for a in m.all_input_nodes:
+            last_use[a] = i
+    keep = set(g.outputs)
+    free: list[int] = []
+    next_reg = [n_in]
+
+    def new() -> str:
+        if free:
+            return f"r{free.pop()}"
+        next_reg[0] += 1
+        return f"r{next_reg[0] - 1}"
+
+    def opnd(x) -> str:
+        if isinstance(x, torch.fx.Node):
+            return reg[x]
+        return _const(x)
+
+    lines = ["T f32" if g.compute == torch.float32 else "T f64"]
+    for i, m in enumerate(g.members):
+        code: list = []
+        d = new()
+        _lower(m, _args(m), opnd, d, new, code)
+        lines.extend(code)
+        reg[m] = d
+        # Registers of members read for the last time here go back (never an output's).
+        for a in set(m.all_input_nodes):
+            if last_use.get(a) == i and a in g.members and a not in keep:
+                free.append(int(reg[a][1:]))
+    for o in g.outputs:
+        lines.append(f"O {reg[o]} {_DTYPE_NAMES[_meta(o).dtype]}")
+    return ";".join(lines)
+
+
+def _lower(m: torch.fx.Node, args: list, opnd, d: str, new, code: list) -> None:
+    t = m.target
+    if t in _UNARY:
+        code.append(f"{_UNARY[t]} {d} {opnd(args[0])}")
+    elif t in _BINARY:
+        code.append(f"{_BINARY[t]} {d} {opnd(args[0])} {opnd(args[1])}")
+    elif t in _COMPARE:
+        code.append(f"{_COMPARE[t]} {d} {opnd(args[0])} {opnd(args[1])}")
+    elif t in _LOGICAL:
+        operands = " ".join(opnd(a) for a in args[: 1 if _LOGICAL[t] == "not" else 2])
+        code.append(f"{_LOGICAL[t]} {d} {operands}")
+    elif t in _ADD_SUB:
+        a, b, alpha = args[0], args[1], args[2]
+        b = opnd(b)
+        if alpha != 1:
+            tmp = new()
+            code.append(f"mul {tmp} {b} {_const(alpha)}")
+            b = tmp
+        code.append(f"{_ADD_SUB[t]} {d} {opnd(a)} {b}")
+    elif t in (_aten.rsub.Scalar, _aten.rsub.Tensor):
+        a, b, alpha = args[0], args[1], args[2]
+        x = opnd(a)
+        if alpha != 1:
+            tmp = new()
+            code.append(f"mul {tmp} {x} {_const(alpha)}")
+            x = tmp
+        code.append(f"sub {d} {opnd(b)} {x}")
+    elif t is _aten.pow.Tensor_Scalar:
+        x, e = opnd(args[0]), args[1]
+        if e == 2:
+            code.append(f"mul {d} {x} {x}")
+        elif e == 3:
+            tmp = new()
+            code.append(f"mul {tmp} {x} {x}")
+            code.append(f"mul {d} {tmp} {x}")
+        elif e == 1:
+            code.append(f"copy {d} {x}")
+        elif e == 0.5:
+            code.append(f"sqrt {d} {x}")
+        elif e == -1:
+            code.append(f"reciprocal {d} {x}")
+        elif e == -0.5:
+            code.append(f"rsqrt {d} {x}")
+        else:
+            code.append(f"pow {d} {x} {_const(e)}")
+    elif t is _aten.gelu.default:
+        op = "gelu_tanh" if args[1] == "tanh" else "gelu"
+        code.append(f"{op} {d} {opnd(args[0])}")
+    elif t is _aten.gelu_backward.default:
+        op = "gelu_tanh_bw" if args[2] == "tanh" else "gelu_bw"
+        code.append(f"{op} {d} {opnd(args[0])} {opnd(args[1])}")
+    elif t is _aten.threshold_backward.default:
+        code.append(f"threshold_bw {d} {opnd(args[0])} {opnd(args[1])} {_const(args[2])}")
+    elif t is _aten.where.self:
+        code.append(f"where {d} {opnd(args[0])} {opnd(args[1])} {opnd(args[2])}")
+    elif t is _aten.masked_fill.Scalar:
+        code.append(f"where {d} {opnd(args[1])} {_const(args[2])} {opnd(args[0])}")
+    elif t is _aten.clamp.default:
+        lo = -math.inf if args[1] is None else args[1]
+        hi = math.inf if args[2] is None else args[2]
+        code.append(f"clamp {d} {opnd(args[0])} {_const(lo)} {_const(hi)}")
+    elif t is _aten.clamp_min.default:
+        code.append(f"clamp {d} {opnd(args[0])} {_const(args[1])} kinf")
+    elif t is _aten.clamp_max.default:
+        code.append(f"clamp {d} {opnd(args[0])} k-inf {_const(args[1])}")
+    else:  # pragma: no cover - _TARGETS and this function list the same ops
+        raise NotImplementedError(f"tensorbridge pointwise fusion: no lowering for {t}")
+
+
+class Emitter:
+    """Puts the groups of a graph into a plan being built by ``_compile._Builder``: nodes of a
+    group are skipped until its last member, where the fused node is added."""
+
+    def __init__(self, gm: torch.fx.GraphModule, skip: set):
+        self.groups = [g for g in groups(gm) if not any(m in skip for m in g.members)]
+        self.last = {g.members[-1]: g for g in self.groups}
+        self.member = {m: g for g in self.groups for m in g.members}
+        self.described: list[tuple[str, str, int]] = []  # (plan node, ops, outputs)
+
+    def handles(self, n: torch.fx.Node) -> bool:
+        return n in self.member
+
+    def emit(self, builder, n: torch.fx.Node) -> None:
+        g = self.last.get(n)
+        if g is None:
+            return  # an earlier member: the fused node runs at the group's last member
+        ins = [builder.arg(a) for a in g.inputs]
+        name = "fused_" + "_".join(_short(m) for m in g.members[:4])
+        if len(g.members) > 4:
+            name += f"_and{len(g.members) - 4}"
+        name += f"_{g.members[-1].name}"
+        (v,) = builder.plan.add_node(
+            "tensorbridge::pointwise",
+            [("list", ins), ("const", list(g.shape)), ("const", program(g))],
+            1,
+            name,
+        )
+        _memory.set_bytes(builder.plan, v, _memory.nbytes([_meta(o) for o in g.outputs]))
+        for k, o in enumerate(g.outputs):
+            builder.env[o] = (v, k)
+        self.described.append((name, g.describe(), len(g.outputs)))
+
+
+def _short(n: torch.fx.Node) -> str:
+    return _schema(n).name.split("::")[-1].lstrip("_")
