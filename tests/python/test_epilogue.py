@@ -330,3 +330,25 @@ def test_packed_plan_from_several_threads():
     for i, outs in enumerate(results):
         for out in outs:
             _close(out, want[i % 8], torch.float32)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "permuted"])
+def test_bfloat16_casts_round_as_torch(layout):
+    # autocast's casts (the flat bfloat16 <-> float32 loops): bit-equal to torch, ties to
+    # even, NaN, infinities, subnormals and overflow included.
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 40, 9, generator=g) * 10 ** torch.randint(-40, 39, (6, 40, 9), generator=g)
+    flat = x.view(-1)
+    flat[:8] = torch.tensor(
+        [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-40, 3.4e38, -3.39e38]
+    )
+    flat[8:12] = torch.tensor([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 1 + 2**-8 + 2**-20])
+    if layout == "permuted":
+        x = x.permute(2, 0, 1)
+    got = tb.to_torch(tb.call("aten::_to_copy", x, dtype=torch.bfloat16))
+    assert got.stride() == x.to(torch.bfloat16).stride()
+    want = x.to(torch.bfloat16)
+    assert torch.equal(got.view(torch.int16)[~want.isnan()], want.view(torch.int16)[~want.isnan()])
+    assert torch.equal(got.isnan(), want.isnan())
+    back = tb.to_torch(tb.call("aten::_to_copy", want, dtype=torch.float32))
+    assert torch.equal(back.nan_to_num(), want.float().nan_to_num())
