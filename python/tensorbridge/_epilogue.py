@@ -190,8 +190,10 @@ def find(gm: torch.fx.GraphModule, inference: bool) -> dict:
     """The plan pass: {last node of a chain: Epilogue} and {skipped node: its Epilogue}."""
     fused: dict = {}
     skipped: dict = {}
+    claimed: set = set()  # the nodes of accepted chains
+    read: set = set()  # the nodes accepted fused nodes read
     for p in gm.graph.nodes:
-        if p.op != "call_function" or _val(p) is None:
+        if p.op != "call_function" or _val(p) is None or p in claimed:
             continue
         if p.target in _MATMULS:
             e = _matmul(p, inference)
@@ -201,10 +203,17 @@ def find(gm: torch.fx.GraphModule, inference: bool) -> dict:
             e = None
         if e is None:
             continue
+        # Chains must not overlap (two products summed: both chains reach the add), and a node
+        # one fused node reads must not run inside another.
+        inner = {n for n in e.nodes if n is not e.last}
+        args = {a for a in e.args if isinstance(a, torch.fx.Node)}
+        if claimed.intersection(e.nodes) or inner & read or args & skipped.keys():
+            continue
+        claimed.update(e.nodes)
+        read |= args
         fused[e.last] = e
-        for n in e.nodes:
-            if n is not e.last:
-                skipped[n] = e
+        for n in inner:
+            skipped[n] = e
     return {"fused": fused, "skipped": skipped}
 
 

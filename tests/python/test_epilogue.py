@@ -352,3 +352,19 @@ def test_bfloat16_casts_round_as_torch(layout):
     assert torch.equal(got.isnan(), want.isnan())
     back = tb.to_torch(tb.call("aten::_to_copy", want, dtype=torch.float32))
     assert torch.equal(back.nan_to_num(), want.float().nan_to_num())
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_two_products_summed_fuse_once(grad):
+    # Both chains reach the add (as a backward graph's gradient sums do): one of them takes it.
+    torch.manual_seed(0)
+    w1, w2 = torch.randn(8, 6), torch.randn(8, 6)
+
+    def f(a, b):
+        return torch.tanh((a @ w1).view(2, 3, 6) + (b @ w2).view(2, 3, 6))
+
+    a = torch.randn(6, 8, requires_grad=grad)
+    b = torch.randn(6, 8, requires_grad=grad)
+    got, want, dump = _plans(f, a, b, grad=grad)
+    _close(got, want, torch.float32)
+    assert dump.count("tensorbridge::matmul_epilogue(") == 1, dump
