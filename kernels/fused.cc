@@ -1,5 +1,6 @@
-// Fused nodes the compile backend's plan pass puts in place of a producer and the activation
-// that is its only reader (tensorbridge-private ops, not ATen):
+// Fused ops of a producer and one activation (tensorbridge-private ops, not ATen), callable by
+// name; the compile backend's epilogue pass emits the general tensorbridge::matmul_epilogue
+// and tensorbridge::convolution_epilogue (epilogue.cc) instead:
 //
 //   tensorbridge::addmm_act(self, mat1, mat2, beta, alpha, activation, approximate)
 //       = activation(addmm(self, mat1, mat2, beta, alpha)); activation "relu" or "gelu"

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include "kernels/dtype_internal.h"
+#include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 
 namespace tb {
@@ -275,6 +276,40 @@ bool CopyContiguousRows(const Tensor& dst, const Tensor& src) {
   return true;
 }
 
+// bfloat16 <-> float32 into a contiguous `dst` (autocast's casts): the bits shifted (rounding
+// to nearest even, NaN kept quiet, as torch does) in loops the compiler vectorizes. False for
+// other dtypes, or layouts that are not dense and alike.
+namespace {
+bool CastBFloat16(const Tensor& dst, const Tensor& src) {
+  const DType from = src.dtype(), to = dst.dtype();
+  const bool widen = from == DType::kBFloat16 && to == DType::kFloat32;
+  const bool narrow = from == DType::kFloat32 && to == DType::kBFloat16;
+  if ((!widen && !narrow) || dst.numel() == 0) return false;
+  // One flat loop when both are laid out alike over dense memory (contiguous, or a permuted
+  // result of _to_copy's preserve_format).
+  if (!IsDense(dst) || !SameLayout(dst, src)) return false;
+  const Tensor& s = src;
+  const int64_t n = dst.numel();
+  if (widen) {
+    const uint16_t* in = static_cast<const uint16_t*>(s.data());
+    uint32_t* out = static_cast<uint32_t*>(dst.mutable_data());
+#pragma omp parallel for simd schedule(static) if (n > 16 * kernels::kGrain)
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint32_t>(in[i]) << 16;
+  } else {
+    const uint32_t* in = static_cast<const uint32_t*>(s.data());
+    uint16_t* out = static_cast<uint16_t*>(dst.mutable_data());
+#pragma omp parallel for simd schedule(static) if (n > 16 * kernels::kGrain)
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t u = in[i];
+      const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+      const uint32_t r = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded;
+      out[i] = static_cast<uint16_t>(r);
+    }
+  }
+  return true;
+}
+}  // namespace
+
 void CopyCast(const Tensor& dst, const Tensor& src) {
   Tensor s = src.expand(dst.shape());
   if (s.dtype() == dst.dtype()) {
@@ -285,6 +320,7 @@ void CopyCast(const Tensor& dst, const Tensor& src) {
     CopyCastComplex(dst, s);
     return;
   }
+  if (CastBFloat16(dst, s)) return;
   TB_DISPATCH(dst.dtype(), "copy", TB_TYPES_ALL, [&] {
     using To = scalar_t;
     TB_DISPATCH(s.dtype(), "copy", TB_TYPES_ALL, [&] {

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from tensorbridge import _C, _fuse, _memory
+from tensorbridge import _C, _epilogue, _fuse, _memory
 from tensorbridge._config import config
 
 __all__ = [
@@ -92,39 +92,9 @@ def _const(x):
 
 
 _aten = torch.ops.aten
-_ACTIVATIONS = {_aten.relu.default: "relu", _aten.gelu.default: "gelu"}
 _VIEWS = {_aten.view.default, _aten._unsafe_view.default, _aten.reshape.default}
-# Producer -> the fused op that replaces it and its activation (the producer's arguments come
-# first, in the same order).
-_FUSABLE = {
-    _aten.addmm.default: "tensorbridge::addmm_act",
-    _aten.convolution.default: "tensorbridge::convolution_relu",
-}
 
-fusion = True  # the plan pass below; False builds every node as captured
-
-
-def _fusions(gm: torch.fx.GraphModule) -> dict:
-    """The plan pass: each activation (relu, gelu) whose input is an addmm or a convolution
-    read by nothing else -- directly or through one view -- is folded into that producer.
-    Returns {producer: (fused op, extra constant arguments, activation node)}."""
-    found = {}
-    for n in gm.graph.nodes:
-        act = _ACTIVATIONS.get(n.target) if n.op == "call_function" else None
-        if act is None or not isinstance(n.args[0], torch.fx.Node):
-            continue
-        src = n.args[0]
-        if src.target in _VIEWS and len(src.users) == 1 and isinstance(src.args[0], torch.fx.Node):
-            src = src.args[0]
-        if src.target not in _FUSABLE or len(src.users) != 1:
-            continue
-        fused = _FUSABLE[src.target]
-        if fused == "tensorbridge::addmm_act":
-            approximate = n.kwargs.get("approximate", n.args[1] if len(n.args) > 1 else "none")
-            found[src] = (fused, [("const", act), ("const", approximate)], n)
-        elif act == "relu":
-            found[src] = (fused, [], n)
-    return found
+fusion = True  # the epilogue pass (tensorbridge._epilogue); False builds every node as captured
 
 
 class _Builder:
@@ -133,15 +103,24 @@ class _Builder:
     them, and outputs need no particular layout (dynamo's guards ensure the inputs' strides
     otherwise, and its callers see the outputs' strides)."""
 
-    def __init__(self, gm: torch.fx.GraphModule, contiguous_io: bool = False):
+    def __init__(
+        self, gm: torch.fx.GraphModule, contiguous_io: bool = False, inference: bool = False
+    ):
         self.gm = gm
         self.contiguous_io = contiguous_io
         self.plan = _C.Plan()
         self.env: dict = {}
-        self.fused = _fusions(gm) if fusion else {}
-        self.folded = {act: src for src, (_, _, act) in self.fused.items()}
-        # Chains of element-wise nodes run as one fused node each (tensorbridge._fuse).
-        self.pointwise = _fuse.Emitter(gm, {*self.fused, *self.folded}) if fusion else None
+        found = _epilogue.find(gm, inference) if fusion else {"fused": {}, "skipped": {}}
+        self.fused, self.skipped = found["fused"], found["skipped"]
+        # Packed weights: (plan input position, pack id), checked by _epilogue.Prepacked.
+        pairs = _epilogue.assign_packs(self.fused.values())
+        inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.packs = [(inputs.index(n), pack) for n, pack in pairs]
+        # Identical dtype casts of one value (autocast casts an input once per reader).
+        self.casts: dict = {}
+        # Chains of element-wise nodes the epilogues leave run as one fused node each
+        # (tensorbridge._fuse).
+        self.pointwise = _fuse.Emitter(gm, {*self.fused, *self.skipped}) if fusion else None
 
     def arg(self, x, list_kind: str = "list"):
         if isinstance(x, torch.fx.Node):
@@ -161,14 +140,26 @@ class _Builder:
             v = self.env[src]
             self.env[n] = v[index] if isinstance(v, list) else (v, index)  # type: ignore[index]
             return
-        if n in self.folded:
-            # The activation runs inside its producer's fused node: it reads the producer's
-            # result, or the view of it that the graph takes in between.
-            self.env[n] = self.env[n.args[0]]
+        if n in self.skipped:
+            return  # runs inside the fused node of its chain (emitted at the chain's end)
+        if n in self.fused:
+            e = self.fused[n]
+            args = [self.arg(a) if isinstance(a, torch.fx.Node) else _const(a) for a in e.args]
+            outs = self.plan.add_node(e.op, args, 1, n.name)
+            _memory.record(self.plan, outs, n)
+            self.env[n] = outs[0]
             return
         if self.pointwise is not None and self.pointwise.handles(n):
             self.pointwise.emit(self, n)
             return
+        cast = _epilogue._dtype_cast(n) if target == _aten._to_copy.default else None
+        if any(u.op == "output" for u in n.users):
+            cast = None  # a result of the graph: its own memory
+        if cast is not None and isinstance(n.args[0], torch.fx.Node):
+            key = (n.args[0], cast)
+            if key in self.casts:
+                self.env[n] = self.casts[key]
+                return
         if not isinstance(target, torch._ops.OpOverload):
             raise NotImplementedError(
                 f"tensorbridge plans run ATen ops; node {n.name} calls {target}"
@@ -187,19 +178,14 @@ class _Builder:
                 raise ValueError(f"{name}: node {n.name} lacks argument {a.name}")
             is_opt_list = str(a.type) == "List[Optional[Tensor]]"
             args.append(self.arg(value, "optlist" if is_opt_list else "list"))
-        if n in self.fused:
-            name, extra, act = self.fused[n]
-            args += extra
-            outs = self.plan.add_node(name, args, 1, f"{n.name}_{act.name}")
-            _memory.record(self.plan, outs, n)
-            self.env[n] = outs[0]
-            return
         returns = schema.returns
         list_return = len(returns) == 1 and str(returns[0].type).startswith("List[")
         outs = self.plan.add_node(name, args, 1 if list_return else len(returns), n.name)
         _memory.record(self.plan, outs, n)
         # One value (a Tensor, or a Tensor[] that getitem indexes), or one value per result.
         self.env[n] = outs[0] if len(outs) == 1 else outs
+        if cast is not None:
+            self.casts[(n.args[0], cast)] = self.env[n]
 
     def build(self):
         for n in self.gm.graph.nodes:
@@ -382,9 +368,18 @@ def _specialize(gm: torch.fx.GraphModule, args) -> torch.fx.GraphModule:
 MAX_SHAPE_PLANS = 32
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None, kind="forward"):
+def compile_graph(
+    gm: torch.fx.GraphModule,
+    example_inputs=None,
+    *,
+    record=None,
+    kind="forward",
+    inference: bool = False,
+):
     """Builds the plan of an ATen FX graph once and returns the function that runs it.
-    ``record`` (a ``_Compilation``) collects the plan for ``explain``.
+    ``record`` (a ``_Compilation``) collects the plan for ``explain``. ``inference``: no
+    autograd graph reads the results, so weights the plan packs stay packed between calls
+    while their version counters do not move (see ``tensorbridge._epilogue``).
 
     Plans take static shapes. A graph traced with symbolic sizes gets one plan per distinct
     set of input shapes and strides, built at the first call with them (the graph specialized
@@ -397,11 +392,11 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs=None, *, record=None,
     # tensors, and the plan binds them as memory, so the plan is built outside that mode.
     with unset_fake_temporarily():
         if _symbolic(gm):
-            return _shape_specializing(gm, record, kind)
-        return _compile_static(gm, record, kind)
+            return _shape_specializing(gm, record, kind, inference)
+        return _compile_static(gm, record, kind, inference=inference)
 
 
-def _shape_specializing(gm, record, kind):
+def _shape_specializing(gm, record, kind, inference):
     runs: collections.OrderedDict = collections.OrderedDict()
     lock = threading.Lock()  # threads calling with a new shape at once build its plan once
 
@@ -412,7 +407,10 @@ def _shape_specializing(gm, record, kind):
                 return r
             static = _specialize(gm, args)
             tensor_at = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-            r = runs[key] = (_compile_static(static, record, kind, specialized=key), tensor_at)
+            r = runs[key] = (
+                _compile_static(static, record, kind, specialized=key, inference=inference),
+                tensor_at,
+            )
             _stats["shape_plans"] += 1
             if len(runs) > MAX_SHAPE_PLANS:
                 _, (old, _) = runs.popitem(last=False)
@@ -440,8 +438,8 @@ def _shape_specializing(gm, record, kind):
     return run
 
 
-def _compile_static(gm, record, kind, specialized=None):
-    builder = _Builder(gm)
+def _compile_static(gm, record, kind, specialized=None, inference=False):
+    builder = _Builder(gm, inference=inference)
     plan = builder.build()
     _stats["plans_built"] += 1
     _all_plans[plan] = kind
@@ -469,6 +467,16 @@ def _compile_static(gm, record, kind, specialized=None):
         # _to_array.
         calls[0] += 1
         return run_torch(args, _to_array)
+
+    if builder.packs:
+        prepacked = _epilogue.Prepacked(*map(list, zip(*builder.packs, strict=True)))
+
+        def run(args):  # the same, after the version check of the packed weights
+            calls[0] += 1
+            prepacked.check(args)
+            return run_torch(args, _to_array)
+
+        run.prepacked = prepacked  # type: ignore[attr-defined]
 
     run.plan = plan  # type: ignore[attr-defined]
     run.entry = entry  # type: ignore[attr-defined]
@@ -586,7 +594,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs):
     _compilations.append(record)
 
     def fw(g, inputs):
-        return compile_graph(g, inputs, record=record, kind="forward")
+        return compile_graph(g, inputs, record=record, kind="forward", inference=not needs_autograd)
 
     def bw(g, inputs):
         return compile_graph(g, inputs, record=record, kind="backward")
@@ -735,7 +743,7 @@ def load_exported(ep: torch.export.ExportedProgram) -> Callable[..., Any]:
     from torch.export.graph_signature import InputKind, OutputKind
 
     ep = ep.run_decompositions(_decompositions(autograd=False))
-    run = compile_graph(ep.graph_module)
+    run = compile_graph(ep.graph_module, inference=True)
     sig = ep.graph_signature
     state = {**ep.state_dict, **ep.constants}
     n_user = sum(1 for s in sig.input_specs if s.kind == InputKind.USER_INPUT)
