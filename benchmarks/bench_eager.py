@@ -259,7 +259,7 @@ def _timed_window(fn, calls: int) -> dict:
     wall = _window(fn, calls)
     stages = _C._eager_timing(False)
     _C.set_profiling(False)
-    kernel = sum(m["time_ns"] for m in tb.metrics().values())
+    kernel = sum(m["time_ns"] for m in tb.diagnostics.metrics().values())
     out = {k: v / calls for k, v in stages.items() if k != "ops"}
     out.update(call=wall, kernel=kernel / calls, ops=stages["ops"] / calls)
     return out

@@ -32,22 +32,54 @@ __all__ = [
     "plan_metrics",
 ]
 
-_stats: collections.Counter[str] = collections.Counter()
-# Every plan built, held weakly (plan -> its explain entry's kind), for tensorbridge.profile;
-# and the profile blocks open now: plans built inside one time their nodes from the start.
-_all_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_profiling: list = []
-# The latest plans built (newest last), for tests and tools that look at what was just built.
-_plans: list = []
-_RECENT_PLANS = 64
-# One [calls] box per plan built, counted by its run function (the hot path does no more);
-# plan_calls sums them, less the sum at the last reset.
-_call_boxes: list = []
-_calls_at_reset = 0
+
+class _CompileState:
+    """Everything the compile backend keeps between calls, in one place.
+
+    ``stats``: the counters of ``plan_metrics()``. ``all_plans``: every plan built, held weakly
+    (plan -> its explain entry's kind), for ``tensorbridge.diagnostics.profile``; ``profiling``:
+    the profile blocks open now (plans built inside one time their nodes from the start).
+    ``plans``: the latest plans built (newest last, at most ``RECENT_PLANS``), for tests and
+    tools that look at what was just built. ``call_boxes``: one ``[calls]`` box per plan built,
+    counted by its run function (the hot path does no more); ``plan_calls()`` sums them, less
+    the sum at the last reset. ``graph_ids``, ``frames_seen``: graphs and frames seen, which tell
+    a recompilation; ``compilations``: one ``_Compilation`` per backend call.
+    """
+
+    RECENT_PLANS = 64
+
+    def __init__(self) -> None:
+        self.stats: collections.Counter[str] = collections.Counter()
+        self.all_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.profiling: list = []
+        self.plans: list = []
+        self.call_boxes: list = []
+        self.calls_at_reset = 0
+        self.graph_ids: set = set()
+        self.frames_seen: set = set()
+        self.compilations: list[_Compilation] = []
+
+    def plan_calls(self) -> int:
+        return sum(box[0] for box in self.call_boxes) - self.calls_at_reset
+
+    def add_plan(self, plan, kind: str) -> None:
+        self.stats["plans_built"] += 1
+        self.all_plans[plan] = kind
+        self.plans.append(plan)
+        del self.plans[: -self.RECENT_PLANS]
+        if self.profiling:
+            plan.profiling = True
+
+    def reset(self) -> None:
+        """The counters back to zero; plans already built stay (and keep their call boxes)."""
+        self.stats.clear()
+        self.calls_at_reset += self.plan_calls()
+        self.graph_ids.clear()
+        self.frames_seen.clear()
+        self.compilations.clear()
 
 
-def _plan_calls() -> int:
-    return sum(box[0] for box in _call_boxes) - _calls_at_reset
+state = _CompileState()
 
 
 def plan_metrics(fn: Callable | None = None) -> dict:
@@ -58,24 +90,20 @@ def plan_metrics(fn: Callable | None = None) -> dict:
     built for the concrete shapes of a graph traced with symbolic sizes) and ``plan_calls``."""
     if fn is not None:
         return compiled_metrics(fn)
+    stats = state.stats
     return {
-        "graphs": _stats["graphs"],
-        "compilations": _stats["compilations"],
-        "recompilations": _stats["compilations"] - _stats["graphs"],
-        "plans_built": _stats["plans_built"],
-        "shape_plans": _stats["shape_plans"],
-        "plan_calls": _plan_calls(),
+        "graphs": stats["graphs"],
+        "compilations": stats["compilations"],
+        "recompilations": stats["compilations"] - stats["graphs"],
+        "plans_built": stats["plans_built"],
+        "shape_plans": stats["shape_plans"],
+        "plan_calls": state.plan_calls(),
     }
 
 
 def reset_plan_metrics() -> None:
     """Sets the counters of ``plan_metrics()`` back to zero (plans already built stay)."""
-    global _calls_at_reset
-    _stats.clear()
-    _calls_at_reset += _plan_calls()
-    _graph_ids.clear()
-    _frames_seen.clear()
-    _compilations.clear()
+    state.reset()
 
 
 def _const(x):
@@ -100,8 +128,6 @@ _FUSABLE = {
     _aten.addmm.default: "tensorbridge::addmm_act",
     _aten.convolution.default: "tensorbridge::convolution_relu",
 }
-
-fusion = True  # the plan pass below; False builds every node as captured
 
 
 def _fusions(gm: torch.fx.GraphModule) -> dict:
@@ -138,7 +164,7 @@ class _Builder:
         self.contiguous_io = contiguous_io
         self.plan = _C.Plan()
         self.env: dict = {}
-        self.fused = _fusions(gm) if fusion else {}
+        self.fused = _fusions(gm) if config.fusion else {}
         self.folded = {act: src for src, (_, _, act) in self.fused.items()}
 
     def arg(self, x, list_kind: str = "list"):
@@ -406,7 +432,7 @@ def _shape_specializing(gm, record, kind):
             static = _specialize(gm, args)
             tensor_at = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
             r = runs[key] = (_compile_static(static, record, kind, specialized=key), tensor_at)
-            _stats["shape_plans"] += 1
+            state.stats["shape_plans"] += 1
             if len(runs) > MAX_SHAPE_PLANS:
                 _, (old, _) = runs.popitem(last=False)
                 if record is not None:  # the plan and its buffers go with the last reference
@@ -435,12 +461,7 @@ def _shape_specializing(gm, record, kind):
 
 def _compile_static(gm, record, kind, specialized=None):
     plan = _Builder(gm).build()
-    _stats["plans_built"] += 1
-    _all_plans[plan] = kind
-    _plans.append(plan)
-    del _plans[:-_RECENT_PLANS]
-    if _profiling:
-        plan.profiling = True
+    state.add_plan(plan, kind)
     entry = {"kind": kind, "plan": plan}
     if specialized is not None:
         entry["shapes"] = [list(k[0]) for k in specialized if isinstance(k[0], tuple)]
@@ -449,7 +470,7 @@ def _compile_static(gm, record, kind, specialized=None):
 
     run_torch = plan.run_torch
     calls = entry["calls"] = [0]
-    _call_boxes.append(calls)
+    state.call_boxes.append(calls)
 
     def run(args):
         # Boxed calling convention: run_torch empties the list so inputs can be freed early.
@@ -500,7 +521,7 @@ def _decompositions(autograd: bool = True) -> dict:
     # decomposes them.
     for op in _KEEP_WHOLE:
         name = op.name()
-        if _C.explain(name).startswith(f"{name} on cpu: kernel"):
+        if _C.has_kernel(name):
             table.pop(op, None)
     # Composites taken out of the legal set are decomposed in the graph itself.
     for op, fn in decomposition_table.items():
@@ -508,11 +529,6 @@ def _decompositions(autograd: bool = True) -> dict:
         if base in composites and base not in legal:
             table[op] = fn
     return table
-
-
-_graph_ids: set = set()
-_frames_seen: set = set()
-_compilations: list = []
 
 
 class _Compilation:
@@ -556,22 +572,24 @@ def _describe_input(x) -> str:
     return type(x).__name__
 
 
-def backend(gm: torch.fx.GraphModule, example_inputs):
-    """The torch.compile backend: AOT autograd to ATen, then one plan per graph."""
+def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+    """The ``torch.compile`` backend, registered as ``backend="tensorbridge"``: AOT autograd
+    lowers each captured graph to ATen, and each ATen graph (forward, and backward when
+    training) is built once into a C++ plan that later calls run with the GIL released."""
     from torch._dynamo.backends.common import aot_autograd
 
     key = tuple(str(n.target) for n in gm.graph.nodes)
-    _stats["compilations"] += 1
-    if key not in _graph_ids:
-        _graph_ids.add(key)
-        _stats["graphs"] += 1
+    state.stats["compilations"] += 1
+    if key not in state.graph_ids:
+        state.graph_ids.add(key)
+        state.stats["graphs"] += 1
     owner, code = _current_frame()
     frame_key = (id(owner) if owner is not None else None, code, key)
     record = _Compilation(
-        owner, code, [_describe_input(x) for x in example_inputs], frame_key in _frames_seen
+        owner, code, [_describe_input(x) for x in example_inputs], frame_key in state.frames_seen
     )
-    _frames_seen.add(frame_key)
-    _compilations.append(record)
+    state.frames_seen.add(frame_key)
+    state.compilations.append(record)
 
     def fw(g, inputs):
         return compile_graph(g, inputs, record=record, kind="forward")
@@ -628,7 +646,7 @@ def _belongs(record: _Compilation, orig, codes) -> bool:
 
 def _records_of(fn) -> list:
     orig, codes = _codes_of(fn)
-    return [r for r in _compilations if _belongs(r, orig, codes)]
+    return [r for r in state.compilations if _belongs(r, orig, codes)]
 
 
 def compiled_metrics(fn) -> dict:

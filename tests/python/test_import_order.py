@@ -47,7 +47,7 @@ SCRIPT = textwrap.dedent(
     conv = torch.nn.functional.conv2d(x, w)
     conv_ref = torch.nn.functional.conv2d(x.double(), w.double()).float()
     np.testing.assert_allclose(conv.numpy(), conv_ref.numpy(), rtol=1e-4, atol=1e-4)
-    print("ok", order, tb.onednn_info()["effective_isa"])
+    print("ok", order, tb.diagnostics.onednn_info()["effective_isa"])
     """
 )
 
