@@ -13,7 +13,10 @@ import collections
 import copy
 import operator
 import re
+import sys
 import threading
+import types
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -759,3 +762,29 @@ def load_exported(ep: torch.export.ExportedProgram) -> Callable[..., Any]:
 
     call.plan = getattr(run, "plan", None)  # type: ignore[attr-defined]  # None: one plan per input shape (see run.plans)
     return call
+
+
+class _CompileModule(types.ModuleType):
+    """``tensorbridge._compile.fusion``, the name the documentation gave ``config.fusion`` first,
+    still reads and sets it (with a DeprecationWarning)."""
+
+    @property
+    def fusion(self) -> bool:
+        warnings.warn(
+            "tensorbridge._compile.fusion is now tensorbridge.config.fusion",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return config.fusion
+
+    @fusion.setter
+    def fusion(self, on: bool) -> None:
+        warnings.warn(
+            "tensorbridge._compile.fusion is now tensorbridge.config.fusion",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        config.fusion = on
+
+
+sys.modules[__name__].__class__ = _CompileModule

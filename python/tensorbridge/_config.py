@@ -2,7 +2,8 @@
 
 Settings read from the environment at import use the one prefix ``TB_``: ``TB_DECOMPOSE`` (ops
 taken out of ``config.legal_ops``) here, ``TB_HOST_CACHE_MB`` (the first ``host_cache_limit``) and
-``TB_MAX_CPU_ISA`` (the widest vector code the kernels pick) in the C++ library.
+``TB_MAX_CPU_ISA`` (the widest vector code the kernels pick) in the C++ library. (``.ci/dev``'s
+``TB_CACHE`` and ``TB_JOBS`` are settings of the build script, not of the library.)
 """
 
 from __future__ import annotations

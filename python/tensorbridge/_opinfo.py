@@ -31,6 +31,7 @@ import warnings
 import torch
 
 import tensorbridge as tb
+from tensorbridge._dtypes import TORCH_DTYPES
 from tensorbridge.testing import TableMode
 
 __all__ = [
@@ -45,17 +46,21 @@ __all__ = [
     "tolerances",
 ]
 
+# The dtypes the sweep runs OpInfo samples in (names of the one table, _dtypes.TORCH_DTYPES).
 DTYPES = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-    "int64": torch.int64,
-    "int32": torch.int32,
-    "int16": torch.int16,
-    "int8": torch.int8,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
+    n: TORCH_DTYPES[n]
+    for n in (
+        "float32",
+        "float64",
+        "bfloat16",
+        "float16",
+        "int64",
+        "int32",
+        "int16",
+        "int8",
+        "uint8",
+        "bool",
+    )
 }
 
 # Test classes whose toleranceOverrides compare values of two implementations of an op.

@@ -224,3 +224,16 @@ def test_settings_live_in_config():
         tb.config.host_cache_limit = limit
     with pytest.warns(DeprecationWarning, match=r"config\.profiling = on"):
         tb.set_profiling(False)
+
+
+def test_the_documented_compile_fusion_switch_still_sets_config():
+    from tensorbridge import _compile
+
+    try:
+        with pytest.warns(DeprecationWarning, match=r"config\.fusion"):
+            _compile.fusion = False
+        assert tb.config.fusion is False
+        with pytest.warns(DeprecationWarning, match=r"config\.fusion"):
+            assert _compile.fusion is False
+    finally:
+        tb.config.fusion = True
