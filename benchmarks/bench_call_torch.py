@@ -37,12 +37,12 @@ from _bench_util import (
     FallbackTracker,
     env_header,
     fmt_median,
-    import_torchax,
     measure_interleaved,
     parse_args,
     print_table,
     ratio,
 )
+from _torchax import import_torchax
 
 ARGS = parse_args(
     __doc__, full_repeats=200, quick_repeats=80, full_target_s=0.001, quick_target_s=0.001

@@ -53,13 +53,13 @@ from _bench_util import (
     env_header,
     fmt_ratio,
     geomean,
-    import_torchax,
     measure_interleaved,
     na_from_exc,
     parse_args,
     print_table,
     ratio,
 )
+from _torchax import import_torchax
 from tensorbridge._compile import compile_graph
 
 ARGS = parse_args(

@@ -40,13 +40,13 @@ from _bench_util import (
     fmt_median,
     fmt_ratio,
     geomean,
-    import_torchax,
     measure_interleaved,
     parse_args,
     print_table,
     ratio,
     try_measure,
 )
+from _torchax import import_torchax
 from tensorbridge import _C
 
 ARGS = parse_args(

@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import types
 
 import pytest
@@ -246,3 +247,46 @@ def test_benchmark_tables_are_recorded_for_the_report(tmp_path, monkeypatch, cap
         ["add", {"min_ns": 1500.0, "median_ns": 1700.0}, 1.25, {"na": "no torchax"}]
     ]
     assert second["rows"] == [["y"]]
+
+
+def test_benchmark_runner_takes_torch_measurements_side_by_side(monkeypatch, capsys):
+    """The benchmarks' runner: every timing is a torch.utils.benchmark Measurement of the path,
+    peers get the same number of interleaved repeats, a path that raises becomes an n/a cell,
+    and --compare prints the table through torch.utils.benchmark.Compare."""
+    from torch.utils.benchmark import Measurement
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import _bench_util as bu
+    finally:
+        sys.path.pop(0)
+    calls = {"fast": 0, "slow": 0}
+
+    def path(name, seconds):
+        def fn():
+            calls[name] += 1
+            if seconds:
+                time.sleep(seconds)
+
+        return lambda: fn
+
+    got = bu.measure_interleaved(
+        [("fast", path("fast", 0)), ("slow", path("slow", 0.002)), ("bad", lambda: 1 / 0)],
+        repeats=4,
+        target_s=0.01,
+        budget_s=10,
+    )
+    fast, slow = got["fast"], got["slow"]
+    assert isinstance(fast.measurement, Measurement) and isinstance(slow.measurement, Measurement)
+    assert fast.repeats == slow.repeats == 4
+    assert slow.min_ns >= 2e6 and fast.min_ns < slow.min_ns / 10
+    assert slow.min_ns <= slow.median_ns
+    assert calls["slow"] >= 4 * slow.number
+    assert isinstance(got["bad"], bu.NA) and "ZeroDivisionError" in got["bad"].reason
+    one = bu.measure(path("slow", 0.002)(), repeats=2, target_s=0.005)
+    assert one.repeats >= 3 and one.min_ns >= 2e6
+    monkeypatch.setattr(bu, "_COMPARE", True)
+    bu.print_table("sleep", ["path", "time"], [["fast", fast], ["slow", slow], ["bad", got["bad"]]])
+    out = capsys.readouterr().out
+    assert "[" in out and "sleep" in out and "Times are in" in out  # Compare's table
+    assert "n/a [1]: ZeroDivisionError" in out  # and the harness's own
