@@ -104,8 +104,8 @@ _MOVED = {
         n: ("tensorbridge.cpp", n)
         for n in ("cmake_prefix_path", "get_include", "get_library", "load_library")
     },
-    "set_profiling": ("tensorbridge._C", "set_profiling"),
-    "set_host_cache_limit": ("tensorbridge._C", "set_host_cache_limit"),
+    "set_profiling": ("tensorbridge._config", "_set_profiling"),
+    "set_host_cache_limit": ("tensorbridge._config", "_set_host_cache_limit"),
 }
 _NEW_SPELLING = {
     "set_profiling": "tensorbridge.config.profiling = on",

@@ -170,3 +170,14 @@ def _apply_environment() -> None:
     ops = [n for n in names.split(",") if n.strip()]
     if ops:
         config.decompose(*ops)
+
+
+def _set_profiling(on: bool) -> None:
+    """``tensorbridge.set_profiling(on)``, the earlier spelling of ``config.profiling = on``."""
+    config.profiling = bool(on)
+
+
+def _set_host_cache_limit(nbytes: int) -> None:
+    """``tensorbridge.set_host_cache_limit(n)``, the earlier spelling of
+    ``config.host_cache_limit = n``."""
+    config.host_cache_limit = int(nbytes)

@@ -222,8 +222,12 @@ def test_settings_live_in_config():
         assert tb.config.host_cache_limit == 1 << 20
     finally:
         tb.config.host_cache_limit = limit
-    with pytest.warns(DeprecationWarning, match=r"config\.profiling = on"):
-        tb.set_profiling(False)
+    try:
+        with pytest.warns(DeprecationWarning, match=r"config\.profiling = on"):
+            tb.set_profiling(True)
+        assert tb.config.profiling is True
+    finally:
+        tb.config.profiling = False
 
 
 def test_the_documented_compile_fusion_switch_still_sets_config():
