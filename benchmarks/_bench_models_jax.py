@@ -34,7 +34,7 @@ def jax_column(name: str, model, inputs, args) -> dict:
     import jax
 
     res: dict = {}
-    before = tb.call_torch_metrics()
+    before = tb.diagnostics.call_torch_metrics()
     res["fwd_ok"], fwd = _ok_cell(name, "jax_jit", args.size)
     res["step_ok"], step = _ok_cell(name, "jax_train", args.size)
     res["detail"] = {"jax_jit": fwd and fwd.detail, "jax_train": step and step.detail}
@@ -85,7 +85,7 @@ def jax_column(name: str, model, inputs, args) -> dict:
     kw = dict(repeats=args.repeats, target_s=args.target_s, budget_s=args.budget_s)
     fwd_t = measure_interleaved([("torch", torch_forward), ("tb", jax_forward)], **kw)
     step_t = measure_interleaved([("torch", torch_step), ("tb", jax_step)], **kw)
-    after = tb.call_torch_metrics()
+    after = tb.diagnostics.call_torch_metrics()
     res["callbacks"] = after["callback_runs"] - before["callback_runs"]
     res["times"] = {"fwd": fwd_t, "step": step_t}
     res["vs"] = {

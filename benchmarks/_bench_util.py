@@ -1,19 +1,38 @@
 """Shared helpers of the Python benchmarks (bench_kernels, bench_eager, bench_compile,
-bench_call_torch): a timeit-style runner on ``time.perf_counter_ns``, "n/a" cells for paths
-that fail, a table printer, geometric means, the environment header, torchax's import, and the
-tensorbridge fallback counters (``tb.metrics()``) of a run.
+bench_call_torch, ...): timing on ``torch.utils.benchmark``, "n/a" cells for paths that fail, a
+table printer with ratio columns, geometric means, JSON results, the environment header,
+torchax's import, and the tensorbridge fallback counters (``tb.diagnostics.metrics()``) of a run.
 
-Timing method (the same in every script): call each measured function a few times to warm up
-(first-call costs: lazy initialisation, JIT compilation, caches), calibrate a loop count so that
-one repeat lasts about ``target_s`` (timeit's autorange: 1, 2, 5, 10, 20, ...), then time up to
-``repeats`` loops with the garbage collector off (fewer, but at least 3, once a time budget is
-spent) and report the minimum and the median time per call. Peers of one table row are timed
-in alternating repeats (``measure_interleaved``), so that changes in machine load hit them
-alike. The minimum is the least disturbed run (the figure to compare and the one ratios use);
-the median shows how noisy the machine was. Timings are printed, never asserted.
+Timing method (the same in every script): each measured function is called a few times to warm
+up (first-call costs: lazy initialisation, JIT compilation, caches), then timed by
+``torch.utils.benchmark.Timer`` (``timeit`` underneath: the garbage collector off, the thread
+count left as the script set it). One path alone: ``Timer.blocked_autorange``, blocks of calls
+sized so that the timer's overhead is negligible, until about ``repeats x target_s`` have run.
+Peers of one table row (``measure_interleaved``): each is calibrated by ``blocked_autorange``
+over ``target_s``, then their repeats of about ``target_s`` each go round-robin (A B C, A B C,
+...), so that changes in machine load hit them alike; every result is a
+``torch.utils.benchmark.Measurement`` (``Timing.measurement``). The minimum per call is the
+least disturbed run (the figure to compare and the one ratios use); the median shows how noisy
+the machine was. Timings are printed, never asserted. ``--compare`` also prints each table's
+timings through ``torch.utils.benchmark.Compare``.
+
+What ``torch.utils.benchmark`` lacks, and this file adds:
+
+* Interleaved peers. ``blocked_autorange`` measures one statement until it is done, so a burst
+  of load from another process lands on whichever peer runs then; on a shared machine that
+  skews the ratios more than anything else. Its ``Timer.timeit(number)`` runs ``number // 100``
+  (at least 2) warm-up calls before each timed run, which triples the cost of a repeat of a
+  model forward that takes a second; the round-robin repeats therefore run the statement on
+  ``timeit.Timer`` (what ``Timer`` wraps) and are stored as ``Measurement``s of the peer's task.
+* A time budget per cell (``budget_s``, at least three repeats), which bounds a full run.
+* Cells that failed: ``Compare`` takes only ``Measurement``s; a path that raises becomes an
+  ``NA`` cell with its reason under the table instead of ending the script.
+* Ratio columns against the peer of the same row, geometric means, Markdown output, and JSON
+  lines (``TB_BENCH_JSON``) that ``benchmarks/report.py`` draws its charts from: ``Compare``
+  prints times only, to the terminal.
 
 Options of every script: ``--quick`` (fewer, shorter repeats), ``--repeats N``, ``--threads N``
-(same thread count for torch, tensorbridge and JAX; see ``parse_args``). Set
+(same thread count for torch, tensorbridge and JAX; see ``parse_args``), ``--compare``. Set
 ``TB_BENCH_TRACEBACK=1`` to print the traceback of every path that fails. Set
 ``TB_BENCH_JSON=PATH`` to append every table, cell by cell, to PATH as one JSON object a line
 (``benchmarks/report.py`` reads them to draw its charts).
@@ -21,13 +40,13 @@ Options of every script: ``--quick`` (fewer, shorter repeats), ``--repeats N``, 
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 import platform
 import statistics
 import sys
 import time
+import timeit
 import traceback
 
 __all__ = [
@@ -39,11 +58,11 @@ __all__ = [
     "fmt_ratio",
     "fmt_time",
     "geomean",
-    "import_torchax",
     "measure",
     "measure_interleaved",
     "na_from_exc",
     "parse_args",
+    "print_compare",
     "print_table",
     "ratio",
     "record_json",
@@ -81,15 +100,31 @@ def na_from_exc(e: BaseException) -> NA:
 
 
 class Timing:
-    """Time per call of one measured path, in nanoseconds."""
+    """Time per call of one measured path, in nanoseconds, from the ``Measurement`` that
+    ``torch.utils.benchmark`` took (``number`` calls per repeat, ``repeats`` repeats)."""
 
-    __slots__ = ("median_ns", "min_ns", "number", "repeats")
+    __slots__ = ("measurement", "median_ns", "min_ns", "number", "repeats")
 
-    def __init__(self, min_ns: float, median_ns: float, number: int, repeats: int):
+    def __init__(
+        self, min_ns: float, median_ns: float, number: int, repeats: int, measurement=None
+    ):
         self.min_ns = min_ns
         self.median_ns = median_ns
         self.number = number
         self.repeats = repeats
+        self.measurement = measurement
+
+    @classmethod
+    def of(cls, measurement) -> Timing:
+        """The Timing of a ``torch.utils.benchmark.Measurement``."""
+        times = measurement.times
+        return cls(
+            min(times) * 1e9,
+            statistics.median(times) * 1e9,
+            measurement.number_per_run,
+            len(times),
+            measurement,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -101,12 +136,21 @@ class Timing:
 # ---- the runner ------------------------------------------------------------------------------
 
 
-def _loop_ns(fn, number: int) -> int:
-    perf = time.perf_counter_ns
-    t0 = perf()
-    for _ in range(number):
-        fn()
-    return perf() - t0
+def _timer(fn):
+    """A ``torch.utils.benchmark.Timer`` of ``fn()`` that leaves torch's thread count as the
+    script set it (``Timer`` otherwise sets 1 thread while it times)."""
+    import torch
+    from torch.utils.benchmark import Timer
+
+    return Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+
+
+def _measurement(timer, number: int, raw_s: list[float]):
+    """Repeats of ``number`` calls each (raw seconds per repeat) as one ``Measurement`` of the
+    timer's task."""
+    from torch.utils.benchmark import Measurement
+
+    return Measurement(number, raw_s, timer._task_spec)
 
 
 def measure(
@@ -118,45 +162,22 @@ def measure(
     max_number: int = 1_000_000,
     budget_s: float | None = None,
 ) -> Timing:
-    """timeit-style: `warmup` calls, a loop count calibrated so that one repeat takes about
-    `target_s`, then up to `repeats` repeats (fewer, but at least 3, once `budget_s` of
-    repeating has passed: default 3 x repeats x target_s); min and median ns per call.
-
-    Many short repeats rather than a few long ones: on a shared machine the minimum of many
-    short windows (shorter than a scheduler time slice) is the most likely to be undisturbed."""
+    """`warmup` calls, then ``Timer.blocked_autorange`` for about ``repeats x target_s`` (at
+    most `budget_s`); min and median ns per call. At least three blocks: a path slower than
+    the run time gets more. `max_number` is kept for the callers of the round-robin runner."""
+    del max_number  # blocked_autorange sizes its blocks itself
     for _ in range(warmup):
         fn()
-    gc_was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        number, first = _calibrate(fn, target_s, max_number)
-        times = [first]
-        budget_ns = (budget_s if budget_s is not None else 3 * repeats * target_s) * 1e9
-        start = time.perf_counter_ns()
-        while len(times) < repeats:
-            times.append(_loop_ns(fn, number) / number)
-            if len(times) >= 3 and time.perf_counter_ns() - start > budget_ns:
-                break
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return Timing(min(times), statistics.median(times), number, len(times))
-
-
-def _calibrate(fn, target_s: float, max_number: int) -> tuple[int, float]:
-    """timeit's autorange: the loop count for one repeat of about target_s, and the time per
-    call of the last calibration loop."""
-    number = 1
-    target_ns = target_s * 1e9
-    while True:
-        t = _loop_ns(fn, number)
-        if t >= target_ns or number >= max_number:
-            return number, t / number
-        if t > 1e6:
-            number = max(number + 1, min(max_number, int(number * target_ns / t * 1.05)))
-        else:
-            number = _next_count(number)
+    run_s = repeats * target_s if budget_s is None else min(repeats * target_s, budget_s)
+    timer = _timer(fn)
+    m = timer.blocked_autorange(min_run_time=run_s)
+    if len(m.raw_times) < 3:
+        extra = timeit.Timer(stmt="fn()", globals={"fn": fn})
+        raw = list(m.raw_times)
+        while len(raw) < 3:
+            raw.append(extra.timeit(m.number_per_run))
+        m = _measurement(timer, m.number_per_run, raw)
+    return Timing.of(m)
 
 
 def measure_interleaved(
@@ -170,9 +191,10 @@ def measure_interleaved(
 ) -> dict:
     """Peers measured side by side: ``paths`` is a list of (label, make_fn); each make_fn()
     returns the zero-argument callable to time (or an NA, or raises: that path becomes NA).
-    Each callable is warmed up and calibrated on its own, then the repeats go round-robin
-    (A B C, A B C, ...), so that a change in machine load hits every peer alike. Returns
-    {label: Timing | NA}."""
+    Each callable is warmed up, then calibrated by ``Timer.blocked_autorange`` over `target_s`
+    (its first repeat); the other repeats, ``number`` calls of about `target_s` each, go
+    round-robin (A B C, A B C, ...) until `repeats` or, after three, the budget (default
+    ``3 x repeats x target_s`` per peer) is spent. Returns {label: Timing | NA}."""
     out: dict = {}
     live = []
     for label, make_fn in paths:
@@ -188,45 +210,35 @@ def measure_interleaved(
             if os.environ.get("TB_BENCH_TRACEBACK"):
                 traceback.print_exc()
             out[label] = na_from_exc(e)
-    gc_was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        numbers, times = {}, {}
+    runs: dict = {}  # label -> (torch Timer, timeit.Timer, calls per repeat, raw seconds)
+    for label, fn in list(live):
+        try:
+            timer = _timer(fn)
+            first = timer.blocked_autorange(min_run_time=target_s)
+            per_call = min(first.times)
+            number = max(1, min(max_number, round(target_s / per_call)))
+            raw = [per_call * number]
+            runs[label] = (timer, timeit.Timer(stmt="fn()", globals={"fn": fn}), number, raw)
+        except Exception as e:
+            out[label] = na_from_exc(e)
+            live.remove((label, fn))
+    per_round = sum(runs[label][3][0] for label, _ in live)
+    budget = budget_s if budget_s is not None else 3 * repeats * target_s * max(1, len(live))
+    start = time.perf_counter()
+    for r in range(1, repeats):
+        if r >= 3 and time.perf_counter() - start + per_round > budget:
+            break
         for label, fn in list(live):
+            _, t, number, raw = runs[label]
             try:
-                numbers[label], first = _calibrate(fn, target_s, max_number)
-                times[label] = [first]
+                raw.append(t.timeit(number))
             except Exception as e:
                 out[label] = na_from_exc(e)
                 live.remove((label, fn))
-        per_round = sum(numbers[label] * times[label][0] for label, _ in live) / 1e9
-        budget = budget_s if budget_s is not None else 3 * repeats * target_s * max(1, len(live))
-        start = time.perf_counter_ns()
-        for r in range(1, repeats):
-            if r >= 3 and (time.perf_counter_ns() - start) / 1e9 + per_round > budget:
-                break
-            for label, fn in list(live):
-                try:
-                    times[label].append(_loop_ns(fn, numbers[label]) / numbers[label])
-                except Exception as e:
-                    out[label] = na_from_exc(e)
-                    live.remove((label, fn))
-        for label, _ in live:
-            ts = times[label]
-            out[label] = Timing(min(ts), statistics.median(ts), numbers[label], len(ts))
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    for label, _fn in live:
+        timer, _, number, raw = runs[label]
+        out[label] = Timing.of(_measurement(timer, number, raw))
     return {label: out[label] for label, _ in paths}
-
-
-def _next_count(n: int) -> int:
-    for step in (2, 5, 10):
-        base = 10 ** int(math.log10(n))
-        if step * base > n:
-            return step * base
-    return n * 2
 
 
 def try_measure(make_fn, **kwargs) -> Timing | NA:
@@ -328,6 +340,8 @@ def print_table(
     time), float (a ratio), or NA: printed "n/a [k]" (or the NA's label), with reason k listed
     under the table."""
     record_json(title, headers, rows)
+    if _COMPARE:
+        print_compare(title, headers, rows)
     footnotes: dict[str, int] = {}
     cells = [[_cell(c, footnotes) for c in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
@@ -350,6 +364,28 @@ def print_table(
     for reason, k in footnotes.items():
         print(f"  n/a [{k}]: {reason}")
     sys.stdout.flush()
+
+
+def print_compare(title: str, headers: list[str], rows: list[list]) -> None:
+    """The table's timings through ``torch.utils.benchmark.Compare``: one row per table row
+    (its first cell), one column per timed column; ratio and n/a cells are not shown there."""
+    import dataclasses
+
+    from torch.utils.benchmark import Compare, Measurement
+
+    ms = []
+    for r in rows:
+        for h, c in zip(headers, r, strict=False):
+            if isinstance(c, Timing) and c.measurement is not None:
+                m = c.measurement
+                spec = dataclasses.replace(
+                    m.task_spec, label=title, sub_label=str(r[0]), description=h
+                )
+                ms.append(Measurement(m.number_per_run, m.raw_times, spec))
+    if ms:
+        cmp = Compare(ms)
+        cmp.trim_significant_figures()
+        cmp.print()
 
 
 def _json_cell(x):
@@ -404,6 +440,9 @@ def _print_markdown(title, headers, cells, widths, left, footnotes) -> None:
 # ---- arguments and environment ---------------------------------------------------------------
 
 
+_COMPARE = False  # --compare: print_table also prints torch.utils.benchmark.Compare's table
+
+
 class Args:
     quick: bool
     repeats: int
@@ -441,9 +480,16 @@ def parse_args(
         default=None,
         help="threads for torch, tensorbridge (OpenMP) and JAX (re-executes the script)",
     )
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="also print each table's timings through torch.utils.benchmark.Compare",
+    )
     if extra is not None:
         extra(p)
     ns = p.parse_args()
+    global _COMPARE
+    _COMPARE = ns.compare
     if ns.threads is not None and os.environ.get("TB_BENCH_THREADS") != str(ns.threads):
         env = dict(os.environ)
         env["TB_BENCH_THREADS"] = str(ns.threads)
@@ -496,7 +542,7 @@ def env_header(title: str, args: Args | None = None, torchax_note: str | None = 
     if torchax_note is not None:
         print(f"torchax: {torchax_note}")
     try:
-        info = tb.onednn_info()
+        info = tb.diagnostics.onednn_info()
     except Exception as e:
         info = f"? ({e})"
     print(f"tensorbridge {tb.__version__} from {os.path.dirname(tb.__file__)}; oneDNN: {info}")
@@ -507,7 +553,7 @@ def env_header(title: str, args: Args | None = None, torchax_note: str | None = 
             "MKL_NUM_THREADS",
             "ONEDNN_MAX_CPU_ISA",
             "TB_MAX_CPU_ISA",
-            "TENSORBRIDGE_DECOMPOSE",
+            "TB_DECOMPOSE",
             "XLA_FLAGS",
         )
         if k in os.environ
@@ -531,8 +577,8 @@ def env_header(title: str, args: Args | None = None, torchax_note: str | None = 
         pass
     if args is not None:
         print(
-            f"timing: perf_counter_ns, warm-up then up to {args.repeats} repeats of ~{args.target_s * 1e3:.0f} ms "
-            f"each (at least one call each), min (median) per call"
+            f"timing: torch.utils.benchmark.Timer, warm-up then up to {args.repeats} repeats of "
+            f"~{args.target_s * 1e3:.0f} ms each (at least one call each), min (median) per call"
             f"{'; --quick' if args.quick else ''}{f'; --threads {args.threads}' if args.threads else ''}"
         )
     sys.stdout.flush()
@@ -549,111 +595,13 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-# ---- torchax ---------------------------------------------------------------------------------
-
-
-def import_torchax():
-    """(torchax, env, note) or (None, None, reason).
-
-    torchax 0.0.13 builds tables keyed by ATen overloads at import time and when its
-    environment is created, and some of those overloads (the named-dimension ones such as
-    ``aten::prod.dim_Dimname``) no longer exist in torch 2.13, so a plain ``import torchax``
-    raises AttributeError. We first try the plain import; if it fails, we retry once with the
-    missing overloads resolving to inert placeholders during the import and the creation of
-    the default environment only (those entries name ops our benchmarks never call), and say
-    so in the header. Note: importing torchax turns off torch's MultiheadAttention fast path
-    (``torch.backends.mha.set_fastpath_enabled(False)``) for the whole process.
-    """
-    try:
-        import torchax
-
-        env = torchax.default_env()
-        return (
-            torchax,
-            env,
-            f"{torchax.__version__} (plain import)" + _hide_jax_accelerator(torchax),
-        )
-    except Exception as first:
-        first_reason = f"{type(first).__name__}: {first}"
-    for name in [m for m in sys.modules if m == "torchax" or m.startswith("torchax.")]:
-        del sys.modules[name]
-    import torch._ops as _ops
-
-    missing: list[str] = []
-    orig = _ops.OpOverloadPacket.__getattr__
-
-    def getattr_or_placeholder(self, key):
-        try:
-            return orig(self, key)
-        except AttributeError:
-            if key.startswith("__"):
-                raise
-            missing.append(f"{self._qualified_op_name}.{key}")
-            return _MissingOverload(f"{self._qualified_op_name}.{key}")
-
-    _ops.OpOverloadPacket.__getattr__ = getattr_or_placeholder
-    try:
-        import torchax
-
-        env = torchax.default_env()
-    except Exception as e:
-        return (
-            None,
-            None,
-            f"import failed: {first_reason}; with the overload shim: {type(e).__name__}: {e}",
-        )
-    finally:
-        _ops.OpOverloadPacket.__getattr__ = orig
-    uniq = sorted(set(missing))
-    note = (
-        f"{torchax.__version__}, imported with a compatibility shim: its plain import fails on this "
-        f"torch ({first_reason.splitlines()[0]}); {len(uniq)} overloads absent from torch "
-        f"{_torch_version()} were replaced by inert placeholders ({', '.join(uniq[:3])}, ...)"
-    )
-    return torchax, env, note + _hide_jax_accelerator(torchax)
-
-
-def _hide_jax_accelerator(torchax) -> str:
-    """torchax registers its "jax" device as torch's privateuse1 accelerator and reports it as
-    available; torch.compile (dynamo) then asks torch.accelerator for that device's current
-    stream at every trace and fails ("PyTorch is not linked with support for jax devices").
-    torchax itself never asks; we make the device report itself unavailable, so that
-    torch.compile works in a process that imported torchax."""
-    try:
-        import torch
-
-        torchax.device_module.is_available = lambda: False
-        if torch.accelerator.is_available():
-            return "; torch.accelerator still reports the jax device (torch.compile may fail)"
-        return (
-            "; its 'jax' device is reported unavailable to torch.accelerator "
-            "(else torch.compile fails in this process)"
-        )
-    except Exception as e:
-        return f"; could not hide the jax accelerator from torch.compile ({e})"
-
-
-class _MissingOverload:
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"<overload {self.name} missing from this torch>"
-
-
-def _torch_version() -> str:
-    import torch
-
-    return torch.__version__
-
-
 # ---- tensorbridge fallback counters ----------------------------------------------------------
 
 
 class FallbackTracker:
     """Which tensorbridge ops fell back to torch's kernels, per measured path and in total.
 
-    ``with tracker.path("label"): ...`` attributes the growth of ``tb.metrics()`` fallback
+    ``with tracker.path("label"): ...`` attributes the growth of ``tb.diagnostics.metrics()`` fallback
     counts during the block to that label."""
 
     def __init__(self):
@@ -666,7 +614,7 @@ class FallbackTracker:
 
     def _snapshot(self) -> dict:
         try:
-            return {op: dict(m) for op, m in self.tb.metrics().items()}
+            return {op: dict(m) for op, m in self.tb.diagnostics.metrics().items()}
         except Exception:
             return {}
 
@@ -714,7 +662,7 @@ class FallbackTracker:
         total_calls = self._delta(self.start, after, "calls")
         print()
         print(
-            "== tensorbridge ops that fell back to torch's kernels during this run (tb.metrics())"
+            "== tensorbridge ops that fell back to torch's kernels during this run (tb.diagnostics.metrics())"
         )
         if not total_fb:
             n = sum(total_calls.values())

@@ -18,7 +18,7 @@ the ratio to numpy (``np.tanh(x @ w).sum(-1)``) and to torch eager on ``torch.fr
 views. Every jitted call ends with ``block_until_ready``. The paths of a group are warmed up
 and calibrated separately, then timed in alternating repeats. Extra rows: ``jit(grad)`` of
 ``f(x, w).sum()`` with respect to (x, w), and ``jit(vmap)`` of f over a batch of 32 x's, the
-same ways. The run ends with ``tb.call_torch_metrics()``: FFI handler runs and host callback
+same ways. The run ends with ``tb.diagnostics.call_torch_metrics()``: FFI handler runs and host callback
 runs, which show the path each row took.
 
 Usage: python benchmarks/bench_call_torch.py [--quick] [--repeats N] [--threads N]
@@ -37,12 +37,12 @@ from _bench_util import (
     FallbackTracker,
     env_header,
     fmt_median,
-    import_torchax,
     measure_interleaved,
     parse_args,
     print_table,
     ratio,
 )
+from _torchax import import_torchax
 
 ARGS = parse_args(
     __doc__, full_repeats=200, quick_repeats=80, full_target_s=0.001, quick_target_s=0.001
@@ -306,7 +306,7 @@ def main() -> None:
     )
     for kind in ("jit", "jit(grad)", "jit(vmap)", "eager"):
         print(f"tb fallbacks during {kind}: {tracker.fallbacks_of(kind)}")
-    m = tb.call_torch_metrics()
+    m = tb.diagnostics.call_torch_metrics()
     print(
         f"call_torch paths: {m['ffi_plans']} plans captured, {m['ffi_runs']} FFI handler runs, "
         f"{m['callback_runs']} host callback runs, {m['callback_signatures']} signatures on the "

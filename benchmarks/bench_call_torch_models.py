@@ -23,7 +23,7 @@ ratio = path / torch eager on min-of-repeats (below 1.00x: faster than torch eag
 group's ratios are against pure JAX. ``max|err|`` compares the JAX path's output (forward) or
 loss (step) with torch's. The FFI handler runs with ``tb.config.ffi_threads`` OpenMP threads
 (default 1); torch eager with its intra-op threads (see the header; ``--threads N`` sets both).
-The run ends with ``tb.call_torch_metrics()``: 0 host callbacks means every row ran on the FFI
+The run ends with ``tb.diagnostics.call_torch_metrics()``: 0 host callbacks means every row ran on the FFI
 path.
 
 Usage: python benchmarks/bench_call_torch_models.py [--quick] [--repeats N] [--threads N]
@@ -317,7 +317,7 @@ def main() -> None:
         ["path", "min", "(median)", "vs pure JAX", "loss |err|"],
         rows,
     )
-    m = tb.call_torch_metrics()
+    m = tb.diagnostics.call_torch_metrics()
     print(
         f"call_torch paths: {m['ffi_plans']} plans captured, {m['ffi_runs']} FFI handler runs, "
         f"{m['callback_runs']} host callback runs {m['callback_reasons'] or ''}"

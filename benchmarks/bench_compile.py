@@ -53,13 +53,13 @@ from _bench_util import (
     env_header,
     fmt_ratio,
     geomean,
-    import_torchax,
     measure_interleaved,
     na_from_exc,
     parse_args,
     print_table,
     ratio,
 )
+from _torchax import import_torchax
 from tensorbridge._compile import compile_graph
 
 ARGS = parse_args(
@@ -217,9 +217,9 @@ def _torch_compiled(cfg: Config, backend: str, key: str):
 
 
 def tensorbridge_compiled(cfg: Config):
-    before = tb.plan_metrics()["plan_calls"]
+    before = tb.diagnostics.plan_metrics()["plan_calls"]
     fn = _torch_compiled(cfg, "tensorbridge", "tb")
-    if tb.plan_metrics()["plan_calls"] == before:
+    if tb.diagnostics.plan_metrics()["plan_calls"] == before:
         return NA("no tensorbridge plan ran: dynamo fell back to eager")
     return fn
 
@@ -379,7 +379,7 @@ def main() -> None:
     )
     print(f"inductor compile budget: {INDUCTOR_BUDGET_S:.0f} s (TB_BENCH_INDUCTOR_BUDGET)")
     tracker = FallbackTracker()
-    tb.reset_plan_metrics()
+    tb.diagnostics.reset_plan_metrics()
     configs = [
         Config(name, batch, train)
         for name in MODELS
@@ -460,7 +460,7 @@ def main() -> None:
         ["config", "tb", "inductor", "torchax", "tb diff", "inductor diff", "torchax diff"],
         ctimes,
     )
-    print(f"tb.plan_metrics(): {tb.plan_metrics()}")
+    print(f"tb.diagnostics.plan_metrics(): {tb.diagnostics.plan_metrics()}")
     tracker.report()
 
 

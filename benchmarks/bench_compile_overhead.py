@@ -8,7 +8,7 @@ per node, in C++), and how much the kernels of its nodes -- with and without the
 Measured side by side (min of interleaved repeats): torch eager; the compiled call; the same
 dynamo + AOT path with a compiled graph that does nothing (the wrapper overhead); ``plan.run``
 on the bound inputs (the plan alone). Kernel time: the op table's per-op timers
-(``tb.set_profiling``) over ``plan.run`` calls, per call; plan overhead = plan.run - kernels. Last, at batch 4: a static graph's call next to
+(``tb.config.profiling``) over ``plan.run`` calls, per call; plan overhead = plan.run - kernels. Last, at batch 4: a static graph's call next to
 a call of the graph traced with a symbolic batch size (``dynamic=True``), which finds the plan
 built for the call's shapes.
 
@@ -39,7 +39,7 @@ def _model():
 def _compiled(model, x, fusion: bool):
     """The compiled model, its plan and the inputs its plan receives (bound once)."""
     torch._dynamo.reset()
-    _compile.fusion = fusion
+    tb.config.fusion = fusion
     seen = []
     real = _compile.compile_graph
 
@@ -63,7 +63,7 @@ def _compiled(model, x, fusion: bool):
     torch._dynamo.reset()
     compiled = torch.compile(model, backend="tensorbridge", dynamic=False)
     compiled(x)  # built again without the recording wrapper, which the timings leave out
-    plan = _compile._plans[-1]
+    plan = _compile.state.plans[-1]
     return compiled, plan, [_compile._to_array(a) for a in seen]
 
 
@@ -89,14 +89,14 @@ def _noop_graph(model, x):
 
 
 def _kernel_ns(plan, inputs, calls: int) -> dict:
-    tb.reset_metrics()
-    tb.set_profiling(True)
+    tb.diagnostics.reset_metrics()
+    tb.config.profiling = True
     try:
         for _ in range(calls):
             plan.run(inputs)
     finally:
-        tb.set_profiling(False)
-    return {op: m["time_ns"] / calls for op, m in tb.metrics().items()}
+        tb.config.profiling = False
+    return {op: m["time_ns"] / calls for op, m in tb.diagnostics.metrics().items()}
 
 
 def main() -> None:
@@ -159,7 +159,7 @@ def _shape_plans(model) -> None:
     symbolic = torch.compile(model, backend="tensorbridge", dynamic=True)
     symbolic(x)
     symbolic(torch.randn(5, 784))
-    built = tb.plan_metrics(symbolic)["shape_plans"]
+    built = tb.diagnostics.plan_metrics(symbolic)["shape_plans"]
     t = measure_interleaved(
         [
             ("eager", lambda: lambda: model(x)),

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import time
 import timeit
 
@@ -44,8 +43,23 @@ try:
 except ImportError:  # JAX is optional
     jax = None
 
-QUICK = "--quick" in sys.argv
-WALL = "--wall" in sys.argv
+
+def _parse_args():
+    """--quick and --wall. This script times on its own loop rather than _bench_util's
+    torch.utils.benchmark runner: its figures are CPU time per tensor (process_time, and the
+    thread's CPU time in the C++ loops), which other processes on a shared machine do not
+    inflate, and half of its rows are loops inside _C with no Python call to time."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="fewer and shorter repeats")
+    p.add_argument("--wall", action="store_true", help="wall-clock time instead of CPU time")
+    return p.parse_args()
+
+
+_ARGS = _parse_args()
+QUICK = _ARGS.quick
+WALL = _ARGS.wall
 CLOCK = time.perf_counter if WALL else time.process_time
 REPEATS = 3 if QUICK else 9
 TARGET_S = 0.01 if QUICK else 0.05  # seconds of one repeat

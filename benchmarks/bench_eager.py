@@ -52,13 +52,13 @@ from _bench_util import (
     fmt_median,
     fmt_ratio,
     geomean,
-    import_torchax,
     measure_interleaved,
     parse_args,
     print_table,
     ratio,
     try_measure,
 )
+from _torchax import import_torchax
 from tensorbridge import _C
 
 ARGS = parse_args(
@@ -319,7 +319,7 @@ def _timed_window(fn, calls: int) -> dict:
     wall = _window(fn, calls)
     stages = _C._eager_timing(False)
     _C.set_profiling(False)
-    kernel = sum(m["time_ns"] for m in tb.metrics().values())
+    kernel = sum(m["time_ns"] for m in tb.diagnostics.metrics().values())
     out = {k: v / calls for k, v in stages.items() if k != "ops"}
     out.update(call=wall, kernel=kernel / calls, ops=stages["ops"] / calls)
     return out

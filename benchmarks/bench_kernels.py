@@ -14,7 +14,7 @@ op-table call (argument binding, lookup, output allocation) as well as the kerne
 Ratio = torch time / tensorbridge time on min-of-repeats: >= 1.00x means tensorbridge is as
 fast or faster. The two paths of an op are warmed up and calibrated separately, then timed
 in alternating repeats, so that load changes hit both alike. A result check (max |tb - torch|) is printed for each op, and the ops that
-fell back to torch's own kernels (tb.metrics()) are listed per row and at the end.
+fell back to torch's own kernels (tb.diagnostics.metrics()) are listed per row and at the end.
 
 Usage: python benchmarks/bench_kernels.py [--quick] [--repeats N] [--threads N] [--only SUBSTR]
 """

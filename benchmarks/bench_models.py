@@ -9,7 +9,7 @@ measured in one run, one row per model, on the same weights and inputs:
 * eager: the parameters wrapped in place (``tb.wrap_module``) and the inputs wrapped
   (``tb.wrap``), inference under ``torch.no_grad``: ok (largest difference from torch eager
   within ``zoo.TOLERANCE`` of torch's largest magnitude), fallback op calls of one forward
-  (``tb.metrics()``), speed vs torch eager;
+  (``tb.diagnostics.metrics()``), speed vs torch eager;
 * compiled: ``torch.compile(model, backend="tensorbridge")``, inference: ok (as eager), speed vs
   torch eager and vs inductor (``torch.compile``'s default backend), fallback nodes in the
   plans built;
@@ -27,7 +27,7 @@ measured in one run, one row per model, on the same weights and inputs:
   forward, ``backward()`` and ``torch.optim.SGD`` step: ok as ``zoo.check``'s ``"jax_jit"`` /
   ``"jax_train"`` judge it (output, loss, gradients scaled by the largest gradient, updated
   parameters; 0 host callbacks), speed vs torch eager, and ``jax cb``: the host callbacks
-  (``tb.call_torch_metrics()``) of the checks and timed runs, 0 when every call ran its
+  (``tb.diagnostics.call_torch_metrics()``) of the checks and timed runs, 0 when every call ran its
   captured plan in the FFI handler;
 * compile s: the first call (trace, AOT autograd, plans or inductor's code generation and C++
   build) of tensorbridge and inductor, inference / training step; ``*`` marks an inductor
@@ -230,7 +230,7 @@ def _compile(res: dict, model, backend: str, first_call):
     compiled = torch.compile(model, backend=backend)
     # Counters since this compile only (plan_metrics(compiled) would also count the plans of
     # the other compiles of the same model class: dynamo shares their frames).
-    tb.reset_plan_metrics()
+    tb.diagnostics.reset_plan_metrics()
     before_cache = _Inductor._counts()
     t0 = time.perf_counter()
     out = first_call(compiled)
@@ -238,11 +238,11 @@ def _compile(res: dict, model, backend: str, first_call):
     if backend == "inductor":
         hits, misses = (a - b for a, b in zip(_Inductor._counts(), before_cache, strict=True))
         res["inductor_cached"] = hits > 0 and misses == 0
-    elif tb.plan_metrics()["plan_calls"] == 0:
+    elif tb.diagnostics.plan_metrics()["plan_calls"] == 0:
         raise RuntimeError("no tensorbridge plan ran: dynamo ran the model in torch eager")
     else:
         res["fallbacks"] = zoo._plan_fallbacks()  # fallback nodes by op, in the plans built
-        res["plan_metrics"] = tb.plan_metrics()
+        res["plan_metrics"] = tb.diagnostics.plan_metrics()
     return compiled, out
 
 
@@ -265,9 +265,11 @@ def eager_column(model, inputs, want, args) -> dict:
         tb.wrap_module(m, copy=True)
         wrapped = {k: tb.wrap(v, copy=True) for k, v in inputs.items()}
         run = _infer(m, wrapped, False)
-        tb.reset_metrics()
+        tb.diagnostics.reset_metrics()
         out = run()
-        res["fallbacks"] = {op: v["fallback"] for op, v in tb.metrics().items() if v["fallback"]}
+        res["fallbacks"] = {
+            op: v["fallback"] for op, v in tb.diagnostics.metrics().items() if v["fallback"]
+        }
         res["err"] = _rel(zoo.first_output(out), want)
         return run
 

@@ -11,7 +11,7 @@ Baseline, in the same run: the same number of cycles of the nearest pure numpy/t
 refused torch call), whose growth is the interpreter's and the frameworks' own.
 
 Reported (not asserted): resident set size (``/proc/self/statm``) after the warm-up and at
-checkpoints, its growth per million cycles, and tensorbridge's host cache (``tb.memory_stats``),
+checkpoints, its growth per million cycles, and tensorbridge's host cache (``tb.diagnostics.memory_stats``),
 which holds freed blocks for reuse by design and is reported apart.
 Usage: python benchmarks/bench_soak.py [--cycles N] [--quick]
 """
@@ -100,7 +100,7 @@ def main():
     torch.set_num_threads(1)
     print(f"tensorbridge soak: {cycles:,} cycles of 5 crossings each, torch {torch.__version__}")
     ours = soak("tensorbridge", tensorbridge_cycle, cycles, checkpoints=10, batch=10)
-    stats = tb.memory_stats()
+    stats = tb.diagnostics.memory_stats()
     print(f"  host cache now: {stats}")
     peer = soak("numpy + torch (baseline)", torch_cycle, cycles, checkpoints=10, batch=10)
     print(

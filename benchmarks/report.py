@@ -64,7 +64,7 @@ def machine() -> dict:
         "jax": jax.__version__,
         "numpy": np.__version__,
         "tensorbridge": tb.__version__,
-        "onednn": tb.onednn_info(),
+        "onednn": tb.diagnostics.onednn_info(),
     }
 
 

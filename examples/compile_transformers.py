@@ -1,9 +1,9 @@
 """Compile a transformers model with ``torch.compile(backend="tensorbridge")`` and show its plan.
 
 A small GPT-2 (random weights, no download) is compiled; the captured graph becomes one C++
-plan, built once. ``tb.explain(compiled)`` prints every plan built for it (nodes, the kernel
-serving each, fused nodes, fallbacks), ``tb.plan_metrics(compiled)`` counts compilations and
-calls, and ``tb.profile`` shows where the plan's time goes. The output matches torch eager.
+plan, built once. ``tb.diagnostics.explain(compiled)`` prints every plan built for it (nodes, the kernel
+serving each, fused nodes, fallbacks), ``tb.diagnostics.plan_metrics(compiled)`` counts compilations and
+calls, and ``tb.diagnostics.profile`` shows where the plan's time goes. The output matches torch eager.
 
     python examples/compile_transformers.py [--quick]
 """
@@ -41,19 +41,23 @@ def main() -> None:
         want = model(ids).last_hidden_state
         got = compiled(ids).last_hidden_state
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-        with tb.profile(compiled) as prof:
+        with tb.diagnostics.profile(compiled) as prof:
             for _ in range(calls):
                 compiled(ids)
 
     # Every plan built for the model: its nodes, the kernel serving each, fused nodes, the
     # slots its values share, fallbacks. (The plan's input lines are left out here.)
-    lines = [ln for ln in tb.explain(compiled).splitlines() if not ln.lstrip().startswith("input ")]
+    lines = [
+        ln
+        for ln in tb.diagnostics.explain(compiled).splitlines()
+        if not ln.lstrip().startswith("input ")
+    ]
     print("\n".join(lines[:40]))
     if len(lines) > 40:
         print(f"... ({len(lines) - 40} more lines)")
-    print("\nplan metrics:", tb.plan_metrics(compiled))
+    print("\nplan metrics:", tb.diagnostics.plan_metrics(compiled))
     print("\nwhere the time goes:\n" + prof.table(top=8))
-    assert tb.plan_metrics(compiled)["plans_built"] >= 1
+    assert tb.diagnostics.plan_metrics(compiled)["plans_built"] >= 1
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def step2_train_on_numpy() -> None:
 
 def step3_compile() -> None:
     print("-- 3. torch.compile(backend='tensorbridge'): one C++ plan per graph")
-    tb.reset_plan_metrics()
+    tb.diagnostics.reset_plan_metrics()
     model = torch.nn.Sequential(
         torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)
     ).eval()
@@ -112,21 +112,23 @@ def step3_compile() -> None:
         for _ in range(20):
             out = compiled(x)
         torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-5)
-    print("  ", tb.plan_metrics())
-    print("   " + tb._compile._plans[-1].dump().replace("\n", "\n   "))
-    with torch.no_grad(), tb.profile(compiled) as prof:
+    print("  ", tb.diagnostics.plan_metrics())
+    print("   " + tb._compile.state.plans[-1].dump().replace("\n", "\n   "))
+    with torch.no_grad(), tb.diagnostics.profile(compiled) as prof:
         for _ in range(50):
             compiled(x)
-    print("   where the plan's time goes (tb.profile):")
+    print("   where the plan's time goes (tb.diagnostics.profile):")
     print("   " + prof.table(top=4).replace("\n", "\n   "))
-    print("   buffers reused from tensorbridge's cache:", tb.memory_stats()["cache_hits"])
+    print(
+        "   buffers reused from tensorbridge's cache:", tb.diagnostics.memory_stats()["cache_hits"]
+    )
     # New batch sizes: torch.compile retraces once with a symbolic batch size; each size then
     # gets a static plan of its own, built at its first call and reused after.
     with torch.no_grad():
         for n in (3, 5, 3, 5, 8):
             xn = torch.randn(n, 16)
             torch.testing.assert_close(compiled(xn), model(xn), rtol=1e-4, atol=1e-5)
-    m = tb.plan_metrics(compiled)
+    m = tb.diagnostics.plan_metrics(compiled)
     print(
         f"   batch sizes 8, 3, 5: {m['compilations']} compilations, {m['plans_built']} plans "
         f"({m['shape_plans']} for the symbolic graph's sizes), {m['plan_calls']} plan calls"
@@ -175,7 +177,7 @@ def step5_call_torch_from_jax() -> None:
     g_ref = jax.grad(lambda w: jnp.tanh(x @ w).sum())(w)
     np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=1e-5)
     print("   jit result", np.asarray(out).round(4).tolist(), "| grad matches JAX's own")
-    m = tb.call_torch_metrics()
+    m = tb.diagnostics.call_torch_metrics()
     print(f"   paths: {m['ffi_runs']} XLA FFI plan runs, {m['callback_runs']} host callbacks")
 
 
@@ -228,7 +230,7 @@ def step6_transformers_model_from_jax() -> None:
         f"   jit(value_and_grad): loss {float(value):.6f}, {len(grads)} parameter gradients, "
         f"largest difference from torch autograd {err / scale:.1e} of the largest gradient"
     )
-    m = tb.call_torch_metrics()
+    m = tb.diagnostics.call_torch_metrics()
     print(f"   paths: {m['ffi_runs']} XLA FFI plan runs, {m['callback_runs']} host callbacks")
 
 
@@ -300,8 +302,8 @@ def step7_two_processes() -> None:
 
 
 def main() -> None:
-    print(f"tensorbridge {tb.__version__}, oneDNN {tb.onednn_info()}\n")
-    tb.reset_metrics()
+    print(f"tensorbridge {tb.__version__}, oneDNN {tb.diagnostics.onednn_info()}\n")
+    tb.diagnostics.reset_metrics()
     step1_wrap_and_call()
     step2_train_on_numpy()
     step3_compile()
@@ -310,8 +312,8 @@ def main() -> None:
     step6_transformers_model_from_jax()
     step7_two_processes()
     print("-- 8. how each op was served (top 15 by calls)")
-    print("   " + "\n   ".join(tb.metrics_report().splitlines()[:16]))
-    m = tb.metrics()
+    print("   " + "\n   ".join(tb.diagnostics.metrics_report().splitlines()[:16]))
+    m = tb.diagnostics.metrics()
     total = {
         k: sum(v[k] for v in m.values())
         for k in ("kernel", "composite", "decomposition", "fallback")

@@ -3,7 +3,7 @@
 ``tb.call_torch(fn, *arrays)`` runs torch function ``fn`` on JAX arrays. Inside ``jax.jit``
 it is captured once per input signature into a tensorbridge plan that an XLA FFI custom call
 runs, with no Python per call; ``jax.grad`` differentiates through it with a forward and a
-backward plan. ``tb.call_torch_metrics()`` says which path ran.
+backward plan. ``tb.diagnostics.call_torch_metrics()`` says which path ran.
 
     python examples/jax_jit_grad.py [--quick]
 """
@@ -56,7 +56,7 @@ def main() -> None:
         jax.block_until_ready(out)
         times[name] = (time.perf_counter() - t0) / calls * 1e6
 
-    m = tb.call_torch_metrics()
+    m = tb.diagnostics.call_torch_metrics()
     print(f"loss {float(value):.6f}, gradient {grad.shape} matches JAX's own")
     print(", ".join(f"{k} {v:.1f} us per value_and_grad" for k, v in times.items()))
     print(f"{m['ffi_runs']} XLA FFI plan runs, {m['callback_runs']} host callbacks")

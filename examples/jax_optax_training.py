@@ -65,7 +65,7 @@ def main() -> None:
         assert p.grad is not None
         np.testing.assert_allclose(np.asarray(grads[name]), p.grad.numpy(), rtol=1e-4, atol=1e-6)
 
-    m = tb.call_torch_metrics()
+    m = tb.diagnostics.call_torch_metrics()
     print(f"{steps} optax Adam steps: mean squared error {first:.4f} -> {float(loss):.4f}")
     print(
         f"gradients match torch autograd; {m['ffi_runs']} XLA FFI plan runs, "

@@ -26,7 +26,7 @@ a = jnp.ones((32, 64), jnp.float32)
 w = jnp.full((64, 16), 0.01, jnp.float32)
 jitted = jax.jit(lambda a, w: tb.call_torch(f, a, w))
 print(jitted(a, w))  # captured once into a plan; an XLA FFI custom call runs it
-m = tb.call_torch_metrics()
+m = tb.diagnostics.call_torch_metrics()
 print(m["ffi_plans"], "plans,", m["ffi_runs"], "FFI runs,", m["callback_runs"], "callbacks")
 # [jit end]
 
@@ -55,7 +55,7 @@ print(jax.jit(softplus)(jnp.zeros(3)))  # log(2) three times
 # [mode]
 tb.call_torch(f, a, w, jit_mode="callback")  # eager: the mode matters only under jax.jit
 print(jax.jit(lambda a, w: tb.call_torch(f, a, w, jit_mode="callback"))(a, w))
-assert tb.call_torch_metrics()["callback_runs"] >= 1
+assert tb.diagnostics.call_torch_metrics()["callback_runs"] >= 1
 # [mode end]
 
 # [optax]

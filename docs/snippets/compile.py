@@ -14,17 +14,17 @@ with torch.no_grad():
     out = compiled(x)  # first call: dynamo captures, the backend builds one plan
     out = compiled(x)  # later calls: the plan runs in C++, no Python between ops
     torch.testing.assert_close(out, model(x))
-print(tb.plan_metrics(compiled))
+print(tb.diagnostics.plan_metrics(compiled))
 # [compile end]
 
 # [explain]
-text = tb.explain(compiled)  # every plan: nodes, kernels, fused nodes, slots, fallbacks
+text = tb.diagnostics.explain(compiled)  # every plan: nodes, kernels, fused nodes, slots, fallbacks
 print(text)
 assert "tensorbridge::matmul_epilogue" in text  # the gelu was fused into the first addmm
 # [explain end]
 
 # [profile]
-with tb.profile(compiled) as prof, torch.no_grad():
+with tb.diagnostics.profile(compiled) as prof, torch.no_grad():
     for _ in range(20):
         compiled(x)
 print(prof)  # per plan: the costliest nodes; then per op over all plans
@@ -37,7 +37,7 @@ mlp = torch.compile(torch.nn.Linear(16, 4), backend="tensorbridge", dynamic=True
 with torch.no_grad():
     for batch in (2, 3, 5, 3):
         mlp(torch.randn(batch, 16))
-m = tb.plan_metrics(mlp)
+m = tb.diagnostics.plan_metrics(mlp)
 print(m)  # one shape plan per distinct input shape, reused after
 assert m["compilations"] == 1 and m["shape_plans"] == 3
 # [dynamic end]
@@ -63,9 +63,7 @@ with torch.no_grad():
 # [export end]
 
 # [nofusion]
-import tensorbridge._compile as tb_compile  # noqa: E402
-
-tb_compile.fusion = False  # plans built from now on keep addmm and gelu apart
+tb.config.fusion = False  # plans built from now on keep addmm and gelu apart
 
 
 class Block(torch.nn.Module):
@@ -80,6 +78,6 @@ class Block(torch.nn.Module):
 plain = torch.compile(Block().eval(), backend="tensorbridge")
 with torch.no_grad():
     plain(x)
-assert "matmul_epilogue" not in tb.explain(plain)
-tb_compile.fusion = True
+assert "matmul_epilogue" not in tb.diagnostics.explain(plain)
+tb.config.fusion = True
 # [nofusion end]

@@ -50,7 +50,7 @@ assert np.allclose(weights, 0.5)
 # [numpy-weights end]
 
 # [metrics]
-tb.reset_metrics()
+tb.diagnostics.reset_metrics()
 torch.relu(tb.wrap(np.ones(3, np.float32)))
-print(tb.metrics()["aten::relu"])  # {'calls': 1, 'kernel': 1, ...}
+print(tb.diagnostics.metrics()["aten::relu"])  # {'calls': 1, 'kernel': 1, ...}
 # [metrics end]

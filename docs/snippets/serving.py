@@ -9,7 +9,7 @@ import tensorbridge as tb
 x = np.linspace(-2, 2, 8, dtype=np.float32)
 
 # [explain]
-print(tb.explain("aten::gelu"))
+print(tb.diagnostics.explain("aten::gelu"))
 # aten::gelu on cpu: kernel, kernel for this device (registered at kernels/activation.cc:...)
 print(tb.schema("aten::gelu"))
 # aten::gelu(Tensor self, *, str approximate="none") -> Tensor
@@ -20,21 +20,21 @@ assert served["aten::gelu"] == "kernel"
 # [legal]
 assert "aten::gelu" in tb.config.legal_ops
 tb.config.decompose("aten::gelu")  # from its next call on, gelu runs as simpler table ops
-print(tb.explain("aten::gelu"))
+print(tb.diagnostics.explain("aten::gelu"))
 # aten::gelu on cpu: decomposition, decomposition (op is not in the backend-legal set) ...
-tb.reset_metrics()
+tb.diagnostics.reset_metrics()
 out = tb.call("aten::gelu", x)
-assert tb.metrics()["aten::gelu"]["decomposition"] == 1
+assert tb.diagnostics.metrics()["aten::gelu"]["decomposition"] == 1
 np.testing.assert_allclose(out.numpy(), torch.nn.functional.gelu(torch.from_numpy(x)), atol=1e-6)
 tb.config.reset_legal_ops()  # every composite with a kernel runs whole again
 # [legal end]
 
 # [fallback]
-print(tb.explain("aten::special_bessel_j0"))
+print(tb.diagnostics.explain("aten::special_bessel_j0"))
 # aten::special_bessel_j0: not registered; a call would take the fallback
-tb.reset_metrics()
+tb.diagnostics.reset_metrics()
 j0 = tb.call("aten::special_bessel_j0", x)  # torch's own kernel on zero-copy views
-assert tb.metrics()["aten::special_bessel_j0"]["fallback"] == 1
+assert tb.diagnostics.metrics()["aten::special_bessel_j0"]["fallback"] == 1
 tb.config.fallback = "error"
 try:
     tb.call("aten::special_bessel_j0", x)
@@ -45,13 +45,13 @@ finally:
 # [fallback end]
 
 # [metrics]
-tb.reset_metrics()
-tb.set_profiling(True)  # time every table call
+tb.diagnostics.reset_metrics()
+tb.config.profiling = True  # time every table call
 for _ in range(3):
     tb.call("aten::mm", np.ones((64, 64), np.float32), np.ones((64, 64), np.float32))
-tb.set_profiling(False)
-print(tb.metrics_report())  # one op a line, busiest first: calls, how served, time_ns
-assert tb.metrics()["aten::mm"]["kernel"] == 3
+tb.config.profiling = False
+print(tb.diagnostics.metrics_report())  # one op a line, busiest first: calls, how served, time_ns
+assert tb.diagnostics.metrics()["aten::mm"]["kernel"] == 3
 # [metrics end]
 
 
@@ -62,9 +62,9 @@ def clamp_relu(a):  # takes and returns tensorbridge.Arrays
 
 
 try:
-    assert "python:" in tb.explain("aten::relu")
+    assert "python:" in tb.diagnostics.explain("aten::relu")
     print(torch.relu(tb.wrap(x)))  # eager ops on wrapped tensors reach the Python kernel
 finally:
     clamp_relu.remove()  # the built-in kernel serves aten::relu again
-assert "kernels/" in tb.explain("aten::relu")
+assert "kernels/" in tb.diagnostics.explain("aten::relu")
 # [register end]

@@ -284,6 +284,17 @@ void BindOps(py::module_& m) {
       },
       py::arg("op"), "Says which path the next call of `op` on the CPU takes, and why.");
   m.def(
+      "has_kernel",
+      [](const std::string& op) {
+        OpTable& table = OpTable::Global();
+        auto id = table.Find(op);
+        return id.has_value() &&
+               table.Resolve(*id, DeviceType::kCPU).served_by == ServedBy::kKernel;
+      },
+      py::arg("op"),
+      "True when the next call of `op` on the CPU runs a kernel of the table's own (not a "
+      "composite, a decomposition or the fallback).");
+  m.def(
       "metrics",
       [] {
         OpTable& table = OpTable::Global();

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections.abc
 import typing
 import typing_extensions
-__all__: list[str] = ['Array', 'KernelRegistration', 'Plan', 'call', 'dump', 'empty_cache', 'explain', 'from_dlpack', 'memory_stats', 'metrics', 'onednn_info', 'ops', 'reset_metrics', 'schema', 'set_host_cache_limit', 'set_profiling', 'storage_allocations']
+__all__: list[str] = ['Array', 'KernelRegistration', 'Plan', 'call', 'dump', 'empty_cache', 'explain', 'from_dlpack', 'has_kernel', 'memory_stats', 'metrics', 'onednn_info', 'ops', 'reset_metrics', 'schema', 'set_host_cache_limit', 'set_profiling', 'storage_allocations']
 class Array:
     """
     A tensor over memory that tensorbridge or another framework owns, described by shape,
@@ -262,6 +262,10 @@ def from_dlpack(x: typing.Any, *, device: typing.Any = None, copy: bool | None =
     ``__dlpack__(max_version=(1, 3))``, falling back to the legacy protocol. ``copy=True`` asks for
     a copy, ``copy=False`` forbids one (BufferError when the producer would need to copy);
     ``device`` asks the producer for memory on that device. JAX arrays arrive read-only.
+    """
+def has_kernel(op: str) -> bool:
+    """
+    True when the next call of `op` on the CPU runs a kernel of the table's own (not a composite, a decomposition or the fallback).
     """
 def memory_stats() -> dict:
     """

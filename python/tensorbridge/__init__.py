@@ -1,46 +1,57 @@
 """tensorbridge: run PyTorch's ATen ops on arrays other frameworks own, without copying them.
 
-The pieces available now:
+Three ways in:
 
-* ``Array`` and ``from_dlpack``: wrap a numpy / torch / JAX array (any DLPack producer)
-  zero-copy, and hand it back through ``__dlpack__``.
-* ``call("aten::add.Tensor", a, b, alpha=2)``: run one op of the C++ table by its ATen name,
-  arguments bound against PyTorch's schema (``schema(op)``).
-* ``config.legal_ops`` (which composites run whole), ``config.fallback`` (what happens to ops
-  without a kernel: PyTorch's own kernel on zero-copy views, counted).
-* ``register_kernel(op)``: a Python kernel over Arrays that overrides the built-in one.
-* ``ops()``, ``explain(op)`` (or ``explain(compiled)``: the plans of a ``torch.compile``'d
-  module or function), ``metrics()``, ``metrics_report()``, ``reset_metrics()``.
-* ``memory_stats()``, ``empty_cache()``, ``set_host_cache_limit(nbytes)``: tensorbridge's
-  buffers and the cache of freed large blocks it reuses (no page faults in steady state).
-* ``profile(compiled)``: a ``with`` block timing every node of a compiled function's plans.
+* ``wrap(x)`` / ``Tensor``: a numpy / JAX / any DLPack array as a torch tensor, zero-copy, for
+  eager PyTorch code (``wrap_module`` for a module's parameters; ``to_torch``, ``to_numpy``,
+  ``to_jax`` back out).
+* ``torch.compile(model, backend="tensorbridge")`` (``backend``): captured graphs built once
+  into C++ plans; ``load_exported`` runs a ``torch.export`` program the same way.
+* ``call_torch(fn, *arrays)`` / ``torch_function(fn)``: a torch function called from numpy or
+  JAX code, inside ``jax.jit``, ``jax.grad`` and ``jax.vmap`` too; ``functionalize(module)``
+  makes a torch module a pure JAX function of its parameters.
+
+The op table underneath: ``Array`` and ``from_dlpack`` (the zero-copy array type),
+``call("aten::add.Tensor", a, b, alpha=2)`` (one op by its ATen name, arguments bound against
+``schema(op)``), ``ops()`` and ``register_kernel(op)`` (a Python kernel over Arrays).
+Settings: ``config``. What the library did and holds: ``tensorbridge.diagnostics``. C++ kernel
+libraries: ``tensorbridge.cpp``.
 """
 
 from __future__ import annotations
 
+import typing as _typing
+
 from tensorbridge import _C, _config, _distributed, _fallback
-from tensorbridge._C import (
-    Array,
-    call,
-    dump,
-    empty_cache,
-    from_dlpack,
-    memory_stats,
-    metrics,
-    onednn_info,
-    ops,
-    reset_metrics,
-    schema,
-    set_host_cache_limit,
-    set_profiling,
-)
-from tensorbridge._compile import explain, load_exported, plan_metrics, reset_plan_metrics
+from tensorbridge import cpp as cpp
+from tensorbridge import diagnostics as diagnostics
+from tensorbridge._C import Array, call, from_dlpack, ops, schema
+from tensorbridge._call_torch import call_torch, torch_function
+from tensorbridge._compile import backend, load_exported
 from tensorbridge._config import config
 from tensorbridge._functionalize import functionalize
-from tensorbridge._jax import call_torch, call_torch_metrics, torch_function
-from tensorbridge._profile import profile
 from tensorbridge._registry import KernelHandle, register_kernel
 from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module
+
+if _typing.TYPE_CHECKING:  # the moved names of _MOVED below, typed for checkers
+    from tensorbridge._C import set_host_cache_limit as set_host_cache_limit
+    from tensorbridge._C import set_profiling as set_profiling
+    from tensorbridge.cpp import cmake_prefix_path as cmake_prefix_path
+    from tensorbridge.cpp import get_include as get_include
+    from tensorbridge.cpp import get_library as get_library
+    from tensorbridge.cpp import load_library as load_library
+    from tensorbridge.diagnostics import call_torch_metrics as call_torch_metrics
+    from tensorbridge.diagnostics import dump as dump
+    from tensorbridge.diagnostics import empty_cache as empty_cache
+    from tensorbridge.diagnostics import explain as explain
+    from tensorbridge.diagnostics import memory_stats as memory_stats
+    from tensorbridge.diagnostics import metrics as metrics
+    from tensorbridge.diagnostics import metrics_report as metrics_report
+    from tensorbridge.diagnostics import onednn_info as onednn_info
+    from tensorbridge.diagnostics import plan_metrics as plan_metrics
+    from tensorbridge.diagnostics import profile as profile
+    from tensorbridge.diagnostics import reset_metrics as reset_metrics
+    from tensorbridge.diagnostics import reset_plan_metrics as reset_plan_metrics
 
 __version__ = _C.__version__
 
@@ -51,33 +62,16 @@ __all__ = [
     "KernelHandle",
     "Tensor",
     "__version__",
+    "backend",
     "call",
     "call_torch",
-    "call_torch_metrics",
-    "cmake_prefix_path",
     "config",
-    "dump",
-    "empty_cache",
-    "explain",
     "from_dlpack",
     "functionalize",
-    "get_include",
-    "get_library",
     "load_exported",
-    "load_library",
-    "memory_stats",
-    "metrics",
-    "metrics_report",
-    "onednn_info",
     "ops",
-    "plan_metrics",
-    "profile",
     "register_kernel",
-    "reset_metrics",
-    "reset_plan_metrics",
     "schema",
-    "set_host_cache_limit",
-    "set_profiling",
     "to_jax",
     "to_numpy",
     "to_torch",
@@ -85,6 +79,51 @@ __all__ = [
     "wrap",
     "wrap_module",
 ]
+
+# Names this package had at its top level before they moved, kept because the documentation of
+# earlier versions used them: old name -> (module, name) of its home now. Each use warns.
+_MOVED = {
+    **{
+        n: ("tensorbridge.diagnostics", n)
+        for n in (
+            "call_torch_metrics",
+            "dump",
+            "empty_cache",
+            "explain",
+            "memory_stats",
+            "metrics",
+            "metrics_report",
+            "onednn_info",
+            "plan_metrics",
+            "profile",
+            "reset_metrics",
+            "reset_plan_metrics",
+        )
+    },
+    **{
+        n: ("tensorbridge.cpp", n)
+        for n in ("cmake_prefix_path", "get_include", "get_library", "load_library")
+    },
+    "set_profiling": ("tensorbridge._config", "_set_profiling"),
+    "set_host_cache_limit": ("tensorbridge._config", "_set_host_cache_limit"),
+}
+_NEW_SPELLING = {
+    "set_profiling": "tensorbridge.config.profiling = on",
+    "set_host_cache_limit": "tensorbridge.config.host_cache_limit = nbytes",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    moved = _MOVED.get(name)
+    if moved is None:
+        raise AttributeError(f"module 'tensorbridge' has no attribute {name!r}")
+    import importlib
+    import warnings
+
+    module, attr = moved
+    new = _NEW_SPELLING.get(name, f"{module}.{attr}")
+    warnings.warn(f"tensorbridge.{name} is now {new}", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(module), attr)
 
 
 def _register_compile_backend() -> None:
@@ -97,50 +136,6 @@ def _register_compile_backend() -> None:
         from tensorbridge._compile import backend
 
         register_backend(name="tensorbridge")(backend)
-
-
-def get_include() -> str:
-    """The directory of tensorbridge's C++ headers (``#include "dispatch/op_table.h"``)."""
-    import os
-
-    return os.path.join(os.path.dirname(__file__), "include")
-
-
-def _cmake_prefix_path() -> str:
-    import os
-
-    return os.path.dirname(os.path.abspath(__file__))
-
-
-cmake_prefix_path: str = _cmake_prefix_path()
-"""The directory to put on ``CMAKE_PREFIX_PATH`` for ``find_package(tensorbridge)``: its
-``tensorbridge::core`` target is this package's libtensorbridge.so, with its headers."""
-
-
-def get_library() -> str:
-    """The path of libtensorbridge.so this package loaded: link C++ kernel libraries to it, so
-    that what they register lands in the same op table."""
-    import os
-
-    return os.path.join(os.path.dirname(__file__), "libtensorbridge.so")
-
-
-def load_library(path: str) -> None:
-    """Loads a C++ shared library whose static registration blocks add kernels to the table."""
-    import ctypes
-
-    ctypes.CDLL(path)
-
-
-def metrics_report() -> str:
-    """The counters of ``metrics()`` as a table, one op a line, busiest first."""
-    rows = sorted(metrics().items(), key=lambda kv: -kv[1]["calls"])
-    cols = ("calls", "kernel", "composite", "decomposition", "fallback", "time_ns")
-    width = max([len("op")] + [len(op) for op, _ in rows])
-    lines = ["op".ljust(width) + "".join(c.rjust(15) for c in cols)]
-    for op, m in rows:
-        lines.append(op.ljust(width) + "".join(str(m[c]).rjust(15) for c in cols))
-    return "\n".join(lines)
 
 
 _C._set_fallback(_fallback.run)

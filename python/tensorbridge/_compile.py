@@ -13,6 +13,7 @@ import collections
 import copy
 import operator
 import re
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from typing import Any
 import torch
 
 from tensorbridge import _C, _epilogue, _fuse, _memory
+from tensorbridge._compile_state import install_fusion_alias, state
 from tensorbridge._config import config
 
 __all__ = [
@@ -32,23 +34,6 @@ __all__ = [
     "plan_metrics",
 ]
 
-_stats: collections.Counter[str] = collections.Counter()
-# Every plan built, held weakly (plan -> its explain entry's kind), for tensorbridge.profile;
-# and the profile blocks open now: plans built inside one time their nodes from the start.
-_all_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_profiling: list = []
-# The latest plans built (newest last), for tests and tools that look at what was just built.
-_plans: list = []
-_RECENT_PLANS = 64
-# One [calls] box per plan built, counted by its run function (the hot path does no more);
-# plan_calls sums them, less the sum at the last reset.
-_call_boxes: list = []
-_calls_at_reset = 0
-
-
-def _plan_calls() -> int:
-    return sum(box[0] for box in _call_boxes) - _calls_at_reset
-
 
 def plan_metrics(fn: Callable | None = None) -> dict:
     """With ``fn`` (a ``torch.compile``'d module or function): ``compiled_metrics(fn)``.
@@ -58,24 +43,20 @@ def plan_metrics(fn: Callable | None = None) -> dict:
     built for the concrete shapes of a graph traced with symbolic sizes) and ``plan_calls``."""
     if fn is not None:
         return compiled_metrics(fn)
+    stats = state.stats
     return {
-        "graphs": _stats["graphs"],
-        "compilations": _stats["compilations"],
-        "recompilations": _stats["compilations"] - _stats["graphs"],
-        "plans_built": _stats["plans_built"],
-        "shape_plans": _stats["shape_plans"],
-        "plan_calls": _plan_calls(),
+        "graphs": stats["graphs"],
+        "compilations": stats["compilations"],
+        "recompilations": stats["compilations"] - stats["graphs"],
+        "plans_built": stats["plans_built"],
+        "shape_plans": stats["shape_plans"],
+        "plan_calls": state.plan_calls(),
     }
 
 
 def reset_plan_metrics() -> None:
     """Sets the counters of ``plan_metrics()`` back to zero (plans already built stay)."""
-    global _calls_at_reset
-    _stats.clear()
-    _calls_at_reset += _plan_calls()
-    _graph_ids.clear()
-    _frames_seen.clear()
-    _compilations.clear()
+    state.reset()
 
 
 def _const(x):
@@ -94,7 +75,6 @@ def _const(x):
 _aten = torch.ops.aten
 _VIEWS = {_aten.view.default, _aten._unsafe_view.default, _aten.reshape.default}
 
-fusion = True  # the epilogue pass (tensorbridge._epilogue); False builds every node as captured
 
 
 class _Builder:
@@ -110,7 +90,7 @@ class _Builder:
         self.contiguous_io = contiguous_io
         self.plan = _C.Plan()
         self.env: dict = {}
-        found = _epilogue.find(gm, inference) if fusion else {"fused": {}, "skipped": {}}
+        found = _epilogue.find(gm, inference) if config.fusion else {"fused": {}, "skipped": {}}
         self.fused, self.skipped = found["fused"], found["skipped"]
         # Packed weights: (plan input position, pack id), checked by _epilogue.Prepacked.
         pairs = _epilogue.assign_packs(self.fused.values())
@@ -120,7 +100,7 @@ class _Builder:
         self.casts: dict = {}
         # Chains of element-wise nodes the epilogues leave run as one fused node each
         # (tensorbridge._fuse).
-        self.pointwise = _fuse.Emitter(gm, {*self.fused, *self.skipped}) if fusion else None
+        self.pointwise = _fuse.Emitter(gm, {*self.fused, *self.skipped}) if config.fusion else None
 
     def arg(self, x, list_kind: str = "list"):
         if isinstance(x, torch.fx.Node):
@@ -411,7 +391,7 @@ def _shape_specializing(gm, record, kind, inference):
                 _compile_static(static, record, kind, specialized=key, inference=inference),
                 tensor_at,
             )
-            _stats["shape_plans"] += 1
+            state.stats["shape_plans"] += 1
             if len(runs) > MAX_SHAPE_PLANS:
                 _, (old, _) = runs.popitem(last=False)
                 if record is not None:  # the plan and its buffers go with the last reference
@@ -441,12 +421,7 @@ def _shape_specializing(gm, record, kind, inference):
 def _compile_static(gm, record, kind, specialized=None, inference=False):
     builder = _Builder(gm, inference=inference)
     plan = builder.build()
-    _stats["plans_built"] += 1
-    _all_plans[plan] = kind
-    _plans.append(plan)
-    del _plans[:-_RECENT_PLANS]
-    if _profiling:
-        plan.profiling = True
+    state.add_plan(plan, kind)
     entry = {"kind": kind, "plan": plan}
     if builder.pointwise is not None:
         entry["groups"] = builder.pointwise.described
@@ -459,7 +434,7 @@ def _compile_static(gm, record, kind, specialized=None, inference=False):
 
     run_torch = plan.run_torch
     calls = entry["calls"] = [0]
-    _call_boxes.append(calls)
+    state.call_boxes.append(calls)
 
     def run(args):
         # Boxed calling convention: run_torch empties the list so inputs can be freed early.
@@ -520,7 +495,7 @@ def _decompositions(autograd: bool = True) -> dict:
     # decomposes them.
     for op in _KEEP_WHOLE:
         name = op.name()
-        if _C.explain(name).startswith(f"{name} on cpu: kernel"):
+        if _C.has_kernel(name):
             table.pop(op, None)
     # Composites taken out of the legal set are decomposed in the graph itself.
     for op, fn in decomposition_table.items():
@@ -528,11 +503,6 @@ def _decompositions(autograd: bool = True) -> dict:
         if base in composites and base not in legal:
             table[op] = fn
     return table
-
-
-_graph_ids: set = set()
-_frames_seen: set = set()
-_compilations: list = []
 
 
 class _Compilation:
@@ -576,22 +546,24 @@ def _describe_input(x) -> str:
     return type(x).__name__
 
 
-def backend(gm: torch.fx.GraphModule, example_inputs):
-    """The torch.compile backend: AOT autograd to ATen, then one plan per graph."""
+def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+    """The ``torch.compile`` backend, registered as ``backend="tensorbridge"``: AOT autograd
+    lowers each captured graph to ATen, and each ATen graph (forward, and backward when
+    training) is built once into a C++ plan that later calls run with the GIL released."""
     from torch._dynamo.backends.common import aot_autograd
 
     key = tuple(str(n.target) for n in gm.graph.nodes)
-    _stats["compilations"] += 1
-    if key not in _graph_ids:
-        _graph_ids.add(key)
-        _stats["graphs"] += 1
+    state.stats["compilations"] += 1
+    if key not in state.graph_ids:
+        state.graph_ids.add(key)
+        state.stats["graphs"] += 1
     owner, code = _current_frame()
     frame_key = (id(owner) if owner is not None else None, code, key)
     record = _Compilation(
-        owner, code, [_describe_input(x) for x in example_inputs], frame_key in _frames_seen
+        owner, code, [_describe_input(x) for x in example_inputs], frame_key in state.frames_seen
     )
-    _frames_seen.add(frame_key)
-    _compilations.append(record)
+    state.frames_seen.add(frame_key)
+    state.compilations.append(record)
 
     def fw(g, inputs):
         return compile_graph(g, inputs, record=record, kind="forward", inference=not needs_autograd)
@@ -648,7 +620,7 @@ def _belongs(record: _Compilation, orig, codes) -> bool:
 
 def _records_of(fn) -> list:
     orig, codes = _codes_of(fn)
-    return [r for r in _compilations if _belongs(r, orig, codes)]
+    return [r for r in state.compilations if _belongs(r, orig, codes)]
 
 
 def compiled_metrics(fn) -> dict:
@@ -766,3 +738,6 @@ def load_exported(ep: torch.export.ExportedProgram) -> Callable[..., Any]:
 
     call.plan = getattr(run, "plan", None)  # type: ignore[attr-defined]  # None: one plan per input shape (see run.plans)
     return call
+
+
+install_fusion_alias(sys.modules[__name__])

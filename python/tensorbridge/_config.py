@@ -1,4 +1,10 @@
-"""Run-time configuration: which composite ops run whole, and what happens to ops the table lacks."""
+"""Run-time configuration: every setting of the library, read and written on ``tensorbridge.config``.
+
+Settings read from the environment at import use the one prefix ``TB_``: ``TB_DECOMPOSE`` (ops
+taken out of ``config.legal_ops``) here, ``TB_HOST_CACHE_MB`` (the first ``host_cache_limit``) and
+``TB_MAX_CPU_ISA`` (the widest vector code the kernels pick) in the C++ library. (``.ci/dev``'s
+``TB_CACHE`` and ``TB_JOBS`` are settings of the build script, not of the library.)
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,11 @@ from collections.abc import Iterable
 from tensorbridge import _C
 
 _FALLBACK_MODES = ("allow", "warn", "error")
-_JIT_MODES = ("auto", "ffi", "callback")
+JIT_MODES = ("auto", "ffi", "callback")
+"""``config.jit_mode``'s values: how ``call_torch`` runs under ``jax.jit``."""
+
+# Read as well as TB_DECOMPOSE, the name the documentation gave it first.
+_DECOMPOSE_ENV = ("TB_DECOMPOSE", "TENSORBRIDGE_DECOMPOSE")
 
 
 def _normalize(op: str) -> str:
@@ -22,8 +32,8 @@ class Config:
     ``legal_ops``: the backend-legal composites, which run whole (one kernel) instead of being
     decomposed into simpler ops. Default: every composite that has a kernel. Assign a smaller
     set to decompose the others from their next call on (eager calls and compiled plans alike).
-    The environment variable ``TENSORBRIDGE_DECOMPOSE=aten::gelu,aten::_softmax`` removes ops
-    from the set when tensorbridge is imported.
+    The environment variable ``TB_DECOMPOSE=aten::gelu,aten::_softmax`` removes ops from the set
+    when tensorbridge is imported.
 
     ``fallback``: what happens to an op the table has no kernel for. ``"allow"`` (default) runs
     PyTorch's own CPU kernel on zero-copy views and counts it in ``metrics()``; ``"warn"`` does
@@ -38,12 +48,27 @@ class Config:
     0: OpenMP's default). XLA runs the handler on its own worker threads, which share the cores
     with XLA's thread pool, so a team of OpenMP threads there oversubscribes the machine;
     raise it for plans of large kernels on a machine with idle cores.
+
+    ``fusion``: whether the compile backend folds producer/consumer pairs into one fused node
+    (``tensorbridge::addmm_act``, ``tensorbridge::convolution_relu``, ...) when it builds a plan
+    (default True). False builds every node as captured; plans already built keep their nodes.
+
+    ``profiling``: whether every table call is timed (default False); while on, ``metrics()``
+    reports ``time_ns`` per op.
+
+    ``host_cache_limit``: the most bytes of freed large blocks kept for reuse (0: none); setting
+    it trims the cache. Its first value comes from ``TB_HOST_CACHE_MB`` (default 512 MiB); once
+    plans are built, the cache holds at most what one compiled step allocates, unless this
+    setting or ``TB_HOST_CACHE_MB`` was given.
     """
 
     def __init__(self) -> None:
         self._fallback = "allow"
         self._jit_mode = "auto"
         self._ffi_threads = 1
+        self._fusion = True
+        self._profiling = False
+        self._host_cache_limit_set = False  # set by the user: compiled plans leave it alone
 
     @staticmethod
     def composites() -> dict[str, dict]:
@@ -104,16 +129,59 @@ class Config:
 
     @jit_mode.setter
     def jit_mode(self, mode: str) -> None:
-        if mode not in _JIT_MODES:
-            raise ValueError(f"config.jit_mode must be one of {_JIT_MODES}, got {mode!r}")
+        if mode not in JIT_MODES:
+            raise ValueError(f"config.jit_mode must be one of {JIT_MODES}, got {mode!r}")
         self._jit_mode = mode
+
+    @property
+    def fusion(self) -> bool:
+        return self._fusion
+
+    @fusion.setter
+    def fusion(self, on: bool) -> None:
+        if not isinstance(on, bool):
+            raise ValueError(f"config.fusion must be True or False, got {on!r}")
+        self._fusion = on
+
+    @property
+    def profiling(self) -> bool:
+        return self._profiling
+
+    @profiling.setter
+    def profiling(self, on: bool) -> None:
+        if not isinstance(on, bool):
+            raise ValueError(f"config.profiling must be True or False, got {on!r}")
+        _C.set_profiling(on)
+        self._profiling = on
+
+    @property
+    def host_cache_limit(self) -> int:
+        return int(_C.memory_stats()["cache_limit_bytes"])
+
+    @host_cache_limit.setter
+    def host_cache_limit(self, nbytes: int) -> None:
+        if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
+            raise ValueError(f"config.host_cache_limit must be an int >= 0, got {nbytes!r}")
+        _C.set_host_cache_limit(nbytes)
+        self._host_cache_limit_set = True
 
 
 config = Config()
 
 
 def _apply_environment() -> None:
-    names = os.environ.get("TENSORBRIDGE_DECOMPOSE", "")
+    names = ",".join(os.environ.get(v, "") for v in _DECOMPOSE_ENV)
     ops = [n for n in names.split(",") if n.strip()]
     if ops:
         config.decompose(*ops)
+
+
+def _set_profiling(on: bool) -> None:
+    """``tensorbridge.set_profiling(on)``, the earlier spelling of ``config.profiling = on``."""
+    config.profiling = bool(on)
+
+
+def _set_host_cache_limit(nbytes: int) -> None:
+    """``tensorbridge.set_host_cache_limit(n)``, the earlier spelling of
+    ``config.host_cache_limit = n``."""
+    config.host_cache_limit = int(nbytes)

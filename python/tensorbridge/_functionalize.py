@@ -17,7 +17,7 @@ from typing import Any, Literal, overload
 
 import torch
 
-from tensorbridge._jax import torch_function
+from tensorbridge._call_torch import torch_function
 
 __all__ = ["functionalize"]
 

@@ -31,7 +31,6 @@ import torch.utils._pytree as torch_pytree
 from tensorbridge import _C
 
 TARGET = "tensorbridge_plan"
-JIT_MODES = ("auto", "ffi", "callback")
 
 _stats: collections.Counter[str] = collections.Counter()
 _reasons: collections.deque = collections.deque(maxlen=16)

@@ -5,7 +5,8 @@ A plan run allocates its results from tensorbridge's cache of freed blocks. In a
 the blocks a step frees are those it allocated, so holding more than the bytes of every result
 of one compilation's plans (forward and backward run as one step) serves no allocation and only
 raises the process's memory: once plans exist the cache keeps at most the largest such total
-(``TB_HOST_CACHE_MB`` in the environment, when set, decides instead).
+(``TB_HOST_CACHE_MB`` in the environment or ``config.host_cache_limit``, when set, decides
+instead).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import weakref
 import torch
 
 from tensorbridge import _C
+from tensorbridge._config import config
 
 __all__ = ["nbytes", "plan_built", "record", "set_bytes"]
 
@@ -67,6 +69,6 @@ def plan_built(plans: list) -> None:
     if need <= _need:
         return
     _need = need
-    if os.environ.get("TB_HOST_CACHE_MB"):
+    if os.environ.get("TB_HOST_CACHE_MB") or config._host_cache_limit_set:
         return
     _C.set_host_cache_limit(_need)

@@ -8,7 +8,7 @@ Each sample of an OpInfo runs twice: once on torch's CPU kernels (the reference)
 inside ``TableMode`` (every ATen op goes to the table). The outputs (after the sample's
 ``output_process_fn_grad``, as torch's ``test_compare_cpu`` does) are compared with
 ``torch.testing.assert_close`` at torch's tolerances for that op and dtype (``tolerances``).
-``tb.metrics()`` is read before and after each sample: the difference names the ATen overloads
+``tb.diagnostics.metrics()`` is read before and after each sample: the difference names the ATen overloads
 the sample hit and says whether each ran on a kernel, a composite, a decomposition or the
 fallback.
 
@@ -31,6 +31,7 @@ import warnings
 import torch
 
 import tensorbridge as tb
+from tensorbridge._dtypes import TORCH_DTYPES
 from tensorbridge.testing import TableMode
 
 __all__ = [
@@ -45,17 +46,21 @@ __all__ = [
     "tolerances",
 ]
 
+# The dtypes the sweep runs OpInfo samples in (names of the one table, _dtypes.TORCH_DTYPES).
 DTYPES = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-    "int64": torch.int64,
-    "int32": torch.int32,
-    "int16": torch.int16,
-    "int8": torch.int8,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
+    n: TORCH_DTYPES[n]
+    for n in (
+        "float32",
+        "float64",
+        "bfloat16",
+        "float16",
+        "int64",
+        "int32",
+        "int16",
+        "int8",
+        "uint8",
+        "bool",
+    )
 }
 
 # Test classes whose toleranceOverrides compare values of two implementations of an op.
@@ -228,7 +233,7 @@ def _run_one(opinfo, s, index, atol, rtol, grad: bool) -> Sample | None:
     except Exception:  # torch itself rejects this sample on the CPU
         return None
     mode = TableMode()
-    before = tb.metrics()
+    before = tb.diagnostics.metrics()
     status, message = "pass", ""
     try:
         with mode:
@@ -243,7 +248,7 @@ def _run_one(opinfo, s, index, atol, rtol, grad: bool) -> Sample | None:
             compare(actual_grads, expected_grads, msg=lambda m: f"gradients: {m}")
     except Exception as e:  # every failure is recorded with its message
         status, message = "fail", f"{type(e).__name__}: {str(e)[:400]}"
-    delta = _metrics_delta(before, tb.metrics())
+    delta = _metrics_delta(before, tb.diagnostics.metrics())
     hit = frozenset(
         op for op, d in delta.items() if d["kernel"] or d["composite"] or d["decomposition"]
     )

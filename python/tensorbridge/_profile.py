@@ -1,6 +1,6 @@
-"""``tensorbridge.profile``: where a compiled function's plans spend their time, node by node.
+"""``tensorbridge.diagnostics.profile``: where a compiled function's plans spend their time, node by node.
 
-    with tb.profile(compiled) as prof:
+    with tb.diagnostics.profile(compiled) as prof:
         for _ in range(100):
             compiled(x)
     print(prof)              # per plan: the costliest nodes; then per op over all plans
@@ -24,7 +24,7 @@ __all__ = ["Profile", "profile"]
 
 
 class Profile:
-    """The node times gathered by one ``with tb.profile(...)`` block."""
+    """The node times gathered by one ``with tb.diagnostics.profile(...)`` block."""
 
     def __init__(self, fn: Callable | None = None) -> None:
         self._fn = fn
@@ -34,7 +34,7 @@ class Profile:
 
     def _targets(self) -> list[dict]:
         if self._fn is None:
-            return [{"kind": k, "plan": p} for p, k in list(_compile._all_plans.items())]
+            return [{"kind": k, "plan": p} for p, k in list(_compile.state.all_plans.items())]
         return [e for r in _compile._records_of(self._fn) for e in r.plans]
 
     def __enter__(self) -> Profile:
@@ -42,11 +42,11 @@ class Profile:
         self._before = {id(e["plan"]) for e in self._entries}
         for e in self._entries:
             e["plan"].profiling = True
-        _compile._profiling.append(self)
+        _compile.state.profiling.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        _compile._profiling.remove(self)
+        _compile.state.profiling.remove(self)
         seen = {id(e["plan"]) for e in self._entries}
         # Plans built inside the block (first calls, recompilations) were switched on by
         # compile_graph; those of the profiled function are collected here.
@@ -71,7 +71,9 @@ class Profile:
                         "group": group_ops.get(node),
                     }
                 )
-            if not _compile._profiling or not any(p._covers(plan) for p in _compile._profiling):
+            if not _compile.state.profiling or not any(
+                p._covers(plan) for p in _compile.state.profiling
+            ):
                 plan.profiling = False
 
     def _covers(self, plan) -> bool:
@@ -88,7 +90,7 @@ class Profile:
 
     def table(self, top: int = 12) -> str:
         if not self.nodes:
-            return "tensorbridge.profile: no plan ran inside the block"
+            return "tensorbridge.diagnostics.profile: no plan ran inside the block"
         lines = []
         for i, e in enumerate(self._entries):
             rows = [n for n in self.nodes if n["plan"] == i and n["calls"]]

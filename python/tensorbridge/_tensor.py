@@ -16,29 +16,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensorbridge import _C, _distributed
+from tensorbridge._dtypes import TORCH_DTYPES
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["UNSUPPORTED", "Tensor", "to_jax", "to_numpy", "to_torch", "wrap", "wrap_module"]
-
-_TORCH_DTYPES = {
-    "bool": torch.bool,
-    "uint8": torch.uint8,
-    "int8": torch.int8,
-    "int16": torch.int16,
-    "int32": torch.int32,
-    "int64": torch.int64,
-    "uint16": torch.uint16,
-    "uint32": torch.uint32,
-    "uint64": torch.uint64,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "complex64": torch.complex64,
-    "complex128": torch.complex128,
-}
 
 
 _LAYOUT = (
@@ -95,7 +78,7 @@ class Tensor(torch.Tensor):
             raise ValueError(
                 f"tensorbridge.Tensor computes on the CPU; this array is on {array.device}"
             )
-        dtype = _TORCH_DTYPES.get(array.dtype)
+        dtype = TORCH_DTYPES.get(array.dtype)
         if dtype is None:
             raise TypeError(f"dtype {array.dtype} has no torch equivalent")
         t = torch.Tensor._make_wrapper_subclass(
@@ -505,4 +488,4 @@ def _register_pickling() -> None:
 
 _register_pickling()
 
-_C._eager_init(Tensor, torch.Tensor, _TORCH_DTYPES, _traced_dispatch, _metadata_dispatch, _stand_in)
+_C._eager_init(Tensor, torch.Tensor, TORCH_DTYPES, _traced_dispatch, _metadata_dispatch, _stand_in)

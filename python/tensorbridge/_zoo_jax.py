@@ -120,7 +120,7 @@ def torch_train_step(model, inputs, opt):
 def _metrics_delta(before: dict) -> dict:
     import tensorbridge as tb
 
-    after = tb.call_torch_metrics()
+    after = tb.diagnostics.call_torch_metrics()
     return {k: after[k] - before.get(k, 0) for k in ("ffi_runs", "callback_runs")}
 
 
@@ -138,7 +138,7 @@ def check_jax(name: str, mode: str, size: str):
         with torch.no_grad():
             want = first_output(model(**inputs))
         f = jax.jit(forward_fn(model))
-        before = tb.call_torch_metrics()
+        before = tb.diagnostics.call_torch_metrics()
         got = jax.block_until_ready(f(jin))
         m = _metrics_delta(before)
         err = _rel_error(torch.from_numpy(np.array(got)), want)
@@ -147,7 +147,7 @@ def check_jax(name: str, mode: str, size: str):
         with torch.no_grad():
             shape = first_output(model(**inputs)).shape
         params, opt_state, step = train_step_fn(model, shape)
-        before = tb.call_torch_metrics()
+        before = tb.diagnostics.call_torch_metrics()
         new_params, _, loss, grads = jax.block_until_ready(step(params, opt_state, jin))
         m = _metrics_delta(before)
         opt = torch.optim.SGD(

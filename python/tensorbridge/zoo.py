@@ -523,10 +523,10 @@ def grad_error(got: dict, want: dict) -> float:
 def _fallback_counting():
     import tensorbridge as tb
 
-    before = tb.metrics()
+    before = tb.diagnostics.metrics()
     box: dict = {}
     yield box
-    after = tb.metrics()
+    after = tb.diagnostics.metrics()
 
     def delta(op, k):
         return after[op][k] - before.get(op, {}).get(k, 0)
@@ -579,7 +579,7 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
 
     spec = SPECS[name]
     model, inputs = build(name, size)
-    tb.reset_plan_metrics()
+    tb.diagnostics.reset_plan_metrics()
     t0 = time.perf_counter()
     detail = None
     ok = None  # None: decided by err <= TOLERANCE
@@ -647,7 +647,7 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
                     f"{name}: compiled, generated {got.tolist()}, torch {want.tolist()}"
                 )
         fb["fallbacks"].update(_plan_fallbacks())
-        m = tb.plan_metrics()
+        m = tb.diagnostics.plan_metrics()
         detail = (
             f"{m['compilations']} compilations ({m['recompilations']} recompilations), "
             f"{m['plans_built']} plans ({m['shape_plans']} for shapes)"
@@ -665,10 +665,10 @@ def check(name: str, mode: str, size: str = "tiny", new_tokens: int = 8) -> Resu
 def _plan_fallbacks(compiled=None) -> dict:
     """Fallback nodes in the plans built for ``compiled`` (None: since the last
     ``reset_plan_metrics``), by op."""
-    from tensorbridge._compile import _FALLBACK_LINE, _compilations, _records_of
+    from tensorbridge._compile import _FALLBACK_LINE, _records_of, state
 
     found: dict = {}
-    for r in _records_of(compiled) if compiled is not None else list(_compilations):
+    for r in _records_of(compiled) if compiled is not None else list(state.compilations):
         for e in r.plans:
             for op in _FALLBACK_LINE.findall(e["plan"].dump()):
                 found[op] = found.get(op, 0) + 1

@@ -64,7 +64,7 @@ ffi = jax.jit(lambda a, b: tb.call_torch(fn, a, b))
 got = ffi(a, b).block_until_ready()
 want = jnp.tanh(a @ b).sum()
 np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-4)
-m = tb.call_torch_metrics()
+m = tb.diagnostics.call_torch_metrics()
 assert m["ffi_runs"] > 0 and m["callback_runs"] == 0, m
 print("call_torch under jax.jit on the FFI path: ok", {{k: m[k] for k in ("ffi_plans", "ffi_runs")}})
 
@@ -95,12 +95,12 @@ def run(code: str) -> None:
 
 
 def build_cpp_example(cmake: str | None) -> None:
-    """examples/cpp against the installed package (tensorbridge.cmake_prefix_path)."""
+    """examples/cpp against the installed package (tensorbridge.cpp.cmake_prefix_path)."""
     if cmake is None:
         print("C++ example: skipped, CMake is not installed")
         return
     prefix = subprocess.run(
-        [sys.executable, "-c", "import tensorbridge; print(tensorbridge.cmake_prefix_path)"],
+        [sys.executable, "-c", "import tensorbridge; print(tensorbridge.cpp.cmake_prefix_path)"],
         check=True,
         capture_output=True,
         text=True,

@@ -17,7 +17,7 @@ REGISTERED = dr.load()
 
 
 def served_by_table(op: str) -> int:
-    return tb.metrics().get(op, {}).get("kernel", 0)
+    return tb.diagnostics.metrics().get(op, {}).get("kernel", 0)
 
 
 def test_registers_table_kernels():
@@ -43,7 +43,7 @@ def test_add_and_mm_run_in_the_table():
     a, b = (rng.standard_normal((4, 4), dtype=np.float32) for _ in range(2))
     ta, tb_ = torch.from_numpy(a), torch.from_numpy(b)
     da, db = dr.to_device(a), dr.to_device(b)
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     s, m = da + db, da @ db
     assert served_by_table("aten::add.Tensor") == 1
     assert served_by_table("aten::mm") == 1
@@ -114,7 +114,7 @@ def test_zoo_model_forward_and_backward(name):
     dinputs = {k: dr.to_device(v.clone()) for k, v in inputs.items()}
     assert len(list(dev.parameters())) == len(list(model.parameters()))
     assert all(q.device.type == "tensorbridge" for q in dev.parameters())
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     with torch.no_grad():
         want = zoo.first_output(model(**inputs))
         got = zoo.first_output(dev(**dinputs))

@@ -13,13 +13,12 @@ def fresh_dynamo():
     import torch
 
     import tensorbridge as tb
-    from tensorbridge import _compile
 
     torch._dynamo.reset()
-    tb.reset_plan_metrics()
+    tb.diagnostics.reset_plan_metrics()
     yield
     torch._dynamo.reset()
-    _compile.fusion = True
+    tb.config.fusion = True
 
 
 @pytest.fixture

@@ -46,6 +46,29 @@ def test_numpy_in_numpy_out_zero_copy():
     assert seen["ptr"] == x.ctypes.data
 
 
+@pytest.mark.parametrize("dt", [np.uint16, np.uint32, np.uint64])
+def test_unsigned_arrays_that_wrap_accepts_call_torch_accepts(dt):
+    """One dtype table: every dtype ``tb.wrap`` takes, ``call_torch`` takes too."""
+    x = np.arange(6, dtype=dt).reshape(2, 3)
+    assert tb.wrap(x).dtype == getattr(torch, np.dtype(dt).name)
+    out = tb.call_torch(lambda t: t.t(), x)
+    assert out.dtype == dt and np.shares_memory(out, x)
+    np.testing.assert_array_equal(out, x.T)
+    np.testing.assert_array_equal(tb.call_torch(lambda t: t.flip(0), x), x[::-1])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dt", ["uint16", "uint32"])
+def test_unsigned_jax_arrays_under_jit(mode, dt):
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.arange(6, dtype=dt).reshape(2, 3)
+    out = jax.jit(lambda a: tb.call_torch(lambda t: t.flip(0), a, jit_mode=mode))(x)
+    assert out.dtype == x.dtype
+    np.testing.assert_array_equal(out, np.asarray(x)[::-1])
+
+
 def test_eager_jax_in_jax_out():
     import jax
     import jax.numpy as jnp
@@ -192,7 +215,9 @@ def test_errors_are_clear(mode):
     with pytest.raises(TypeError, match="no torch equivalent"):
         tb.call_torch(lambda a: a, np.array(["a", "b"]), jit_mode=mode)
     with pytest.raises(TypeError, match="no torch equivalent"):
-        jax.jit(lambda a: tb.call_torch(lambda t: t, a, jit_mode=mode))(jnp.ones(2, jnp.uint32))
+        jax.jit(lambda a: tb.call_torch(lambda t: t, a, jit_mode=mode))(
+            jnp.ones(2, jnp.float8_e5m2)
+        )
     with pytest.raises(ValueError, match="depend only on input shapes"):
         jax.jit(lambda a: tb.call_torch(lambda t: t[t > 0], a, jit_mode=mode))(jnp.ones(3))
     with pytest.raises(ValueError, match="jit_mode must be one of"):
@@ -203,7 +228,7 @@ def test_errors_are_clear(mode):
 
 
 def _counts():
-    m = tb.call_torch_metrics()
+    m = tb.diagnostics.call_torch_metrics()
     return m["ffi_runs"], m["callback_runs"]
 
 
@@ -261,8 +286,8 @@ def test_auto_mode_takes_the_ffi_and_falls_back_to_the_callback():
     out = jax.jit(lambda a: tb.call_torch(i0e, a))(x)
     ffi2, cb2 = _counts()
     assert (ffi2 - ffi1, cb2 - cb1) == (0, 1)
-    assert "i0e" in tb.call_torch_metrics()["callback_reasons"][-1]
-    assert "fallback" in tb.call_torch_metrics()["callback_reasons"][-1]
+    assert "i0e" in tb.diagnostics.call_torch_metrics()["callback_reasons"][-1]
+    assert "fallback" in tb.diagnostics.call_torch_metrics()["callback_reasons"][-1]
     want = torch.special.i0e(torch.from_numpy(np.array(x))).numpy() * 2
     np.testing.assert_allclose(out, want, rtol=1e-6)
     # Forced, the FFI handler runs it (taking the GIL for the fallback node).
@@ -378,7 +403,7 @@ def test_ffi_handler_leaves_the_callers_thread_count(tmp_path):
         "f = jax.jit(lambda a: tb.call_torch(lambda u: torch.tanh(u) * 2, a, jit_mode='ffi'))\n"
         "for n in (3, 4):\n"
         "    f(jnp.ones(n)).block_until_ready()\n"
-        "assert tb.call_torch_metrics()['ffi_runs'] == 2, tb.call_torch_metrics()\n"
+        "assert tb.diagnostics.call_torch_metrics()['ffi_runs'] == 2, tb.diagnostics.call_torch_metrics()\n"
         "print(torch.get_num_threads())\n"
     )
     out = subprocess.run(

@@ -63,7 +63,7 @@ def torch_input(x: np.ndarray) -> torch.Tensor:
 
 
 def counts():
-    m = tb.call_torch_metrics()
+    m = tb.diagnostics.call_torch_metrics()
     return m["ffi_runs"], m["callback_runs"]
 
 
@@ -148,7 +148,7 @@ def test_captured_module_state_is_the_modules_own_memory():
     x = jnp.asarray(make_input("bert"))
     f = jax.jit(lambda i: tb.call_torch(lambda t: model(t).last_hidden_state, i))
     before = np.array(f(x))
-    plans = tb.call_torch_metrics()["ffi_plans"]
+    plans = tb.diagnostics.call_torch_metrics()["ffi_plans"]
     # The plan reads the parameters where the module keeps them (bound zero-copy once): an
     # in-place change shows in the next run of the same compiled function, with no new capture.
     ln = model.encoder.layer[-1].output.LayerNorm  # the last op of last_hidden_state
@@ -159,7 +159,7 @@ def test_captured_module_state_is_the_modules_own_memory():
         after = np.array(f(x))
         with torch.no_grad():
             want = model(torch_input(np.array(x))).last_hidden_state
-        assert tb.call_torch_metrics()["ffi_plans"] == plans
+        assert tb.diagnostics.call_torch_metrics()["ffi_plans"] == plans
         np.testing.assert_allclose(after, 2 * before + 1, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(torch.from_numpy(after), want)
     finally:
@@ -446,7 +446,7 @@ def test_shard_map_over_two_cpu_devices(tmp_path):
                                            rtol=1e-4, atol=1e-6)
                 np.testing.assert_allclose(np.asarray(g2[k]) / 2, np.asarray(whole[k]),
                                            rtol=1e-4, atol=1e-6)
-            m = tb.call_torch_metrics()
+            m = tb.diagnostics.call_torch_metrics()
             assert m["callback_runs"] == 0 and m["ffi_runs"] >= 8, m
             print("ok")
             """

@@ -50,9 +50,9 @@ def test_compiled_inference_matches_eager(name):
 def assert_plans_ran(compiled, calls):
     """`compiled`'s results came from its plans (`calls` runs), none of whose nodes ran torch's
     own kernel: a compiled call that fell back to eager torch would compare torch with itself."""
-    m = tb.plan_metrics(compiled)
+    m = tb.diagnostics.plan_metrics(compiled)
     assert m["plans_built"] >= 1 and m["plan_calls"] == calls, m
-    assert "fallback nodes: none" in tb.explain(compiled)
+    assert "fallback nodes: none" in tb.diagnostics.explain(compiled)
 
 
 def training_pair(name, **compile_kwargs):
@@ -81,7 +81,7 @@ def test_compiled_training_matches_torch(name):
             opt.step()
     for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-4, msg=n)
-    assert tb.plan_metrics()["plans_built"] >= 2  # forward and backward
+    assert tb.diagnostics.plan_metrics()["plans_built"] >= 2  # forward and backward
 
 
 def test_compiled_attention_gradients_match_torch():
@@ -102,7 +102,7 @@ def test_compiled_attention_gradients_match_torch():
     compiled(q, k, v).backward()
     for name, t, e in zip("qkv", (q, k, v), expected, strict=True):
         torch.testing.assert_close(t.grad, e, rtol=1e-4, atol=1e-5, msg=name)
-    assert tb.plan_metrics()["plans_built"] == 2
+    assert tb.diagnostics.plan_metrics()["plans_built"] == 2
 
 
 def test_inference_attention_runs_on_the_fused_kernel():
@@ -118,7 +118,7 @@ def test_inference_attention_runs_on_the_fused_kernel():
     compiled = torch.compile(attend, backend="tensorbridge")
     torch.testing.assert_close(compiled(q, k, v), attend(q, k, v), rtol=1e-4, atol=1e-5)
     assert_plans_ran(compiled, calls=1)
-    text = tb.explain(compiled)
+    text = tb.diagnostics.explain(compiled)
     assert "0 fallback" in text and "fallback nodes: none" in text
     assert "_scaled_dot_product_flash_attention_for_cpu" in text
     assert "aten::_softmax" not in text
@@ -130,25 +130,25 @@ def test_one_plan_per_graph_and_a_new_one_per_shape():
     with torch.no_grad():
         for _ in range(100):
             compiled(torch.randn(4, 20))
-        assert tb.plan_metrics()["plans_built"] == 1
-        assert tb.plan_metrics()["plan_calls"] == 100
+        assert tb.diagnostics.plan_metrics()["plans_built"] == 1
+        assert tb.diagnostics.plan_metrics()["plan_calls"] == 100
         compiled(torch.randn(9, 20))
-    assert tb.plan_metrics()["plans_built"] == 2
+    assert tb.diagnostics.plan_metrics()["plans_built"] == 2
 
 
 def test_composites_stay_whole_unless_narrowed(monkeypatch):
-    monkeypatch.setattr(tb._compile, "fusion", False)  # gelu would be folded into its addmm
+    monkeypatch.setattr(tb.config, "fusion", False)  # gelu would be folded into its addmm
     model = _mlp().eval()
     with torch.no_grad():
         torch.compile(model, backend="tensorbridge")(torch.randn(2, 20))
-    dump = tb._compile._plans[-1].dump()
+    dump = tb._compile.state.plans[-1].dump()
     assert "aten::gelu(" in dump and "aten::erf" not in dump
     torch._dynamo.reset()
     try:
         tb.config.decompose("aten::gelu")
         with torch.no_grad():
             out = torch.compile(model, backend="tensorbridge")(torch.randn(2, 20))
-        dump = tb._compile._plans[-1].dump()
+        dump = tb._compile.state.plans[-1].dump()
         assert "aten::gelu(" not in dump and "aten::erf" in dump
         assert out.shape == (2, 5)
     finally:
@@ -159,7 +159,7 @@ def test_training_graphs_keep_composite_backward_ops_whole():
     model = _mlp()
     compiled = torch.compile(model, backend="tensorbridge")
     compiled(torch.randn(3, 20)).sum().backward()
-    dumps = "\n".join(p.dump() for p in tb._compile._plans[-2:])
+    dumps = "\n".join(p.dump() for p in tb._compile.state.plans[-2:])
     assert "aten::gelu_backward(" in dumps
 
 
@@ -169,7 +169,7 @@ def test_relu_backward_stays_one_threshold_backward_node():
     ref = copy.deepcopy(model)
     x = torch.randn(3, 20)
     torch.compile(model, backend="tensorbridge")(x).sum().backward()
-    bw = tb._compile._plans[-1].dump()
+    bw = tb._compile.state.plans[-1].dump()
     assert "aten::threshold_backward(" in bw and "aten::where" not in bw
     ref(x).sum().backward()
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
@@ -253,9 +253,9 @@ def test_export_runs_on_a_plan():
     x = torch.randn(2, 3, 8, 8)
     ep = torch.export.export(model, (x,))
     run = tb.load_exported(ep)
-    calls = tb.plan_metrics()["plan_calls"]
+    calls = tb.diagnostics.plan_metrics()["plan_calls"]
     torch.testing.assert_close(run(x), model(x), rtol=1e-4, atol=1e-5)
-    assert tb.plan_metrics()["plan_calls"] == calls + 1  # the plan ran, not eager torch
+    assert tb.diagnostics.plan_metrics()["plan_calls"] == calls + 1  # the plan ran, not eager torch
     assert run.plan.num_nodes > 3
 
 
@@ -285,7 +285,7 @@ def test_wrapped_and_plain_tensors_mix_in_compiled_calls(wrapped):
         expected = torch.from_numpy(a @ w.T + b)
         got = tb.to_torch(y.detach()) if isinstance(y, tb.Tensor) else y.detach()
         torch.testing.assert_close(got, expected)
-    assert tb.plan_metrics(compiled)["plans_built"] == 1
+    assert tb.diagnostics.plan_metrics(compiled)["plans_built"] == 1
 
 
 def test_wrapped_numpy_parameters_are_used_in_place():

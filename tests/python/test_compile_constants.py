@@ -100,9 +100,9 @@ def _run(name, dynamic, train):
 @pytest.mark.parametrize("name", list(MODELS))
 def test_constants_compile_and_match_torch(name, train):
     compiled = _run(name, dynamic=False, train=train)
-    m = tb.plan_metrics(compiled)
+    m = tb.diagnostics.plan_metrics(compiled)
     assert m["plans_built"] >= 1 and m["plan_calls"] >= 1
-    assert "fallback nodes: none" in tb.explain(compiled)
+    assert "fallback nodes: none" in tb.diagnostics.explain(compiled)
 
 
 @pytest.mark.parametrize("train", [False, True], ids=["inference", "training"])
@@ -111,7 +111,7 @@ def test_constants_in_graphs_with_symbolic_sizes(name, train):
     # dynamic=True: the graph is specialized to each call's sizes on fake tensors, which
     # meets the constants too.
     compiled = _run(name, dynamic=True, train=train)
-    assert tb.plan_metrics(compiled)["shape_plans"] >= 1
+    assert tb.diagnostics.plan_metrics(compiled)["shape_plans"] >= 1
 
 
 def test_tensor_literals_are_plan_constants():
@@ -120,7 +120,7 @@ def test_tensor_literals_are_plan_constants():
     compiled = torch.compile(LiftedConstant(), backend="tensorbridge")
     with torch.no_grad():
         compiled(torch.randn(3, 4))
-    assert "= aten::alias(Tensor[4] float32)" in tb.explain(compiled)
+    assert "= aten::alias(Tensor[4] float32)" in tb.diagnostics.explain(compiled)
 
 
 def test_tensor_attributes_are_read_at_each_call():

@@ -35,7 +35,7 @@ def test_default_compile_follows_batch_size_changes(name):
         for n in (2, 3, 5):
             x = _batch(data, g, n)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
-        m = tb.plan_metrics(compiled)
+        m = tb.diagnostics.plan_metrics(compiled)
         assert m["compilations"] == 2  # the static graph of size 2, then the symbolic one
         # sizes 3 and 5 on plans of the symbolic graph (and 2 too, when its guards come first)
         assert m["shape_plans"] in (2, 3)
@@ -43,7 +43,7 @@ def test_default_compile_follows_batch_size_changes(name):
         for n in (3, 2, 5, 5, 3):  # every size seen before: nothing is built again
             x = _batch(data, g, n)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
-    again = tb.plan_metrics(compiled)
+    again = tb.diagnostics.plan_metrics(compiled)
     assert again["compilations"] == 2
     assert again["plans_built"] == 1 + again["shape_plans"]
     assert again["shape_plans"] <= 3
@@ -65,11 +65,11 @@ def test_dynamic_training_matches_torch(name):
                 opt.step()
 
     steps([3, 5, 4, 3, 5, 4])
-    first = tb.plan_metrics(compiled)
+    first = tb.diagnostics.plan_metrics(compiled)
     assert first["shape_plans"] >= 2  # forward and backward of a symbolic graph, per size
     steps([4, 3, 5, 3, 4, 5])  # the same sizes again: nothing compiled or built
-    assert tb.plan_metrics(compiled)["plans_built"] == first["plans_built"]
-    assert tb.plan_metrics(compiled)["compilations"] == first["compilations"]
+    assert tb.diagnostics.plan_metrics(compiled)["plans_built"] == first["plans_built"]
+    assert tb.diagnostics.plan_metrics(compiled)["compilations"] == first["compilations"]
     for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-4, msg=n)
 
@@ -80,7 +80,7 @@ def test_explain_names_the_shapes_of_each_plan():
     with torch.no_grad():
         compiled(torch.randn(3, 20))
         compiled(torch.randn(7, 20))
-    text = tb.explain(compiled)
+    text = tb.diagnostics.explain(compiled)
     assert "forward plan for input shapes" in text
     assert "[3, 20]" in text and "[7, 20]" in text
 
@@ -94,9 +94,9 @@ def test_least_recently_used_shape_plans_are_dropped(monkeypatch):
         for n in (2, 3, 4, 2):  # size 2 was dropped when 4 came: built again
             x = torch.randn(n, 20)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
-    m = tb.plan_metrics(compiled)
+    m = tb.diagnostics.plan_metrics(compiled)
     assert m["shape_plans"] == m["plans_built"] == 4
-    assert tb.explain(compiled).count("forward plan for input shapes") == 2
+    assert tb.diagnostics.explain(compiled).count("forward plan for input shapes") == 2
 
 
 def test_dynamic_graph_reads_wrapped_numpy_in_place():
@@ -125,7 +125,7 @@ def test_export_with_dynamic_batch_runs_one_plan_per_shape():
     for n in (2, 9, 2):
         x = torch.randn(n, 3, 8, 8)
         torch.testing.assert_close(run(x), model(x), rtol=1e-4, atol=1e-5)
-    assert tb.plan_metrics()["shape_plans"] == 2
+    assert tb.diagnostics.plan_metrics()["shape_plans"] == 2
 
 
 def test_static_graphs_keep_their_single_plan():
@@ -134,7 +134,7 @@ def test_static_graphs_keep_their_single_plan():
     with torch.no_grad():
         for n in (2, 3):
             compiled(torch.randn(n, 20))
-    m = tb.plan_metrics(compiled)
+    m = tb.diagnostics.plan_metrics(compiled)
     assert m["shape_plans"] == 0
     assert m["plans_built"] == 2
 
@@ -170,6 +170,8 @@ def test_threads_share_compiled_plans():
     for t in threads:
         t.join()
     assert errors == [] and wrong == []
-    m = tb.plan_metrics(compiled)
-    assert m["shape_plans"] == m["plans_built"] == 5, tb.explain(compiled)  # sizes 2..6, once each
+    m = tb.diagnostics.plan_metrics(compiled)
+    assert m["shape_plans"] == m["plans_built"] == 5, tb.diagnostics.explain(
+        compiled
+    )  # sizes 2..6, once each
     assert m["plan_calls"] == 1 + 4 * 60

@@ -51,14 +51,14 @@ def test_explain_shows_each_plan_and_counts_recompilations():
         for _ in range(3):
             compiled(torch.randn(4, 20))
         compiled(torch.randn(7, 20))  # a new shape: a new plan, a recompilation
-    assert tb.plan_metrics(compiled) == {
+    assert tb.diagnostics.plan_metrics(compiled) == {
         "compilations": 2,
         "recompilations": 1,
         "plans_built": 2,
         "shape_plans": 0,
         "plan_calls": 4,
     }
-    text = tb.explain(compiled)
+    text = tb.diagnostics.explain(compiled)
     assert text.startswith(
         "Sequential: 2 compilations (1 recompilations), 2 plans built, 4 plan calls"
     )
@@ -72,7 +72,7 @@ def test_explain_shows_each_plan_and_counts_recompilations():
     assert "tensorbridge::matmul_epilogue(" in text and "[kernel: kernels/epilogue.cc" in text
     assert "slots" in text and "frees s" in text
     # The op-name form is unchanged.
-    assert tb.explain("aten::relu").startswith("aten::relu on cpu: kernel")
+    assert tb.diagnostics.explain("aten::relu").startswith("aten::relu on cpu: kernel")
 
 
 def test_explain_marks_composites_and_fallbacks():
@@ -80,9 +80,9 @@ def test_explain_marks_composites_and_fallbacks():
     compiled = torch.compile(model, backend="tensorbridge")
     with torch.no_grad():
         compiled(torch.randn(2, 4))
-    text = tb.explain(compiled)
+    text = tb.diagnostics.explain(compiled)
     assert "aten::_softmax(" in text
-    plan = _compile._plans[-1]
+    plan = _compile.state.plans[-1]
     assert f"{plan.count('composite')} composite" in text
     assert f"{plan.count('fallback')} fallback" in text
 
@@ -98,10 +98,10 @@ def test_explain_follows_graph_breaks_and_keeps_functions_apart():
 
     cf = torch.compile(f, backend="tensorbridge")
     cg = torch.compile(g, backend="tensorbridge")
-    assert "no tensorbridge plans built yet" in tb.explain(cf)
+    assert "no tensorbridge plans built yet" in tb.diagnostics.explain(cf)
     cf(torch.randn(3))
     cg(torch.randn(3))
-    mf, mg = tb.plan_metrics(cf), tb.plan_metrics(cg)
+    mf, mg = tb.diagnostics.plan_metrics(cf), tb.diagnostics.plan_metrics(cg)
     assert mf["compilations"] == 2 and mf["plans_built"] == 2  # f and its resume function
     assert mg == {
         "compilations": 1,
@@ -110,7 +110,7 @@ def test_explain_follows_graph_breaks_and_keeps_functions_apart():
         "shape_plans": 0,
         "plan_calls": 1,
     }
-    text = tb.explain(cf)
+    text = tb.diagnostics.explain(cf)
     # relu and mul run as one fused pointwise node, listed by their ops
     assert "aten::relu" in text and "aten::sin(" in text and "aten::cos" not in text
     assert "torch_dynamo_resume_in_f" in text
@@ -123,15 +123,19 @@ def test_two_compiled_modules_are_explained_apart():
         ca(torch.randn(2, 3))
         cb(torch.randn(2, 3))
         cb(torch.randn(2, 3))
-    assert tb.plan_metrics(ca)["plan_calls"] == 1
-    assert tb.plan_metrics(cb)["plan_calls"] == 2
-    assert tb.plan_metrics()["plan_calls"] == 3
+    assert tb.diagnostics.plan_metrics(ca)["plan_calls"] == 1
+    assert tb.diagnostics.plan_metrics(cb)["plan_calls"] == 2
+    assert tb.diagnostics.plan_metrics()["plan_calls"] == 3
     # A second Linear runs on the frame dynamo compiled for the first: the same plan.
     c2 = torch.compile(torch.nn.Linear(3, 3).eval(), backend="tensorbridge")
     with torch.no_grad():
         c2(torch.randn(2, 3))
-    assert tb.plan_metrics(c2) == tb.plan_metrics(ca)
-    assert tb.plan_metrics(ca)["plan_calls"] + tb.plan_metrics(cb)["plan_calls"] == 4
+    assert tb.diagnostics.plan_metrics(c2) == tb.diagnostics.plan_metrics(ca)
+    assert (
+        tb.diagnostics.plan_metrics(ca)["plan_calls"]
+        + tb.diagnostics.plan_metrics(cb)["plan_calls"]
+        == 4
+    )
 
 
 # float32: 1 and 5 rows run oneDNN's inner product, 20 its matmul; float64: addmm + activation.
@@ -146,7 +150,7 @@ def test_addmm_activation_fusion_matches_eager(dtype, rows):
     with torch.no_grad():
         out = torch.compile(model, backend="tensorbridge")(x)
         torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
-    dump = _compile._plans[-1].dump()
+    dump = _compile.state.plans[-1].dump()
     # relu and the tanh gelu are folded into their addmm; the last addmm is fused too (an
     # inference plan: its weight is packed).
     assert dump.count("tensorbridge::matmul_epilogue(") == 3
@@ -164,12 +168,12 @@ def test_fusion_through_a_view_and_off_switch():
         torch.testing.assert_close(
             torch.compile(model, backend="tensorbridge")(x), model(x), rtol=1e-5, atol=1e-5
         )
-        dump = _compile._plans[-1].dump()
+        dump = _compile.state.plans[-1].dump()
         assert "tensorbridge::matmul_epilogue(" in dump and "aten::gelu(" not in dump
         torch._dynamo.reset()
-        _compile.fusion = False
+        tb.config.fusion = False
         torch.compile(model, backend="tensorbridge")(x)
-    dump = _compile._plans[-1].dump()
+    dump = _compile.state.plans[-1].dump()
     assert "tensorbridge::" not in dump and "aten::gelu(" in dump
 
 
@@ -180,7 +184,7 @@ def test_convolution_relu_fusion_matches_eager():
     with torch.no_grad():
         out = torch.compile(model, backend="tensorbridge")(x)
     torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
-    dump = _compile._plans[-1].dump()
+    dump = _compile.state.plans[-1].dump()
     assert "tensorbridge::convolution_epilogue(" in dump and "aten::relu(" not in dump
 
 
@@ -194,7 +198,9 @@ def test_fused_training_matches_torch():
     torch.nn.functional.cross_entropy(compiled(x), y).backward()
     for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-6, msg=n)
-    fw = next(e["plan"] for r in _compile._compilations for e in r.plans if e["kind"] == "forward")
+    fw = next(
+        e["plan"] for r in _compile.state.compilations for e in r.plans if e["kind"] == "forward"
+    )
     assert "tensorbridge::matmul_epilogue(" in fw.dump()
 
 
@@ -214,13 +220,13 @@ def test_convnet_training_runs_batch_norm_in_the_table():
             opt.step()
     for (n, p), (_, q) in zip(ours.state_dict().items(), ref.state_dict().items(), strict=True):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5, msg=n)  # running stats too
-    plans = [e for r in _compile._compilations for e in r.plans]
+    plans = [e for r in _compile.state.compilations for e in r.plans]
     assert {e["kind"] for e in plans} == {"forward", "backward"}
     assert [e["plan"].count("fallback") for e in plans] == [0] * len(plans)
     dumps = "\n".join(e["plan"].dump() for e in plans)
     assert "aten::_native_batch_norm_legit_functional(" in dumps
     assert "aten::native_batch_norm_backward(" in dumps
-    assert "fallback nodes: none" in tb.explain(compiled)
+    assert "fallback nodes: none" in tb.diagnostics.explain(compiled)
 
 
 def test_steady_state_run_allocates_one_buffer_per_computing_node():
@@ -236,7 +242,7 @@ def test_steady_state_run_allocates_one_buffer_per_computing_node():
         before = tb._C.storage_allocations()
         outs = [compiled(x) for _ in range(10)]
         after = tb._C.storage_allocations()
-    dump = _compile._plans[-1].dump()
+    dump = _compile.state.plans[-1].dump()
     computing = dump.count("tensorbridge::matmul_epilogue(") + dump.count("aten::addmm(")
     # the weights' transposes are read by the fused nodes (packed weights)
     assert computing == 3 and dump.count("aten::permute(") == 0
@@ -272,9 +278,9 @@ def test_steady_state_buffers_come_from_the_cache_not_the_c_library():
 
     for _ in range(3):
         step()
-    before = tb.memory_stats()
+    before = tb.diagnostics.memory_stats()
     losses = [step() for _ in range(5)]
-    after = tb.memory_stats()
+    after = tb.diagnostics.memory_stats()
     assert after["cache_hits"] - before["cache_hits"] >= 5 * 4  # >= 4 large buffers per step
     assert after["cache_misses"] == before["cache_misses"]
     assert after["allocations"] > before["allocations"]  # buffers are still handed out
@@ -283,28 +289,28 @@ def test_steady_state_buffers_come_from_the_cache_not_the_c_library():
 
 
 def test_host_cache_limit_and_empty_cache():
-    limit = tb.memory_stats()["cache_limit_bytes"]
+    limit = tb.diagnostics.memory_stats()["cache_limit_bytes"]
     try:
-        tb.set_host_cache_limit(1 << 30)
+        tb.config.host_cache_limit = 1 << 30
         a = tb.call("aten::zeros", [1 << 18])  # 1 MiB
         del a
-        assert tb.memory_stats()["cached_bytes"] >= 1 << 20
-        before = tb.memory_stats()
+        assert tb.diagnostics.memory_stats()["cached_bytes"] >= 1 << 20
+        before = tb.diagnostics.memory_stats()
         b = tb.call("aten::ones", [1 << 18])  # the same 1 MiB block again, from the cache
-        after = tb.memory_stats()
+        after = tb.diagnostics.memory_stats()
         assert after["cache_hits"] > before["cache_hits"]
         assert after["cache_misses"] == before["cache_misses"]
         assert before["cached_bytes"] - after["cached_bytes"] >= 1 << 20
         assert float(tb.to_torch(b).sum()) == float(1 << 18)  # reused memory, new values
         del b
-        tb.empty_cache()
-        assert tb.memory_stats()["cached_bytes"] == 0
-        tb.set_host_cache_limit(0)
+        tb.diagnostics.empty_cache()
+        assert tb.diagnostics.memory_stats()["cached_bytes"] == 0
+        tb.config.host_cache_limit = 0
         c = tb.call("aten::zeros", [1 << 18])
         del c
-        assert tb.memory_stats()["cached_bytes"] == 0
+        assert tb.diagnostics.memory_stats()["cached_bytes"] == 0
     finally:
-        tb.set_host_cache_limit(limit)
+        tb.config.host_cache_limit = limit
 
 
 @pytest.mark.parametrize(

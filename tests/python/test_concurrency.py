@@ -283,10 +283,10 @@ def test_compiled_module_from_eight_threads(make, shape):
         with torch.no_grad():
             return compiled(x)
 
-    runs0 = tb.plan_metrics()["plan_calls"]
+    runs0 = tb.diagnostics.plan_metrics()["plan_calls"]
     calls = race(call, make_inputs)
     # every call ran a plan (none fell back to eager torch)
-    assert tb.plan_metrics()["plan_calls"] - runs0 >= calls
+    assert tb.diagnostics.plan_metrics()["plan_calls"] - runs0 >= calls
 
 
 @requires_jax
@@ -301,9 +301,9 @@ def test_ffi_handler_from_eight_threads():
         return torch.tanh(x @ w1) @ w2
 
     f = jax.jit(lambda x, a, b: tb.call_torch(torch_fn, x, a, b, jit_mode="ffi"))
-    runs0 = tb.call_torch_metrics()["ffi_runs"]
+    runs0 = tb.diagnostics.call_torch_metrics()["ffi_runs"]
     calls = race(
         lambda x: np.asarray(f(x, w1, w2)),
         lambda rng: [jnp.asarray(rng.standard_normal((5, 6)).astype(np.float32))],
     )
-    assert tb.call_torch_metrics()["ffi_runs"] - runs0 >= calls
+    assert tb.diagnostics.call_torch_metrics()["ffi_runs"] - runs0 >= calls

@@ -60,20 +60,20 @@ def test_narrowing_the_legal_set_decomposes_gelu():
     ref = torch.nn.functional.gelu(torch.from_numpy(x)).numpy()
     assert "aten::gelu" in tb.config.legal_ops
     try:
-        tb.reset_metrics()
+        tb.diagnostics.reset_metrics()
         whole = tb.call("aten::gelu", x).numpy()
         tb.config.decompose("aten::gelu")
         assert "aten::gelu" not in tb.config.legal_ops
-        assert "decomposition" in tb.explain("aten::gelu")
+        assert "decomposition" in tb.diagnostics.explain("aten::gelu")
         parts = tb.call("aten::gelu", x).numpy()
-        m = tb.metrics()
+        m = tb.diagnostics.metrics()
         assert m["aten::gelu"]["kernel"] == 1 and m["aten::gelu"]["decomposition"] == 1
         assert m["aten::erf"]["calls"] >= 1  # the decomposition ran through the table
     finally:
         tb.config.reset_legal_ops()
     np.testing.assert_allclose(whole, ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(parts, ref, rtol=1e-5, atol=1e-6)
-    assert "kernel" in tb.explain("aten::gelu")
+    assert "kernel" in tb.diagnostics.explain("aten::gelu")
 
 
 def test_legal_ops_rejects_non_composites():
@@ -81,21 +81,38 @@ def test_legal_ops_rejects_non_composites():
         tb.config.legal_ops = {"aten::mm"}
 
 
-def test_decompose_environment_variable():
+@pytest.mark.parametrize("var", ["TB_DECOMPOSE", "TENSORBRIDGE_DECOMPOSE"])
+def test_decompose_environment_variable(var):
+    """TB_DECOMPOSE, and the name the documentation gave it first."""
     code = "import tensorbridge as tb; print(sorted(set(tb.config.composites()) - tb.config.legal_ops))"
-    env = dict(os.environ, TENSORBRIDGE_DECOMPOSE="aten::gelu,aten::_softmax")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_DECOMPOSE")}
+    env[var] = "aten::gelu,aten::_softmax"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "aten::gelu" in out.stdout and "aten::_softmax" in out.stdout
+
+
+def test_has_kernel_asks_the_table():
+    assert tb._C.has_kernel("aten::mm")
+    assert not tb._C.has_kernel("aten::special_bessel_j0")  # the fallback serves it
+    assert not tb._C.has_kernel("aten::no_such_op")
+    tb.config.decompose("aten::gelu")  # a composite decomposed is no kernel of its own
+    try:
+        assert not tb._C.has_kernel("aten::gelu")
+    finally:
+        tb.config.reset_legal_ops()
+    assert tb._C.has_kernel("aten::gelu") == tb.diagnostics.explain("aten::gelu").startswith(
+        "aten::gelu on cpu: kernel"
+    )
 
 
 def test_fallback_modes():
     x = np.linspace(-2, 2, 7, dtype=np.float32)
     op = "aten::special_bessel_j0"  # no tensorbridge kernel
     expected = torch.special.bessel_j0(torch.from_numpy(x)).numpy()
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     np.testing.assert_allclose(tb.call(op, x).numpy(), expected, rtol=1e-6)
-    assert tb.metrics()[op]["fallback"] == 1
+    assert tb.diagnostics.metrics()[op]["fallback"] == 1
     try:
         tb.config.fallback = "warn"
         with warnings.catch_warnings(record=True) as w:
@@ -130,12 +147,12 @@ def test_python_kernel_overrides_and_restores():
         return tb.from_dlpack(np.full(a.shape, 7.0, np.float32))
 
     try:
-        assert "python:" in tb.explain("aten::relu")
+        assert "python:" in tb.diagnostics.explain("aten::relu")
         np.testing.assert_array_equal(tb.call("aten::relu", x).numpy(), [7.0, 7.0])
     finally:
         fake_relu.remove()
     np.testing.assert_array_equal(tb.call("aten::relu", x).numpy(), [0.0, 2.0])
-    assert "kernels/" in tb.explain("aten::relu")
+    assert "kernels/" in tb.diagnostics.explain("aten::relu")
 
 
 def test_python_kernel_for_a_new_op():
@@ -152,7 +169,7 @@ def test_python_kernel_for_a_new_op():
 def test_cpp_kernel_library_registers_into_the_same_table(tmp_path):
     src = os.path.join(os.path.dirname(__file__), "plugin", "plugin.cc")
     lib = tmp_path / "libplugin.so"
-    libdir = os.path.dirname(tb.get_library())
+    libdir = os.path.dirname(tb.cpp.get_library())
     cmd = [
         "g++",
         "-std=c++17",
@@ -160,7 +177,7 @@ def test_cpp_kernel_library_registers_into_the_same_table(tmp_path):
         "-shared",
         "-fPIC",
         src,
-        f"-I{tb.get_include()}",
+        f"-I{tb.cpp.get_include()}",
         f"-L{libdir}",
         "-ltensorbridge",
         f"-Wl,-rpath,{libdir}",
@@ -169,21 +186,21 @@ def test_cpp_kernel_library_registers_into_the_same_table(tmp_path):
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    tb.load_library(str(lib))
-    assert "plugin/plugin.cc" in tb.explain("plugin::triple")
+    tb.cpp.load_library(str(lib))
+    assert "plugin/plugin.cc" in tb.diagnostics.explain("plugin::triple")
     np.testing.assert_array_equal(tb.call("plugin::triple", np.ones(2, np.float32)).numpy(), [3, 3])
 
 
 def test_metrics_report_and_profiling():
-    tb.reset_metrics()
-    tb.set_profiling(True)
+    tb.diagnostics.reset_metrics()
+    tb.config.profiling = True
     try:
         tb.call("aten::mm", np.ones((8, 8), np.float32), np.ones((8, 8), np.float32))
     finally:
-        tb.set_profiling(False)
-    m = tb.metrics()["aten::mm"]
+        tb.config.profiling = False
+    m = tb.diagnostics.metrics()["aten::mm"]
     assert m["calls"] == 1 and m["kernel"] == 1 and m["time_ns"] > 0
-    report = tb.metrics_report()
+    report = tb.diagnostics.metrics_report()
     assert "aten::mm" in report and "fallback" in report.splitlines()[0]
-    tb.reset_metrics()
-    assert tb.metrics() == {}
+    tb.diagnostics.reset_metrics()
+    assert tb.diagnostics.metrics() == {}

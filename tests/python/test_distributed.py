@@ -239,7 +239,7 @@ def _collectives_functional(rank):
     for _ in range(3):
         assert tb.to_numpy(compiled(x)).tolist() == [7.0] * 3
         assert _get_work_registry_size() == 0  # every collective of the plan was waited for
-    assert tb.plan_metrics()["plan_calls"] >= 3
+    assert tb.diagnostics.plan_metrics()["plan_calls"] >= 3
     # autograd through the functional all-gather: the gradient is reduce-scattered back
     w = tb.wrap(np.full(2, rank + 1.0, np.float32), requires_grad=True)
     full = fc.all_gather_tensor_autograd(w, 0, dist.group.WORLD)
@@ -441,7 +441,7 @@ def _ddp_compiled(rank):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     torch._dynamo.reset()
-    tb.reset_plan_metrics()
+    tb.diagnostics.reset_plan_metrics()
     batches = _batches("mlp")
     runs = {}
     for wrap in (True, False):
@@ -459,7 +459,7 @@ def _ddp_compiled(rank):
             ddp = DDP(model, bucket_cap_mb=1)
         _train(ddp, "mlp", _local(batches, rank, wrap))
         runs["wrapped" if wrap else "plain"] = _state(model)
-    runs["graphs"] = tb.plan_metrics()["graphs"]
+    runs["graphs"] = tb.diagnostics.plan_metrics()["graphs"]
     return runs
 
 
@@ -629,7 +629,7 @@ for got in runs:
     for k in got:
         np.testing.assert_allclose(got[k], np.asarray(q[k]), rtol=1e-5, atol=1e-6, err_msg=k)
         assert not np.allclose(got[k], np.asarray(params[k]))  # training moved it
-m = tb.call_torch_metrics()
+m = tb.diagnostics.call_torch_metrics()
 assert m["ffi_runs"] >= 12 and m["callback_runs"] == 0, m  # forward + backward plans, no callback
 jax.distributed.shutdown()
 print("ok")

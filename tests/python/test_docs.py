@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import types
 
 import pytest
@@ -56,9 +57,13 @@ def html_dir(tmp_path_factory) -> str:
     return out
 
 
+SUBMODULES = ("diagnostics", "cpp")
+
+
 def public_names() -> list[str]:
     """``tensorbridge.__all__`` and every other public attribute the package defines (not the
-    modules it imports, nor the ``from __future__`` feature)."""
+    modules it imports, nor the ``from __future__`` feature), then the ``__all__`` of its public
+    submodules as ``diagnostics.explain``."""
     extra = [
         n
         for n in dir(tb)
@@ -66,7 +71,22 @@ def public_names() -> list[str]:
         and not isinstance(getattr(tb, n), types.ModuleType)
         and n != "annotations"
     ]
-    return sorted(set(tb.__all__) | set(extra))
+    sub = [f"{m}.{n}" for m in SUBMODULES for n in getattr(tb, m).__all__]
+    return sorted(set(tb.__all__) | set(extra)) + sub
+
+
+def resolve(name: str):
+    obj = tb
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def test_top_level_is_the_ways_in_the_table_and_config():
+    """The package's top level stays short: diagnostics and C++ helpers live in submodules."""
+    assert len(tb.__all__) <= 20, sorted(tb.__all__)
+    for name in tb.diagnostics.__all__ + tb.cpp.__all__:
+        assert name not in dir(tb), name
 
 
 def own_doc(obj) -> str:
@@ -82,7 +102,7 @@ def own_doc(obj) -> str:
 
 
 def test_public_names_have_docstrings():
-    missing = [n for n in public_names() if not own_doc(getattr(tb, n))]
+    missing = [n for n in public_names() if not own_doc(resolve(n))]
     assert not missing, f"public names without a docstring: {missing}"
 
 
@@ -160,11 +180,11 @@ def test_api_page_in_chromium(html_dir):
         "tensors-for-eager-pytorch",
         "the-op-table",
         "configuration",
-        "metrics-and-profiling",
         "torch-compile-and-torch-export",
         "torch-from-numpy-and-jax",
-        "memory",
+        "diagnostics",
         "c-extensions",
+        "names-that-moved",
     }
     assert want <= set(page["sections"]), sorted(want - set(page["sections"]))
     shown = {d.removeprefix("tensorbridge.") for d in page["documented"]}
@@ -227,3 +247,46 @@ def test_benchmark_tables_are_recorded_for_the_report(tmp_path, monkeypatch, cap
         ["add", {"min_ns": 1500.0, "median_ns": 1700.0}, 1.25, {"na": "no torchax"}]
     ]
     assert second["rows"] == [["y"]]
+
+
+def test_benchmark_runner_takes_torch_measurements_side_by_side(monkeypatch, capsys):
+    """The benchmarks' runner: every timing is a torch.utils.benchmark Measurement of the path,
+    peers get the same number of interleaved repeats, a path that raises becomes an n/a cell,
+    and --compare prints the table through torch.utils.benchmark.Compare."""
+    from torch.utils.benchmark import Measurement
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import _bench_util as bu
+    finally:
+        sys.path.pop(0)
+    calls = {"fast": 0, "slow": 0}
+
+    def path(name, seconds):
+        def fn():
+            calls[name] += 1
+            if seconds:
+                time.sleep(seconds)
+
+        return lambda: fn
+
+    got = bu.measure_interleaved(
+        [("fast", path("fast", 0)), ("slow", path("slow", 0.002)), ("bad", lambda: 1 / 0)],
+        repeats=4,
+        target_s=0.01,
+        budget_s=10,
+    )
+    fast, slow = got["fast"], got["slow"]
+    assert isinstance(fast.measurement, Measurement) and isinstance(slow.measurement, Measurement)
+    assert fast.repeats == slow.repeats == 4
+    assert slow.min_ns >= 2e6 and fast.min_ns < slow.min_ns / 10
+    assert slow.min_ns <= slow.median_ns
+    assert calls["slow"] >= 4 * slow.number
+    assert isinstance(got["bad"], bu.NA) and "ZeroDivisionError" in got["bad"].reason
+    one = bu.measure(path("slow", 0.002)(), repeats=2, target_s=0.005)
+    assert one.repeats >= 3 and one.min_ns >= 2e6
+    monkeypatch.setattr(bu, "_COMPARE", True)
+    bu.print_table("sleep", ["path", "time"], [["fast", fast], ["slow", slow], ["bad", got["bad"]]])
+    out = capsys.readouterr().out
+    assert "[" in out and "sleep" in out and "Times are in" in out  # Compare's table
+    assert "n/a [1]: ZeroDivisionError" in out  # and the harness's own

@@ -21,7 +21,7 @@ SCRIPTS = sorted(f for f in os.listdir(SNIPPETS) if f.endswith(".py"))
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_snippet_runs(script):
-    if script == "cpp_plugin.py" and not os.path.isdir(tb.get_include()):
+    if script == "cpp_plugin.py" and not os.path.isdir(tb.cpp.get_include()):
         pytest.skip(
             "this tensorbridge has no C++ headers beside it (a development build on "
             "PYTHONPATH): the installed package has them"

@@ -35,7 +35,7 @@ def _plans(fn, *args, grad=False, autocast=None):
     outs, dumps = [], []
     for fusion in (True, False):
         torch._dynamo.reset()
-        _compile.fusion = fusion
+        tb.config.fusion = fusion
         try:
             c = torch.compile(fn, backend="tensorbridge")
             with (
@@ -45,8 +45,8 @@ def _plans(fn, *args, grad=False, autocast=None):
                 outs.append(c(*args))
                 outs.append(c(*args))  # the packed weights' second call
         finally:
-            _compile.fusion = True
-        fw = [e["plan"] for r in _compile._compilations for e in r.plans if e["kind"] == "forward"]
+            tb.config.fusion = True
+        fw = [e["plan"] for r in _compile.state.compilations for e in r.plans if e["kind"] == "forward"]
         dumps.append(fw[-1].dump())
     torch._dynamo.reset()
     assert "tensorbridge::" not in dumps[1]
@@ -169,7 +169,7 @@ def test_training_graphs_fuse_and_match(dtype):
     grads = []
     for fusion in (True, False):
         torch._dynamo.reset()
-        _compile.fusion = fusion
+        tb.config.fusion = fusion
         try:
             for p in (*m.parameters(), x, r):
                 p.grad = None
@@ -177,10 +177,10 @@ def test_training_graphs_fuse_and_match(dtype):
             out = c(x, r)
             out.square().sum().backward()
             grads.append([out.detach()] + [p.grad for p in (*m.parameters(), x, r)])
-            fw = [e["plan"] for e in _compile._compilations[-1].plans if e["kind"] == "forward"]
+            fw = [e["plan"] for e in _compile.state.compilations[-1].plans if e["kind"] == "forward"]
             assert ("tensorbridge::matmul_epilogue(" in fw[0].dump()) == fusion
         finally:
-            _compile.fusion = True
+            tb.config.fusion = True
     for g, w in zip(grads[0], grads[1], strict=True):
         _close(g, w, dtype)
 
@@ -224,7 +224,7 @@ def test_packed_weight_follows_an_in_place_update(dtype):
     with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=dtype == torch.bfloat16):
         c(x, r)
         c(x, r)
-        run = _compile._compilations[-1].plans[-1]
+        run = _compile.state.compilations[-1].plans[-1]
         assert "tensorbridge::matmul_epilogue(" in run["plan"].dump()
         m.fc.weight.mul_(-2.0)  # in place: the same memory, a new version
         m.fc.bias.add_(1.0)

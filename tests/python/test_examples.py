@@ -1,7 +1,7 @@
 """Runs every example under examples/ in its short mode (``--quick``; demo.py as it is), each
 in a process of its own with this package on the path; the C++ example is built with CMake
 against this package through ``find_package(tensorbridge)``
-(``tensorbridge.cmake_prefix_path``) and run."""
+(``tensorbridge.cpp.cmake_prefix_path``) and run."""
 
 import importlib.util
 import os
@@ -93,7 +93,7 @@ def test_cpp_example_against_the_package(tmp_path):
     assert cmake is not None
     assert os.path.isfile(
         os.path.join(
-            tb.cmake_prefix_path, "share", "cmake", "tensorbridge", "tensorbridgeConfig.cmake"
+            tb.cpp.cmake_prefix_path, "share", "cmake", "tensorbridge", "tensorbridgeConfig.cmake"
         )
     )
     build = tmp_path / "build"
@@ -104,7 +104,7 @@ def test_cpp_example_against_the_package(tmp_path):
             os.path.join(EXAMPLES, "cpp"),
             "-B",
             str(build),
-            f"-DCMAKE_PREFIX_PATH={tb.cmake_prefix_path}",
+            f"-DCMAKE_PREFIX_PATH={tb.cpp.cmake_prefix_path}",
             "-DCMAKE_BUILD_TYPE=Release",
         ],
         [cmake, "--build", str(build)],

@@ -43,7 +43,7 @@ def _same(fn, *args, groups=None, atol=None, rtol=None):
         torch.testing.assert_close(g, w, atol=atol, rtol=rtol, equal_nan=True)
     found = _groups(compiled)
     if groups is not None:
-        assert len(found) == groups, tb.explain(compiled)
+        assert len(found) == groups, tb.diagnostics.explain(compiled)
     return found
 
 
@@ -276,9 +276,9 @@ def test_fusion_lowers_the_plan_peak_and_the_cache_follows_the_plans(no_fallback
 
     x = torch.randn(256, 512)
     _, want = _run(f, (x,), fused=False)
-    p0 = _compile._plans[-1]
+    p0 = _compile.state.plans[-1]
     c1, got = _run(f, (x,), fused=True)
-    p1 = _compile._plans[-1]
+    p1 = _compile.state.plans[-1]
     torch.testing.assert_close(got, want)
     # unfused: a node's result and its input alive together; fused: the one output only
     assert p0.peak_bytes >= 2 * x.nbytes
@@ -308,10 +308,10 @@ def test_explain_and_profile_show_the_groups(no_fallback):
     ]
     compiled = torch.compile(f, backend="tensorbridge")
     compiled(x, w)
-    text = tb.explain(compiled)
+    text = tb.diagnostics.explain(compiled)
     assert "2 fused pointwise groups" in text
     assert "aten::sigmoid, aten::mul.Tensor, aten::sub.Tensor (1 outputs written)" in text
-    with tb.profile(compiled) as prof:
+    with tb.diagnostics.profile(compiled) as prof:
         for _ in range(3):
             compiled(x, w)
     fused = [n for n in prof.nodes if n["group"]]

@@ -58,7 +58,7 @@ SCRIPT = textwrap.dedent(
     np.testing.assert_allclose(sv, np.linalg.svd(a.astype(np.float64), compute_uv=False), rtol=1e-4)
     tinv = torch.linalg.inv(torch.from_numpy(s)).numpy()
     np.testing.assert_allclose(tinv @ s, np.eye(48), atol=1e-4)
-    print("ok", order, tb.onednn_info()["effective_isa"])
+    print("ok", order, tb.diagnostics.onednn_info()["effective_isa"])
     """
 )
 

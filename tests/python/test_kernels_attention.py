@@ -42,7 +42,7 @@ TOL = {
 def _no_fallback():
     torch.manual_seed(0)
     tb.config.fallback = "error"
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     yield
     tb.config.fallback = "allow"
     tb.config.reset_legal_ops()
@@ -117,7 +117,7 @@ def _check(q, k, v, is_causal=False, attn_mask=None, scale=None, grads=True):
         _close(a, e, grad_tol, name)
         _strides(a, e, name)
         _strides(a, m, name + " (meta)")
-    m = tb.metrics()
+    m = tb.diagnostics.metrics()
     assert m["aten::_scaled_dot_product_flash_attention_for_cpu"]["kernel"] >= 1
     assert m["aten::_scaled_dot_product_flash_attention_for_cpu_backward"]["kernel"] >= 1
 
@@ -285,7 +285,7 @@ def test_sdpa_whole_and_decomposed_match_torch(case, legal):
     tkw = {n: tb.from_dlpack(x) if isinstance(x, torch.Tensor) else x for n, x in kw.items()}
     actual = torch.from_dlpack(tb.call(SDPA, *(tb.from_dlpack(t) for t in (q, k, v)), **tkw))
     torch.testing.assert_close(actual, expected, atol=1e-5, rtol=5e-6)
-    served = tb.metrics()[SDPA]
+    served = tb.diagnostics.metrics()[SDPA]
     assert (served["kernel"], served["decomposition"]) == ((1, 0) if legal else (0, 1))
 
 
@@ -340,7 +340,7 @@ def test_safe_softmax_gives_zero_rows_where_every_score_is_minus_inf(dtype):
         expected = torch.ops.aten._safe_softmax(*args)
         actual = tb.call("aten::_safe_softmax", tb.from_dlpack(args[0]), *args[1:])
         torch.testing.assert_close(torch.from_dlpack(actual), expected)
-    assert tb.metrics()["aten::_safe_softmax"]["decomposition"] == 3
+    assert tb.diagnostics.metrics()["aten::_safe_softmax"]["decomposition"] == 3
 
 
 # ---- eager and compiled use ----------------------------------------------------------------
@@ -365,7 +365,7 @@ def test_eager_sdpa_on_wrapped_tensors_trains_without_fallback(case):
         torch.testing.assert_close(
             tb.to_torch(a.grad), e.grad, atol=1.25e-5, rtol=5.25e-6, msg=name
         )
-    m = tb.metrics()
+    m = tb.diagnostics.metrics()
     assert m["aten::_scaled_dot_product_flash_attention_for_cpu"]["kernel"] == 1
     assert m["aten::_scaled_dot_product_flash_attention_for_cpu_backward"]["kernel"] == 1
     assert sum(c["fallback"] for c in m.values()) == 0
@@ -396,7 +396,7 @@ def test_compiled_attention_block_trains_without_fallback(fresh_dynamo):
     compiled(x, mask).square().mean().backward()
     for (n, p), (_, r) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
         torch.testing.assert_close(p.grad, r.grad, rtol=1e-4, atol=1e-5, msg=n)
-    text = tb.explain(compiled)
+    text = tb.diagnostics.explain(compiled)
     assert "forward plan" in text and "backward plan" in text, text
     assert "fallback nodes: none" in text and "fallback nodes: [" not in text, text
     assert " 0 fallback;" in text and all(

@@ -134,7 +134,7 @@ def test_eager_classifier_training_runs_without_fallback():
     ours.bias = torch.nn.Parameter(tb.wrap(b))
     x = torch.randn(8, 6)
     y = torch.tensor([0, 1, 2, 3, 0, -100, 2, 1])
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     for m in (ref, ours):
         opt = torch.optim.SGD(m.parameters(), lr=0.5)
         for _ in range(3):
@@ -143,7 +143,7 @@ def test_eager_classifier_training_runs_without_fallback():
             opt.step()
     np.testing.assert_allclose(w, ref.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(b, ref.bias.detach().numpy(), rtol=1e-6, atol=1e-6)
-    m = tb.metrics()
+    m = tb.diagnostics.metrics()
     assert m["aten::nll_loss_forward"]["kernel"] == 3
     assert m["aten::nll_loss_backward"]["kernel"] == 3
     assert sum(v["fallback"] for v in m.values()) == 0
@@ -157,7 +157,7 @@ def test_eager_segmentation_loss_runs_without_fallback():
     target[0, 0, 0] = -100
     wrapped = tb.wrap(logits.numpy().copy()).requires_grad_()
     ref = logits.clone().requires_grad_()
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     w = torch.rand(4)
     loss = torch.nn.functional.cross_entropy(wrapped, target, weight=w)
     expected = torch.nn.functional.cross_entropy(ref, target, weight=w)
@@ -165,7 +165,7 @@ def test_eager_segmentation_loss_runs_without_fallback():
     expected.backward()
     torch.testing.assert_close(tb.to_torch(loss.detach()), expected.detach())
     torch.testing.assert_close(tb.to_torch(wrapped.grad), ref.grad)
-    m = tb.metrics()
+    m = tb.diagnostics.metrics()
     assert m["aten::nll_loss2d_forward"]["kernel"] >= 1
     assert m["aten::nll_loss2d_backward"]["kernel"] == 1
     assert sum(v["fallback"] for v in m.values()) == 0
@@ -349,12 +349,12 @@ def test_classification_loss_gradients_through_the_table(reduction):
         ),
         (red(lambda a, t: F.multilabel_margin_loss(a, t, reduction=reduction)), x, ml),
     ]
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     for fn, a, t in cases:
         (l0, g0), (l1, g1) = _loss_and_grad(fn, a, t)
         torch.testing.assert_close(l1, l0)
         torch.testing.assert_close(g1, g0)
-    m = tb.metrics()
+    m = tb.diagnostics.metrics()
     assert sum(v["fallback"] for v in m.values()) == 0
     for op in (
         "binary_cross_entropy_backward",

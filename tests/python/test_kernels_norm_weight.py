@@ -67,12 +67,12 @@ def test_weight_normalized_conv_trains_in_the_table():
     want = {k: p.grad.clone() for k, p in ref.named_parameters()}
     ref.zero_grad()
     wrapped = tb.wrap_module(ref, copy=True)
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     got = wrapped(tb.wrap(x, copy=True))
     got.square().mean().backward()
     torch.testing.assert_close(tb.to_torch(got.detach()), out.detach(), rtol=1e-5, atol=1e-6)
     for k, p in wrapped.named_parameters():
         torch.testing.assert_close(tb.to_torch(p.grad), want[k], rtol=1e-5, atol=1e-6)
-    m = tb.metrics()
+    m = tb.diagnostics.metrics()
     assert m["aten::_weight_norm_interface"]["kernel"] >= 1
     assert m["aten::_weight_norm_interface_backward"]["kernel"] >= 1

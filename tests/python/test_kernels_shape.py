@@ -190,12 +190,12 @@ def test_gru_training_runs_in_the_table():
     ours = tb.wrap_module(torch.nn.GRU(4, 6, batch_first=True))
     ours.load_state_dict(ref.state_dict())
     x = torch.randn(2, 5, 4)
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     ours(tb.wrap(x))[0].sum().backward()
     ref(x)[0].sum().backward()
     for (n, p), q in zip(ours.named_parameters(), ref.parameters(), strict=True):
         torch.testing.assert_close(tb.to_torch(p.grad), q.grad, rtol=1e-5, atol=1e-5, msg=n)
-    m = tb.metrics()
+    m = tb.diagnostics.metrics()
     assert m["aten::unsafe_split.Tensor"]["kernel"] > 0
     assert sum(v["fallback"] for v in m.values()) == 0
 

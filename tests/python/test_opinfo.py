@@ -4,7 +4,7 @@ For each OpInfo (less ``SKIP`` of ``tensorbridge.coverage``, each with its reaso
 float32, float64, int64 and bool that torch supports for it on the CPU, the samples run inside
 ``TableMode`` and are compared with torch's CPU kernels at torch's tolerances for that op and
 dtype (``tensorbridge._opinfo``). For float64 the gradients are compared as well (seeded output
-gradients; forward and backward ops both run through the table). ``tb.metrics()`` attributes each sample to the ATen overloads
+gradients; forward and backward ops both run through the table). ``tb.diagnostics.metrics()`` attributes each sample to the ATen overloads
 it hit.
 
 * ``test_opinfo``: no sample fell back on an op the table registers, and at least 95% of the

@@ -18,14 +18,14 @@ def test_version_comes_from_one_source():
 
 
 def test_onednn_isa_is_capped_below_amx():
-    info = tb.onednn_info()
+    info = tb.diagnostics.onednn_info()
     assert info["version"].startswith("2.")
     assert info["isa_capped"] is True
     assert "amx" not in info["effective_isa"]
 
 
 def test_user_isa_choice_is_respected():
-    code = "import tensorbridge as tb; i = tb.onednn_info(); print(i['isa_capped'], i['effective_isa'])"
+    code = "import tensorbridge as tb; i = tb.diagnostics.onednn_info(); print(i['isa_capped'], i['effective_isa'])"
     env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -42,14 +42,14 @@ def test_bf16_matmul_does_not_crash_and_is_correct():
 
 
 def test_call_runs_through_the_table_and_counts():
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     out = tb.call("aten::add.Tensor", a, a, alpha=2)
     np.testing.assert_array_equal(out.numpy(), a + 2 * a)
-    m = tb.metrics()["aten::add.Tensor"]
+    m = tb.diagnostics.metrics()["aten::add.Tensor"]
     assert m["calls"] == 1 and m["kernel"] == 1 and m["fallback"] == 0
-    assert "aten::add.Tensor" in tb.metrics_report()
-    assert "kernel" in tb.explain("aten::add.Tensor")
+    assert "aten::add.Tensor" in tb.diagnostics.metrics_report()
+    assert "kernel" in tb.diagnostics.explain("aten::add.Tensor")
     assert any(o["op"] == "aten::mm" for o in tb.ops())
 
 
@@ -116,10 +116,10 @@ def test_a_refused_ffi_handler_sends_call_torch_to_the_callback(monkeypatch):
     monkeypatch.setattr(_jax_ffi, "_register_error", None)
     monkeypatch.setattr(jax.ffi, "register_ffi_target", refuse)
     x = jnp.arange(4.0, dtype=jnp.float32)
-    before = tb.call_torch_metrics()
+    before = tb.diagnostics.call_torch_metrics()
     out = jax.jit(lambda a: tb.call_torch(lambda t: torch.sin(t) * 3, a))(x)
     np.testing.assert_allclose(np.asarray(out), np.sin(np.arange(4.0)) * 3, rtol=1e-6)
-    after = tb.call_torch_metrics()
+    after = tb.diagnostics.call_torch_metrics()
     assert after["ffi_runs"] == before["ffi_runs"]
     assert after["callback_runs"] == before["callback_runs"] + 1
     assert (
@@ -173,10 +173,71 @@ def test_jaxlib_refuses_a_handler_of_an_unknown_api_version(tmp_path, monkeypatc
     monkeypatch.setattr(_jax_ffi._C, "_ffi_handler", lambda: jax.ffi.pycapsule(lib.Handler))
     monkeypatch.setattr(_jax_ffi._C, "_ffi_api_version", (0, 99))
     x = jnp.arange(3.0, dtype=jnp.float32)
-    before = tb.call_torch_metrics()
+    before = tb.diagnostics.call_torch_metrics()
     out = jax.jit(lambda a: tb.call_torch(lambda t: t * 2 + 1, a))(x)
     np.testing.assert_allclose(np.asarray(out), [1.0, 3.0, 5.0])
-    after = tb.call_torch_metrics()
+    after = tb.diagnostics.call_torch_metrics()
     assert after["callback_runs"] == before["callback_runs"] + 1
     reason = after["callback_reasons"][-1]
     assert "built for XLA FFI API 0.99" in reason and "incompatible" in reason, reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("explain", "diagnostics.explain"),
+        ("metrics", "diagnostics.metrics"),
+        ("profile", "diagnostics.profile"),
+        ("memory_stats", "diagnostics.memory_stats"),
+        ("call_torch_metrics", "diagnostics.call_torch_metrics"),
+        ("get_include", "cpp.get_include"),
+        ("cmake_prefix_path", "cpp.cmake_prefix_path"),
+    ],
+)
+def test_moved_names_still_resolve_and_warn(old, new):
+    module, attr = new.split(".")
+    with pytest.warns(DeprecationWarning, match=rf"tensorbridge\.{old} is now .*{attr}"):
+        got = getattr(tb, old)
+    assert got is getattr(getattr(tb, module), attr)
+    assert old not in dir(tb) and old not in tb.__all__
+
+
+def test_unknown_top_level_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        tb.nonexistent  # noqa: B018
+
+
+def test_settings_live_in_config():
+    assert tb.config.fusion is True and tb.config.profiling is False
+    with pytest.raises(ValueError, match=r"config\.fusion must be True or False"):
+        tb.config.fusion = 1
+    with pytest.raises(ValueError, match=r"config\.profiling must be True or False"):
+        tb.config.profiling = "on"
+    with pytest.raises(ValueError, match=r"config\.host_cache_limit must be an int >= 0"):
+        tb.config.host_cache_limit = -1
+    limit = tb.config.host_cache_limit
+    try:
+        tb.config.host_cache_limit = 1 << 20
+        assert tb.diagnostics.memory_stats()["cache_limit_bytes"] == 1 << 20
+        assert tb.config.host_cache_limit == 1 << 20
+    finally:
+        tb.config.host_cache_limit = limit
+    try:
+        with pytest.warns(DeprecationWarning, match=r"config\.profiling = on"):
+            tb.set_profiling(True)
+        assert tb.config.profiling is True
+    finally:
+        tb.config.profiling = False
+
+
+def test_the_documented_compile_fusion_switch_still_sets_config():
+    from tensorbridge import _compile
+
+    try:
+        with pytest.warns(DeprecationWarning, match=r"config\.fusion"):
+            _compile.fusion = False
+        assert tb.config.fusion is False
+        with pytest.warns(DeprecationWarning, match=r"config\.fusion"):
+            assert _compile.fusion is False
+    finally:
+        tb.config.fusion = True

@@ -1,4 +1,4 @@
-"""tensorbridge.profile: per-node times of compiled plans."""
+"""tensorbridge.diagnostics.profile: per-node times of compiled plans."""
 
 import pytest
 import torch
@@ -17,7 +17,7 @@ def test_profile_times_every_node_of_the_compiled_plans():
     x = torch.randn(3, 8)
     with torch.no_grad():
         compiled(x)  # built before the block
-        with tb.profile(compiled) as prof:
+        with tb.diagnostics.profile(compiled) as prof:
             for _ in range(5):
                 compiled(x)
     nodes = prof.nodes
@@ -45,7 +45,7 @@ def test_profile_covers_plans_built_inside_the_block_and_training():
     model = _mlp()
     compiled = torch.compile(lambda x: model(x).sum(), backend="tensorbridge", dynamic=False)
     x = torch.randn(2, 8)
-    with tb.profile() as prof:
+    with tb.diagnostics.profile() as prof:
         for _ in range(3):
             compiled(x).backward()
     kinds = {prof._entries[n["plan"]]["kind"] for n in prof.nodes if n["calls"]}

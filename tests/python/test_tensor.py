@@ -179,11 +179,11 @@ def test_read_only_jax_memory_refuses_in_place_ops():
 
 def test_fallback_is_counted_and_can_be_an_error():
     t = tb.wrap(np.linspace(0, 1, 5, dtype=np.float32))
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     r = torch.special.bessel_j0(t)  # no tensorbridge kernel
     assert isinstance(r, tb.Tensor)
     torch.testing.assert_close(tb.to_torch(r), torch.special.bessel_j0(tb.to_torch(t)))
-    assert tb.metrics()["aten::special_bessel_j0"]["fallback"] == 1
+    assert tb.diagnostics.metrics()["aten::special_bessel_j0"]["fallback"] == 1
     tb.config.fallback = "error"
     try:
         with pytest.raises(NotImplementedError, match="aten::special_bessel_j0"):
@@ -216,7 +216,7 @@ def _compare_training(make_model, make_opt, batches, loss_fn, tol=1e-5, zero_gra
     ref = make_model()
     ours = tb.wrap_module(copy.deepcopy(ref), copy=True)
     assert all(isinstance(p, tb.Tensor) for p in ours.parameters())
-    tb.reset_metrics()
+    tb.diagnostics.reset_metrics()
     l_ours = _train(ours, make_opt(ours.parameters()), batches, loss_fn, True)
     l_ref = _train(ref, make_opt(ref.parameters()), batches, loss_fn, False)
     np.testing.assert_allclose(l_ours, l_ref, rtol=tol, atol=tol)
@@ -229,7 +229,7 @@ def _compare_training(make_model, make_opt, batches, loss_fn, tol=1e-5, zero_gra
                 assert grad[sl].abs().max() <= 1e-6 * grad.abs().max(), n
             p[sl] = q[sl] = 0
         torch.testing.assert_close(p, q, rtol=tol, atol=tol, msg=n)
-    m = tb.metrics()
+    m = tb.diagnostics.metrics()
     fallbacks = {op: c["fallback"] for op, c in m.items() if c["fallback"]}
     kernels = sum(c["kernel"] + c["composite"] for c in m.values())
     print(f"\n  ops served by kernels: {kernels}; fell back: {fallbacks}")

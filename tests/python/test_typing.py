@@ -84,8 +84,10 @@ def _unannotated(fn, where: str) -> list[str]:
 
 def test_public_python_api_is_annotated():
     missing = []
-    for name in tb.__all__:
-        obj = getattr(tb, name)
+    public = [(tb, n) for n in tb.__all__]
+    public += [(m, n) for m in (tb.diagnostics, tb.cpp) for n in m.__all__]
+    for module, name in public:
+        obj = getattr(module, name)
         if getattr(obj, "__module__", "").endswith("._C"):
             continue  # checked through the stub
         if inspect.isfunction(obj):

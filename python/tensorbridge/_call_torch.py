@@ -32,24 +32,11 @@ import torch
 import torch.utils._pytree as torch_pytree
 
 from tensorbridge import _jax_ffi, _jax_grad, _jax_tree
-from tensorbridge._config import config
+from tensorbridge._config import JIT_MODES, config
+from tensorbridge._dtypes import numpy_dtype, torch_dtype
 from tensorbridge._tensor import Tensor, wrap
 
 __all__ = ["call_torch", "call_torch_metrics", "torch_function"]
-
-_TORCH_DTYPE = {
-    np.dtype(np.bool_): torch.bool,
-    np.dtype(np.uint8): torch.uint8,
-    np.dtype(np.int8): torch.int8,
-    np.dtype(np.int16): torch.int16,
-    np.dtype(np.int32): torch.int32,
-    np.dtype(np.int64): torch.int64,
-    np.dtype(np.float16): torch.float16,
-    np.dtype(np.float32): torch.float32,
-    np.dtype(np.float64): torch.float64,
-    np.dtype(np.complex64): torch.complex64,
-    np.dtype(np.complex128): torch.complex128,
-}
 
 
 def _jax():
@@ -64,12 +51,7 @@ def _is_jax(x) -> bool:
 
 
 def _torch_dtype(dtype):
-    dt = np.dtype(dtype)
-    if dt in _TORCH_DTYPE:
-        return _TORCH_DTYPE[dt]
-    if str(dt) == "bfloat16":
-        return torch.bfloat16
-    raise TypeError(f"call_torch: dtype {dt} has no torch equivalent")
+    return torch_dtype(dtype, "call_torch")
 
 
 def _check_leaf(x, where: str):
@@ -159,17 +141,6 @@ def _leaf_path(tree, i: int) -> str:
         return torch_pytree.keystr(path) or "the output"
     except Exception:  # a container registered without keys
         return f"output leaf {i}"
-
-
-_NP_DTYPE = {v: k for k, v in _TORCH_DTYPE.items()}
-
-
-def _np_dtype(td):
-    if td == torch.bfloat16:
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return _NP_DTYPE[td]
 
 
 class _Traced:
@@ -334,7 +305,7 @@ class _Traced:
                     _torch_dtype,
                     allow_fallback=jit_mode == "ffi",
                 )
-                saved = [jax.ShapeDtypeStruct(s, _np_dtype(d)) for s, d in plans.saved]
+                saved = [jax.ShapeDtypeStruct(s, numpy_dtype(d)) for s, d in plans.saved]
                 grads = [
                     jax.ShapeDtypeStruct(s, d)
                     for (s, d), m in zip(shapes_dtypes, mask, strict=True)
@@ -353,7 +324,7 @@ class _Traced:
         out_spec, out_info = self.out_info(shapes_dtypes)
         out_tree = _jax_tree.unflattener(jax, out_spec)
         self._in_info = shapes_dtypes
-        result_shapes = [jax.ShapeDtypeStruct(s, _np_dtype(d)) for s, d in out_info]
+        result_shapes = [jax.ShapeDtypeStruct(s, numpy_dtype(d)) for s, d in out_info]
         if not jax.config.jax_enable_x64:
             for i, r in enumerate(result_shapes):
                 if r.dtype.itemsize == 8 and r.dtype.kind in "iuf":
@@ -509,8 +480,8 @@ def _varying_axes(aval) -> frozenset:
 
 def _jit_mode(mode):
     mode = config.jit_mode if mode is None else mode
-    if mode not in _jax_ffi.JIT_MODES:
-        raise ValueError(f"call_torch: jit_mode must be one of {_jax_ffi.JIT_MODES}, got {mode!r}")
+    if mode not in JIT_MODES:
+        raise ValueError(f"call_torch: jit_mode must be one of {JIT_MODES}, got {mode!r}")
     return mode
 
 
