@@ -104,7 +104,11 @@ void HostFree(void* p, size_t nbytes) noexcept {
   {
     Cache& c = TheCache();
     std::lock_guard<std::mutex> lock(c.mu);
-    if (c.cached + size <= c.limit) {
+    if (size <= c.limit) {
+      // A full cache gives up older blocks for this one: the blocks a step frees are the ones
+      // the next step allocates, so blocks of sizes no plan asks for any more do not keep the
+      // current ones out.
+      if (c.cached + size > c.limit) c.TrimTo(c.limit - size);
       try {
         std::vector<void*>& blocks = c.free[size];
         if (size < kCachedMinBytes && blocks.size() >= kSmallBlocksPerClass) {

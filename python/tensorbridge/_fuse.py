@@ -210,13 +210,14 @@ def _op_name(n: torch.fx.Node) -> str:
     return s.name + (f".{s.overload_name}" if s.overload_name else "")
 
 
-def groups(gm: torch.fx.GraphModule) -> list[Group]:
-    """The pointwise groups of ``gm`` with two or more members, outputs and inputs found."""
+def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> list[Group]:
+    """The pointwise groups of ``gm`` with two or more members, outputs and inputs found;
+    the nodes in ``skip`` (run inside another pass's fused node) join no group."""
     group_of: dict = {}
     all_groups: list[Group] = []
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for n in gm.graph.nodes:
-        compute = _compute(n) if pointwise else None
+        compute = _compute(n) if pointwise and n not in skip else None
         joined = None
         if compute is not None:
             shape = tuple(_meta(n).shape)
@@ -394,7 +395,7 @@ class Emitter:
     group are skipped until its last member, where the fused node is added."""
 
     def __init__(self, gm: torch.fx.GraphModule, skip: set):
-        self.groups = [g for g in groups(gm) if not any(m in skip for m in g.members)]
+        self.groups = groups(gm, skip)
         self.last = {g.members[-1]: g for g in self.groups}
         self.member = {m: g for g in self.groups for m in g.members}
         self.described: list[tuple[str, str, int]] = []  # (plan node, ops, outputs)

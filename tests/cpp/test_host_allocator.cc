@@ -80,7 +80,7 @@ TEST_F(HostAllocatorTest, LimitBoundsTheCacheAndZeroTurnsItOff) {
   void* a = HostAllocate(n);
   void* b = HostAllocate(n);
   HostFree(a, n);
-  HostFree(b, n);  // would exceed the limit: freed, not cached
+  HostFree(b, n);  // over the limit: the older block (a) is freed to make room for b
   EXPECT_EQ(HostCache().cached_bytes, n);
   SetHostCacheLimit(0);  // trims to nothing
   EXPECT_EQ(HostCache().cached_bytes, 0u);
