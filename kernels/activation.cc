@@ -14,11 +14,13 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/activation_internal.h"
+#include "kernels/common_internal.h"
 
 namespace tb {
 namespace {
 
 using dnnl::algorithm;
+using kernels::CheckFloat;
 using kernels::EltwiseOr;
 using kernels::MapFloat;
 using kernels::MapNumeric;
@@ -27,11 +29,6 @@ template <typename A>
 bool IsNan(A x) {
   if constexpr (std::is_floating_point_v<A>) return std::isnan(x);
   return false;
-}
-
-void CheckFloat(const char* op, const Tensor& t) {
-  TB_CHECK(IsFloatingPoint(t.dtype()), NotImplementedError)
-      << op << ": dtype " << DTypeName(t.dtype()) << " is not supported";
 }
 
 // In-place variants: `value` written into `self`, which is returned.

@@ -23,6 +23,7 @@
 #endif
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/conv_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
@@ -34,6 +35,7 @@ namespace tb {
 namespace {
 
 using kernels::Convert;
+using kernels::ParallelFor;
 
 // The regular convolution a call is phrased in (see the top comment).
 struct ConvParams {
@@ -384,13 +386,6 @@ void RunPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, co
     default:
       TB_THROW(NotImplementedError) << op << ": dtype " << DTypeName(dt) << " is not supported";
   }
-}
-
-// Runs f(i) for i in [0, n), on OpenMP threads when `parallel`.
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
 }
 
 // y[:, c, ...] += bias[c].

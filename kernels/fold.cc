@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
 
@@ -15,15 +16,10 @@ namespace tb {
 namespace {
 
 using kernels::Convert;
+using kernels::ParallelFor;
 
 // The dtypes torch's im2col takes on CPU (complex aside).
 #define TB_TYPES_FLOAT_BOOL(...) TB_CASES_FLOAT_(__VA_ARGS__) TB_CASES_BOOL_(__VA_ARGS__)
-
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
 
 Tensor Col2Im(const Tensor& self, const std::vector<int64_t>& output_size,
               const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& dilation,
