@@ -5,8 +5,10 @@
 // negative allowed), dtype, device and a read-only flag. View operations return new
 // Tensors on the same storage; only contiguous() and clone() copy.
 //
-// A TensorView borrows a Tensor's description for the length of a call; kernels take
-// views. It cannot be made from a temporary Tensor.
+// A TensorView borrows a Tensor's description (data pointer, shape, strides, dtype, device)
+// for the length of a call, without the storage reference: for C++ code that only reads a
+// layout. Kernels take `const Tensor&`, since their results may alias an input's storage
+// (views) and must keep it alive. A TensorView cannot be made from a temporary Tensor.
 #pragma once
 
 #include <cstdint>
@@ -125,8 +127,8 @@ class TB_API Tensor {
   bool wrapped_number_ = false;
 };
 
-// A borrowed description of a Tensor: what kernels take. Valid while the Tensor it was
-// made from lives; built only from an lvalue Tensor.
+// A borrowed description of a Tensor, without its storage reference. Valid while the Tensor
+// it was made from lives; built only from an lvalue Tensor.
 class TensorView {
  public:
   TensorView(const Tensor& t)  // NOLINT(google-explicit-constructor)

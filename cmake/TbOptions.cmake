@@ -1,11 +1,19 @@
 # Per-target build options: warnings and sanitizers.
 
+# TB_WERROR: warnings in our own targets fail the build (on in .ci/dev test's CTest build).
+# Third-party headers (Eigen, oneDNN, GoogleTest, Google Benchmark, pybind11, the XLA FFI API)
+# come in as SYSTEM includes (imported targets, or SYSTEM), so only our code is held to it.
+option(TB_WERROR "Treat compiler warnings in tensorbridge's own targets as errors" OFF)
+
 function(tb_target_warnings target)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     # __FILE__ relative to the source tree: registration debug strings and error messages
     # read "kernels/binary.cc:50", and builds from different checkouts share the ccache.
     target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter
       "-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=")
+    if(TB_WERROR)
+      target_compile_options(${target} PRIVATE -Werror)
+    endif()
   endif()
 endfunction()
 

@@ -309,13 +309,12 @@ void OpTable::ReportMissing(OpId op, DeviceType device) const {
 void OpTable::Call(OpId op, Stack& stack) {
   TB_CHECK(op < size_.load(std::memory_order_acquire), ValueError) << "unknown op id " << op;
   Entry& e = *entries_[op].load(std::memory_order_acquire);
-  // The device is the tensors' device; they must agree (0-d CPU numbers may join any).
+  // The device is the tensors' device, those in lists (cat, index) included; they must agree
+  // (0-d CPU numbers may join any).
   DeviceType device = DeviceType::kCPU;
   bool found = false;
-  for (const Value& v : stack) {
-    if (!v.is_tensor() || !v.to_tensor().defined()) continue;
-    const Tensor& t = v.to_tensor();
-    if (t.is_wrapped_number()) continue;
+  auto visit = [&](const Tensor& t) {
+    if (!t.defined() || t.is_wrapped_number()) return;
     if (!found) {
       device = t.device().type;
       found = true;
@@ -323,6 +322,17 @@ void OpTable::Call(OpId op, Stack& stack) {
       TB_THROW(ValueError) << e.info.qualified << ": tensors on different devices ("
                            << DeviceTypeName(device) << " and " << DeviceTypeName(t.device().type)
                            << ")";
+    }
+  };
+  for (const Value& v : stack) {
+    if (v.is_tensor()) {
+      visit(v.to_tensor());
+    } else if (v.tag() == Value::Tag::kTensorList) {
+      for (const Tensor& t : v.to_tensor_list()) visit(t);
+    } else if (v.tag() == Value::Tag::kOptionalTensorList) {
+      for (const auto& t : v.to_optional_tensor_list()) {
+        if (t) visit(*t);
+      }
     }
   }
   Resolution r = Resolve(op, device);

@@ -126,7 +126,7 @@ class TB_API OpTable {
 
   // Lookup: numbered steps in one function, returning the kernel and the reason.
   Resolution Resolve(OpId op, DeviceType device) const;
-  // Resolves, counts and runs. Device: that of the first tensor argument (CPU without one).
+  // Resolves, counts and runs, on the tensor arguments' device (lists too; CPU without one).
   void Call(OpId op, Stack& stack);
   void Call(std::string_view qualified, Stack& stack);
   // Runs a resolution obtained earlier (plans resolve once, at build), counting it.

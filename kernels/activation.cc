@@ -14,11 +14,13 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/activation_internal.h"
+#include "kernels/common_internal.h"
 
 namespace tb {
 namespace {
 
 using dnnl::algorithm;
+using kernels::CheckFloat;
 using kernels::EltwiseOr;
 using kernels::MapFloat;
 using kernels::MapNumeric;
@@ -29,11 +31,6 @@ bool IsNan(A x) {
   return false;
 }
 
-void CheckFloat(const char* op, const Tensor& t) {
-  TB_CHECK(IsFloatingPoint(t.dtype()), NotImplementedError)
-      << op << ": dtype " << DTypeName(t.dtype()) << " is not supported";
-}
-
 // In-place variants: `value` written into `self`, which is returned.
 Tensor Assign(const Tensor& self, const Tensor& value) {
   self.copy_from(value);
@@ -41,15 +38,15 @@ Tensor Assign(const Tensor& self, const Tensor& value) {
 }
 
 Tensor Relu(const Tensor& self) {
-  const char* op = "aten::relu";
+  constexpr const char* kOp = "aten::relu";
   TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
-      << op << ": dtype bool is not supported";
+      << kOp << ": dtype bool is not supported";
   // Contiguous float32 / float64: x <= 0 ? 0 : x on threshold_backward's row loop with
   // grad = x (NaN stays NaN, as in torch; oneDNN's relu gives 0).
   Tensor out;
   if (kernels::ThresholdRows(self, self, 0.0, &out)) return out;
   return EltwiseOr(self, algorithm::eltwise_relu, 0.f, 0.f, [&] {
-    return MapNumeric(op, self, [](auto x) {
+    return MapNumeric(kOp, self, [](auto x) {
       using A = decltype(x);
       return x > A(0) || IsNan(x) ? x : A(0);
     });
@@ -58,15 +55,15 @@ Tensor Relu(const Tensor& self) {
 Tensor Relu_(const Tensor& self) { return Assign(self, Relu(self)); }
 
 Tensor Threshold(const Tensor& self, const Scalar& threshold, const Scalar& value) {
-  const char* op = "aten::threshold";
+  constexpr const char* kOp = "aten::threshold";
   TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
-      << op << ": dtype bool is not supported";
+      << kOp << ": dtype bool is not supported";
   // The forward compares in opmath: float for the 16-bit floats (its backward in their own type).
   const DType dt = self.dtype();
   const bool half = dt == DType::kFloat16 || dt == DType::kBFloat16;
   const double th = kernels::ThresholdIn(half ? DType::kFloat32 : dt, threshold.to_double());
   const double v = value.to_double();
-  return MapNumeric(op, self, [th, v](auto x) {
+  return MapNumeric(kOp, self, [th, v](auto x) {
     using A = decltype(x);
     return static_cast<double>(x) <= th ? static_cast<A>(v) : x;
   });
@@ -77,11 +74,11 @@ Tensor Threshold_(const Tensor& self, const Scalar& threshold, const Scalar& val
 
 Tensor Elu(const Tensor& self, const Scalar& alpha, const Scalar& scale,
            const Scalar& input_scale) {
-  const char* op = "aten::elu";
-  CheckFloat(op, self);
+  constexpr const char* kOp = "aten::elu";
+  CheckFloat(kOp, self);
   const double a = alpha.to_double(), s = scale.to_double(), is = input_scale.to_double();
   auto loops = [&] {
-    return MapFloat(op, self, [a, s, is](auto x) {
+    return MapFloat(kOp, self, [a, s, is](auto x) {
       using A = decltype(x);
       return x <= A(0) ? static_cast<A>(std::expm1(x * static_cast<A>(is)) * static_cast<A>(a * s))
                        : static_cast<A>(x * static_cast<A>(s));
@@ -96,11 +93,11 @@ Tensor Elu_(const Tensor& self, const Scalar& alpha, const Scalar& scale,
 }
 
 Tensor LeakyRelu(const Tensor& self, const Scalar& negative_slope) {
-  const char* op = "aten::leaky_relu";
-  CheckFloat(op, self);
+  constexpr const char* kOp = "aten::leaky_relu";
+  CheckFloat(kOp, self);
   const double slope = negative_slope.to_double();
   return EltwiseOr(self, algorithm::eltwise_relu, static_cast<float>(slope), 0.f, [&] {
-    return MapFloat(op, self, [slope](auto x) {
+    return MapFloat(kOp, self, [slope](auto x) {
       using A = decltype(x);
       return x > A(0) ? x : static_cast<A>(x * static_cast<A>(slope));
     });
@@ -111,11 +108,11 @@ Tensor LeakyRelu_(const Tensor& self, const Scalar& negative_slope) {
 }
 
 Tensor Hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
-  const char* op = "aten::hardtanh";
+  constexpr const char* kOp = "aten::hardtanh";
   TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
-      << op << ": dtype bool is not supported";
+      << kOp << ": dtype bool is not supported";
   const double lo = min_val.to_double(), hi = max_val.to_double();
-  return MapNumeric(op, self, [lo, hi](auto x) {
+  return MapNumeric(kOp, self, [lo, hi](auto x) {
     using A = decltype(x);
     if (IsNan(x)) return x;
     return std::min(std::max(x, static_cast<A>(lo)), static_cast<A>(hi));
@@ -126,9 +123,9 @@ Tensor Hardtanh_(const Tensor& self, const Scalar& min_val, const Scalar& max_va
 }
 
 Tensor Hardsigmoid(const Tensor& self) {
-  const char* op = "aten::hardsigmoid";
-  CheckFloat(op, self);
-  return MapFloat(op, self, [](auto x) {
+  constexpr const char* kOp = "aten::hardsigmoid";
+  CheckFloat(kOp, self);
+  return MapFloat(kOp, self, [](auto x) {
     using A = decltype(x);
     return std::min(std::max(x + A(3), A(0)), A(6)) / A(6);
   });
@@ -136,10 +133,10 @@ Tensor Hardsigmoid(const Tensor& self) {
 Tensor Hardsigmoid_(const Tensor& self) { return Assign(self, Hardsigmoid(self)); }
 
 Tensor Hardswish(const Tensor& self) {
-  const char* op = "aten::hardswish";
-  CheckFloat(op, self);
+  constexpr const char* kOp = "aten::hardswish";
+  CheckFloat(kOp, self);
   return EltwiseOr(self, algorithm::eltwise_hardswish, 1.f / 6.f, 0.5f, [&] {
-    return MapFloat(op, self, [](auto x) {
+    return MapFloat(kOp, self, [](auto x) {
       using A = decltype(x);
       return x * std::min(std::max(x + A(3), A(0)), A(6)) / A(6);
     });
@@ -148,10 +145,10 @@ Tensor Hardswish(const Tensor& self) {
 Tensor Hardswish_(const Tensor& self) { return Assign(self, Hardswish(self)); }
 
 Tensor Softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
-  const char* op = "aten::softplus";
-  CheckFloat(op, self);
+  constexpr const char* kOp = "aten::softplus";
+  CheckFloat(kOp, self);
   const double b = beta.to_double(), th = threshold.to_double();
-  return MapFloat(op, self, [b, th](auto x) {
+  return MapFloat(kOp, self, [b, th](auto x) {
     using A = decltype(x);
     const A xb = x * static_cast<A>(b);
     return xb > static_cast<A>(th) ? x
@@ -182,21 +179,21 @@ bool TanhApprox(const char* op, const std::string& approximate) {
 }
 
 Tensor Gelu(const Tensor& self, const std::string& approximate) {
-  const char* op = "aten::gelu";
-  CheckFloat(op, self);
-  const bool t = TanhApprox(op, approximate);
+  constexpr const char* kOp = "aten::gelu";
+  CheckFloat(kOp, self);
+  const bool t = TanhApprox(kOp, approximate);
   return EltwiseOr(self, t ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf, 0.f, 0.f,
-                   [&] { return GeluLoops(op, self, t); });
+                   [&] { return GeluLoops(kOp, self, t); });
 }
 Tensor Gelu_(const Tensor& self, const std::string& approximate) {
   return Assign(self, Gelu(self, approximate));
 }
 
 Tensor Silu(const Tensor& self) {
-  const char* op = "aten::silu";
-  CheckFloat(op, self);
+  constexpr const char* kOp = "aten::silu";
+  CheckFloat(kOp, self);
   return EltwiseOr(self, algorithm::eltwise_swish, 1.f, 0.f, [&] {
-    return MapFloat(op, self, [](auto x) {
+    return MapFloat(kOp, self, [](auto x) {
       using A = decltype(x);
       return static_cast<A>(x / (A(1) + std::exp(-x)));
     });
@@ -205,10 +202,10 @@ Tensor Silu(const Tensor& self) {
 Tensor Silu_(const Tensor& self) { return Assign(self, Silu(self)); }
 
 Tensor Mish(const Tensor& self) {
-  const char* op = "aten::mish";
-  CheckFloat(op, self);
+  constexpr const char* kOp = "aten::mish";
+  CheckFloat(kOp, self);
   return EltwiseOr(self, algorithm::eltwise_mish, 0.f, 0.f, [&] {
-    return MapFloat(op, self, [](auto x) {
+    return MapFloat(kOp, self, [](auto x) {
       using A = decltype(x);
       return static_cast<A>(x * std::tanh(std::log1p(std::exp(x))));
     });
@@ -217,26 +214,26 @@ Tensor Mish(const Tensor& self) {
 Tensor Mish_(const Tensor& self) { return Assign(self, Mish(self)); }
 
 std::tuple<Tensor, Tensor> LogSigmoidForward(const Tensor& self) {
-  const char* op = "aten::log_sigmoid_forward";
-  CheckFloat(op, self);
-  Tensor out = MapFloat(op, self, [](auto x) {
+  constexpr const char* kOp = "aten::log_sigmoid_forward";
+  CheckFloat(kOp, self);
+  Tensor out = MapFloat(kOp, self, [](auto x) {
     using A = decltype(x);
     return static_cast<A>(std::min(x, A(0)) - std::log1p(std::exp(-std::abs(x))));
   });
-  Tensor buffer = MapFloat(op, self, [](auto x) { return std::exp(-std::abs(x)); });
+  Tensor buffer = MapFloat(kOp, self, [](auto x) { return std::exp(-std::abs(x)); });
   return {out, buffer};
 }
 
 Tensor Glu(const Tensor& self, int64_t dim) {
-  const char* op = "aten::glu";
-  CheckFloat(op, self);
-  TB_CHECK(self.ndim() > 0, ValueError) << op << ": glu does not support scalars";
-  const int64_t d = WrapDim(dim, self.ndim(), op);
+  constexpr const char* kOp = "aten::glu";
+  CheckFloat(kOp, self);
+  TB_CHECK(self.ndim() > 0, ValueError) << kOp << ": glu does not support scalars";
+  const int64_t d = WrapDim(dim, self.ndim(), kOp);
   const int64_t n = self.size(d);
   TB_CHECK(n % 2 == 0, ValueError)
-      << op << ": halving dimension must be even, but dimension " << d << " is size " << n;
+      << kOp << ": halving dimension must be even, but dimension " << d << " is size " << n;
   Tensor a = self.slice(d, 0, n / 2), b = self.slice(d, n / 2, n);
-  return kernels::MapBinary(op, a, b, [](auto x, auto y) {
+  return kernels::MapBinary(kOp, a, b, [](auto x, auto y) {
     using A = decltype(x);
     return static_cast<A>(x * (A(1) / (A(1) + std::exp(-y))));
   });

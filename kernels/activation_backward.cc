@@ -106,7 +106,7 @@ Tensor SoftplusBackward(const Tensor& grad_output, const Tensor& self, const Sca
 }
 
 Tensor GeluBackward(const Tensor& grad_output, const Tensor& self, const std::string& approximate) {
-  const char* op = "aten::gelu_backward";
+  constexpr const char* kOp = "aten::gelu_backward";
   if (approximate == "tanh" || approximate == "none") {
     Tensor r = OneDnnEltwiseBackward(
         grad_output, self,
@@ -114,7 +114,7 @@ Tensor GeluBackward(const Tensor& grad_output, const Tensor& self, const std::st
     if (r.defined()) return r;
   }
   if (approximate == "tanh") {
-    return MapBinary(op, grad_output, self, [](auto g, auto x) {
+    return MapBinary(kOp, grad_output, self, [](auto g, auto x) {
       using A = decltype(g);
       const A k_beta = static_cast<A>(M_SQRT2 * M_2_SQRTPI * 0.5), k_kappa = A(0.044715);
       const A x_sq = x * x, x_cube = x_sq * x;
@@ -126,8 +126,8 @@ Tensor GeluBackward(const Tensor& grad_output, const Tensor& self, const std::st
     });
   }
   TB_CHECK(approximate == "none", ValueError)
-      << op << ": approximate must be 'none' or 'tanh', got '" << approximate << "'";
-  return MapBinary(op, grad_output, self, [](auto g, auto x) {
+      << kOp << ": approximate must be 'none' or 'tanh', got '" << approximate << "'";
+  return MapBinary(kOp, grad_output, self, [](auto g, auto x) {
     using A = decltype(g);
     const A k_alpha = static_cast<A>(M_SQRT1_2),
             k_beta = static_cast<A>(M_2_SQRTPI * M_SQRT1_2 * 0.5);
@@ -170,27 +170,27 @@ Tensor LogSigmoidBackward(const Tensor& grad_output, const Tensor& self, const T
 }
 
 Tensor GluBackward(const Tensor& grad_output, const Tensor& self, int64_t dim) {
-  const char* op = "aten::glu_backward";
-  TB_CHECK(self.ndim() > 0, ValueError) << op << ": glu does not support scalars";
-  const int64_t d = WrapDim(dim, self.ndim(), op);
+  constexpr const char* kOp = "aten::glu_backward";
+  TB_CHECK(self.ndim() > 0, ValueError) << kOp << ": glu does not support scalars";
+  const int64_t d = WrapDim(dim, self.ndim(), kOp);
   const int64_t n = self.size(d);
   TB_CHECK(n % 2 == 0, ValueError)
-      << op << ": halving dimension must be even, but dimension " << d << " is size " << n;
+      << kOp << ": halving dimension must be even, but dimension " << d << " is size " << n;
   Tensor a = self.slice(d, 0, n / 2), b = self.slice(d, n / 2, n);
   TB_CHECK(grad_output.shape() == a.shape(), ValueError)
-      << op << ": grad_output of shape " << ShapeString(grad_output.shape())
+      << kOp << ": grad_output of shape " << ShapeString(grad_output.shape())
       << " does not match half of self " << ShapeString(a.shape());
   auto sig = [](auto y) {
     using A = decltype(y);
     return A(1) / (A(1) + std::exp(-y));
   };
-  Tensor ga = MapBinary(op, grad_output, b, [sig](auto g, auto y) { return g * sig(y); });
-  Tensor gs = MapBinary(op, grad_output, b, [sig](auto g, auto y) {
+  Tensor ga = MapBinary(kOp, grad_output, b, [sig](auto g, auto y) { return g * sig(y); });
+  Tensor gs = MapBinary(kOp, grad_output, b, [sig](auto g, auto y) {
     using A = decltype(g);
     const A s = sig(y);
     return g * s * (A(1) - s);
   });
-  Tensor gb = MapBinary(op, gs, a, [](auto g, auto x) { return g * x; });
+  Tensor gb = MapBinary(kOp, gs, a, [](auto g, auto x) { return g * x; });
   Tensor out = Tensor::Empty(self.shape(), ga.dtype());
   out.slice(d, 0, n / 2).copy_from(ga);
   out.slice(d, n / 2, n).copy_from(gb);

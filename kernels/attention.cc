@@ -395,9 +395,9 @@ std::tuple<Tensor, Tensor> FlashAttentionForCpu(const Tensor& query, const Tenso
                                                 bool is_causal,
                                                 const std::optional<Tensor>& attn_mask,
                                                 std::optional<double> scale) {
-  const char* op = "aten::_scaled_dot_product_flash_attention_for_cpu";
+  constexpr const char* kOp = "aten::_scaled_dot_product_flash_attention_for_cpu";
   const Problem p =
-      CheckProblem(op, query, key, value, dropout_p, is_causal, attn_mask, scale, false);
+      CheckProblem(kOp, query, key, value, dropout_p, is_causal, attn_mask, scale, false);
   Tensor out = EmptyLike(query, query.dtype());
   Tensor lse = EmptyHeadsInner({p.batch, p.heads, p.q_len}, ComputeType(query.dtype()));
   RunForward(p, query, key, value, out, lse);
@@ -410,8 +410,8 @@ std::tuple<Tensor, Tensor> ScaledDotProductAttentionForward(const Tensor& query,
                                                             const std::optional<Tensor>& mask,
                                                             bool is_causal,
                                                             std::optional<double> scale) {
-  const char* op = "aten::scaled_dot_product_attention";
-  const Problem p = CheckProblem(op, query, key, value, 0.0, is_causal, mask, scale, true);
+  constexpr const char* kOp = "aten::scaled_dot_product_attention";
+  const Problem p = CheckProblem(kOp, query, key, value, 0.0, is_causal, mask, scale, true);
   Tensor out = EmptyLike(query, query.dtype());
   Tensor lse = EmptyHeadsInner({p.batch, p.heads, p.q_len}, ComputeType(query.dtype()));
   RunForward(p, query, key, value, out, lse);
@@ -438,17 +438,17 @@ Tensor As4d(const char* op, const char* arg, const Tensor& t, IntArrayRef lead) 
 Tensor ScaledDotProductAttention(const Tensor& query, const Tensor& key, const Tensor& value,
                                  const std::optional<Tensor>& attn_mask, double dropout_p,
                                  bool is_causal, std::optional<double> scale, bool enable_gqa) {
-  const char* op = "aten::scaled_dot_product_attention";
+  constexpr const char* kOp = "aten::scaled_dot_product_attention";
   TB_CHECK(dropout_p == 0.0, NotImplementedError)
-      << op << ": dropout_p = " << dropout_p
+      << kOp << ": dropout_p = " << dropout_p
       << " is not supported (dropout draws random numbers; use dropout_p = 0)";
   TB_CHECK(!(is_causal && attn_mask.has_value()), ValueError)
-      << op << ": explicit attn_mask should not be set when is_causal=True";
+      << kOp << ": explicit attn_mask should not be set when is_causal=True";
   if (query.ndim() == 4 && key.ndim() == 4 && value.ndim() == 4 && key.size(0) == query.size(0) &&
       value.size(0) == query.size(0)) {
     const int64_t h = query.size(1), hk = key.size(1);
     TB_CHECK(enable_gqa || hk == h || hk == 1, ValueError)
-        << op << ": key/value have " << hk << " heads and query " << h
+        << kOp << ": key/value have " << hk << " heads and query " << h
         << "; pass enable_gqa=True for grouped-query attention";
     std::optional<Tensor> mask = attn_mask;
     if (mask && mask->ndim() != 2 && mask->ndim() != 4) {
@@ -460,23 +460,23 @@ Tensor ScaledDotProductAttention(const Tensor& query, const Tensor& key, const T
   }
   // Other ranks: broadcast the leading dims, fold them into the batch.
   TB_CHECK(query.ndim() >= 2 && key.ndim() >= 2 && value.ndim() >= 2, ValueError)
-      << op << ": query, key and value need at least 2 dimensions, got "
+      << kOp << ": query, key and value need at least 2 dimensions, got "
       << ShapeString(query.shape()) << ", " << ShapeString(key.shape()) << " and "
       << ShapeString(value.shape());
   auto leading = [](const Tensor& t) { return IntArrayRef(t.shape().data(), t.ndim() - 2); };
-  const Dims lead = BroadcastShapes({leading(query), leading(key), leading(value)}, op);
-  Tensor q = As4d(op, "query", query, lead), k = As4d(op, "key", key, lead),
-         v = As4d(op, "value", value, lead);
+  const Dims lead = BroadcastShapes({leading(query), leading(key), leading(value)}, kOp);
+  Tensor q = As4d(kOp, "query", query, lead), k = As4d(kOp, "key", key, lead),
+         v = As4d(kOp, "value", value, lead);
   std::optional<Tensor> mask;
   if (attn_mask) {
     Dims full(lead);
     full.push_back(query.size(-2));
     full.push_back(key.size(-2));
-    Dims mshape = BroadcastShapes({attn_mask->shape(), IntArrayRef(full)}, op);
+    Dims mshape = BroadcastShapes({attn_mask->shape(), IntArrayRef(full)}, kOp);
     TB_CHECK(mshape.ref() == IntArrayRef(full), ValueError)
-        << op << ": attn_mask of shape " << ShapeString(attn_mask->shape())
+        << kOp << ": attn_mask of shape " << ShapeString(attn_mask->shape())
         << " does not broadcast to " << ShapeString(full);
-    mask = As4d(op, "attn_mask", attn_mask->expand(full), lead);
+    mask = As4d(kOp, "attn_mask", attn_mask->expand(full), lead);
   }
   Tensor out = std::get<0>(ScaledDotProductAttentionForward(q, k, v, mask, is_causal, scale));
   Dims oshape(lead);

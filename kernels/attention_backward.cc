@@ -188,19 +188,19 @@ std::tuple<Tensor, Tensor, Tensor> FlashAttentionForCpuBackward(
     const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value,
     const Tensor& out, const Tensor& logsumexp, double dropout_p, bool is_causal,
     const std::optional<Tensor>& attn_mask, std::optional<double> scale) {
-  const char* op = "aten::_scaled_dot_product_flash_attention_for_cpu_backward";
-  const Problem p = kernels::attn::CheckProblem(op, query, key, value, dropout_p, is_causal,
+  constexpr const char* kOp = "aten::_scaled_dot_product_flash_attention_for_cpu_backward";
+  const Problem p = kernels::attn::CheckProblem(kOp, query, key, value, dropout_p, is_causal,
                                                 attn_mask, scale, false);
-  CheckLike(op, "grad_out", grad_out, query);
-  CheckLike(op, "out", out, query);
+  CheckLike(kOp, "grad_out", grad_out, query);
+  CheckLike(kOp, "out", out, query);
   const DType acc = ComputeType(query.dtype());
   TB_CHECK(logsumexp.ndim() == 3 && logsumexp.size(0) == p.batch && logsumexp.size(1) == p.heads &&
                logsumexp.size(2) == p.q_len,
            ValueError)
-      << op << ": expected logsumexp of shape " << ShapeString({p.batch, p.heads, p.q_len})
+      << kOp << ": expected logsumexp of shape " << ShapeString({p.batch, p.heads, p.q_len})
       << ", got " << ShapeString(logsumexp.shape());
   TB_CHECK(logsumexp.dtype() == acc, TypeError)
-      << op << ": expected logsumexp of dtype " << DTypeName(acc) << ", got "
+      << kOp << ": expected logsumexp of dtype " << DTypeName(acc) << ", got "
       << DTypeName(logsumexp.dtype());
   const DType dt = query.dtype();
   Tensor dq = EmptyHeadsInner(query.shape(), dt);

@@ -9,29 +9,6 @@
 namespace tb::kernels {
 namespace {
 
-// The byte range [lo, hi) a non-empty tensor's elements occupy.
-void ByteRange(const Tensor& t, uintptr_t* lo, uintptr_t* hi) {
-  int64_t min_off = 0, max_off = 0;
-  for (int64_t d = 0; d < t.ndim(); ++d) {
-    int64_t span = (t.shape()[d] - 1) * t.strides()[d];
-    if (span < 0)
-      min_off += span;
-    else
-      max_off += span;
-  }
-  const auto base = reinterpret_cast<uintptr_t>(t.data());
-  *lo = base + min_off * t.element_size();
-  *hi = base + (max_off + 1) * t.element_size();
-}
-
-bool MayOverlap(const Tensor& a, const Tensor& b) {
-  if (a.numel() == 0 || b.numel() == 0) return false;
-  uintptr_t alo, ahi, blo, bhi;
-  ByteRange(a, &alo, &ahi);
-  ByteRange(b, &blo, &bhi);
-  return alo < bhi && blo < ahi;
-}
-
 // `in` reads element i exactly where `out` writes element i (same shape assumed).
 bool SameElements(const Tensor& in, const Tensor& out) {
   if (in.data() != out.data() || in.element_size() != out.element_size()) return false;
@@ -50,14 +27,6 @@ bool HasInternalOverlap(const Tensor& t) {
 }
 
 }  // namespace
-
-void CheckCpu(const char* op, std::initializer_list<const Tensor*> tensors) {
-  for (const Tensor* t : tensors) {
-    if (t == nullptr || !t->defined()) continue;
-    TB_CHECK(t->device().type == DeviceType::kCPU, ValueError)
-        << op << ": expected all tensors on the CPU, got one on " << DeviceString(t->device());
-  }
-}
 
 bool CanCast(DType from, DType to) {
   if (IsComplex(from) && !IsComplex(to)) return false;
@@ -121,12 +90,12 @@ Tensor Elementwise(const char* op, const std::vector<Input>& inputs, DType resul
   }
   std::vector<IntArrayRef> shapes;
   for (const Input& in : inputs) {
-    CheckCpu(op, {in.tensor});
+    CheckHost(op, *in.tensor);
     shapes.push_back(in.tensor->shape());
   }
   Dims shape = ::tb::BroadcastShapes(shapes, op);
   if (dest != nullptr) {
-    CheckCpu(op, {dest});
+    CheckHost(op, *dest);
     TB_CHECK(IntArrayRef(dest->shape()) == IntArrayRef(shape), ValueError)
         << op << ": output with shape " << ShapeString(dest->shape())
         << " doesn't match the broadcast shape " << ShapeString(shape);

@@ -15,6 +15,7 @@
 
 #include "bridge/tensor.h"
 #include "dispatch/value.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
 #include "kernels/promote_broadcast.h"
@@ -23,8 +24,6 @@ namespace tb::kernels {
 
 // ---- checks and type rules ----------------------------------------------------------------
 
-// ValueError naming `op` unless every defined tensor lives on the CPU.
-void CheckCpu(const char* op, std::initializer_list<const Tensor*> tensors);
 // torch.can_cast: no complex -> real, no floating -> integral, nothing but bool -> bool.
 bool CanCast(DType from, DType to);
 // The dtype a Python number of this kind wraps to: bool, int64 or float64.

@@ -90,7 +90,7 @@ bool Equal(const Tensor& self, const Tensor& other) {
 // per element; O((n + m) log m).
 Tensor IsinImpl(const Tensor& elements, const Tensor& test, bool invert) {
   constexpr const char* kOp = "aten::isin";
-  kernels::CheckCpu(kOp, {&elements, &test});
+  kernels::CheckHost(kOp, elements, test);
   const DType dt = ResultType({Operand(elements), Operand(test)});
   TB_CHECK(!IsComplex(dt), NotImplementedError)
       << kOp << ": not implemented for " << DTypeName(dt) << " tensors";

@@ -23,6 +23,7 @@
 #endif
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/conv_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
@@ -34,6 +35,7 @@ namespace tb {
 namespace {
 
 using kernels::Convert;
+using kernels::ParallelFor;
 
 // The regular convolution a call is phrased in (see the top comment).
 struct ConvParams {
@@ -386,13 +388,6 @@ void RunPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x, co
   }
 }
 
-// Runs f(i) for i in [0, n), on OpenMP threads when `parallel`.
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
-
 // y[:, c, ...] += bias[c].
 void AddBias(const Tensor& y, const Tensor& bias) {
   const int64_t n = y.size(0), c = y.size(1), inner = y.numel() / std::max<int64_t>(1, n * c);
@@ -570,16 +565,16 @@ std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
     const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool transposed,
     const std::vector<int64_t>& output_padding, int64_t groups,
     const std::vector<bool>& output_mask) {
-  const char* op = "aten::convolution_backward";
-  TB_CHECK(output_mask.size() == 3, ValueError) << op << ": output_mask must have 3 elements";
+  constexpr const char* kOp = "aten::convolution_backward";
+  TB_CHECK(output_mask.size() == 3, ValueError) << kOp << ": output_mask must have 3 elements";
   Dims shape;
-  ConvParams p = MakeParams(op, input, weight, stride, padding, dilation, transposed,
+  ConvParams p = MakeParams(kOp, input, weight, stride, padding, dilation, transposed,
                             output_padding, groups, &shape);
   TB_CHECK(grad_output.shape() == shape.ref(), ValueError)
-      << op << ": expected grad_output of shape " << ShapeString(shape) << ", got "
+      << kOp << ": expected grad_output of shape " << ShapeString(shape) << ", got "
       << ShapeString(grad_output.shape());
   TB_CHECK(grad_output.dtype() == input.dtype(), TypeError)
-      << op << ": grad_output dtype " << DTypeName(grad_output.dtype())
+      << kOp << ": grad_output dtype " << DTypeName(grad_output.dtype())
       << " does not match input dtype " << DTypeName(input.dtype());
   Tensor dy = grad_output.contiguous(), x = input.contiguous(), w = weight.contiguous();
   const bool work = dy.numel() > 0 && x.numel() > 0 && w.numel() > 0;
@@ -593,18 +588,18 @@ std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
     gi = result(input);
     if (work) {
       if (!transposed)
-        RunPass(op, Pass::kBackwardData, p, gi, w, dy);
+        RunPass(kOp, Pass::kBackwardData, p, gi, w, dy);
       else
-        RunPass(op, Pass::kForward, p, dy, w, gi);
+        RunPass(kOp, Pass::kForward, p, dy, w, gi);
     }
   }
   if (output_mask[1]) {
     gw = result(weight);
     if (work) {
       if (!transposed)
-        RunPass(op, Pass::kBackwardWeights, p, x, gw, dy);
+        RunPass(kOp, Pass::kBackwardWeights, p, x, gw, dy);
       else
-        RunPass(op, Pass::kBackwardWeights, p, dy, gw, x);
+        RunPass(kOp, Pass::kBackwardWeights, p, dy, gw, x);
     }
   }
   if (output_mask[2]) gb = BiasGrad(dy);

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
@@ -18,56 +19,15 @@
 namespace tb {
 namespace {
 
-struct Bits128 {
-  uint64_t lo, hi;
-};
-
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
-
-// Byte range [lo, hi) the elements of `t` occupy; empty for tensors without elements.
-void ByteRange(const Tensor& t, const char** lo, const char** hi) {
-  *lo = *hi = nullptr;
-  if (t.numel() == 0 || t.data() == nullptr) return;
-  int64_t a = 0, b = 0;
-  for (int64_t d = 0; d < t.ndim(); ++d) {
-    const int64_t reach = (t.size(d) - 1) * t.stride(d);
-    (reach < 0 ? a : b) += reach;
-  }
-  const char* p = static_cast<const char*>(t.data());
-  *lo = p + a * t.element_size();
-  *hi = p + (b + 1) * t.element_size();
-}
-
-bool MayOverlap(const Tensor& a, const Tensor& b) {
-  const char *alo, *ahi, *blo, *bhi;
-  ByteRange(a, &alo, &ahi);
-  ByteRange(b, &blo, &bhi);
-  if (alo == nullptr || blo == nullptr) return false;
-  return alo < bhi && blo < ahi;
-}
-
-// dst <- src (src already of dst's shape and dtype), moving raw bits.
-void CopyBits(const Tensor& dst, const Tensor& src) {
-  if (CopyContiguousRows(dst, src)) return;
-  auto same = [](auto v) { return v; };
-  switch (dst.element_size()) {
-    case 1: kernels::Map<uint8_t, uint8_t>(dst, same, src); return;
-    case 2: kernels::Map<uint16_t, uint16_t>(dst, same, src); return;
-    case 4: kernels::Map<uint32_t, uint32_t>(dst, same, src); return;
-    case 8: kernels::Map<uint64_t, uint64_t>(dst, same, src); return;
-    case 16: kernels::Map<Bits128, Bits128>(dst, same, src); return;
-    default: dst.copy_from(src);
-  }
-}
+using kernels::CheckHost;
+using kernels::CheckOptions;
+using kernels::CopyBits;
+using kernels::MayOverlap;
 
 // dst <- src broadcast to dst's shape, converting the dtype. dst must not overlap src.
 void CopyInto(const Tensor& dst, const Tensor& src, const char* op) {
-  CheckHost(dst, op);
-  CheckHost(src, op);
+  CheckHost(op, dst);
+  CheckHost(op, src);
   Tensor s = src.expand(dst.shape());
   if (IsSubByte(dst.dtype()) || IsSubByte(s.dtype())) {
     TB_CHECK(s.dtype() == dst.dtype() && s.is_contiguous() && dst.is_contiguous(),
@@ -88,7 +48,7 @@ void CopyInto(const Tensor& dst, const Tensor& src, const char* op) {
 // A new tensor of `dtype` holding self's values, laid out as torch's clone / _to_copy lay it
 // out for `format` (kernels/layout.h).
 Tensor CopyLike(const Tensor& self, DType dtype, const Value& memory_format, const char* op) {
-  CheckHost(self, op);
+  CheckHost(op, self);
   const MemoryFormat format = MemoryFormatArg(memory_format, op);
   if (dtype == self.dtype() && IsSubByte(dtype)) return self.clone();
   Tensor out = EmptyLike(self, dtype, format, op);
@@ -102,30 +62,11 @@ Tensor Clone(const Tensor& self, const Value& memory_format) {
 
 Tensor LiftFreshCopy(const Tensor& self) { return Clone(self, Value()); }
 
-void CheckDeviceArg(const Value& device, const char* op) {
-  if (device.tag() == Value::Tag::kDevice && !device.to_device().is_cpu()) {
-    TB_THROW(NotImplementedError) << op << ": device " << DeviceString(device.to_device())
-                                  << " is not supported; tensorbridge computes on the CPU";
-  }
-  if (device.tag() == Value::Tag::kString && device.to_string() != "cpu") {
-    TB_THROW(NotImplementedError) << op << ": device " << device.to_string()
-                                  << " is not supported; tensorbridge computes on the CPU";
-  }
-}
-
-void CheckLayoutArg(const Value& layout, const char* op) {
-  if (layout.tag() == Value::Tag::kString && layout.to_string() != "strided") {
-    TB_THROW(NotImplementedError) << op << ": layout " << layout.to_string()
-                                  << " is not supported (strided only)";
-  }
-}
-
 Tensor ToCopy(const Tensor& self, std::optional<DType> dtype, const Value& layout,
               const Value& device, const Value& /*pin_memory*/, bool /*non_blocking*/,
               const Value& memory_format) {
   constexpr const char* kOp = "aten::_to_copy";
-  CheckDeviceArg(device, kOp);
-  CheckLayoutArg(layout, kOp);
+  CheckOptions(kOp, layout, device);
   return CopyLike(self, dtype.value_or(self.dtype()), memory_format, kOp);
 }
 
@@ -133,7 +74,7 @@ Tensor ToCopy(const Tensor& self, std::optional<DType> dtype, const Value& layou
 // that src is copied into).
 Tensor Copy(const Tensor& self, const Tensor& src, bool /*non_blocking*/) {
   constexpr const char* kOp = "aten::copy";
-  CheckHost(self, kOp);
+  CheckHost(kOp, self);
   Tensor out = EmptyLike(self, self.dtype(), MemoryFormat::kPreserve, kOp);
   CopyInto(out, src, kOp);
   return out;
@@ -141,8 +82,8 @@ Tensor Copy(const Tensor& self, const Tensor& src, bool /*non_blocking*/) {
 
 Tensor CopyInPlace(const Tensor& self, const Tensor& src, bool /*non_blocking*/) {
   constexpr const char* kOp = "aten::copy_";
-  CheckHost(self, kOp);
-  CheckHost(src, kOp);
+  CheckHost(kOp, self);
+  CheckHost(kOp, src);
   self.mutable_data();  // BufferError on read-only memory, even with no elements
   if (self.data() == src.data() && self.shape() == src.shape() && self.strides() == src.strides() &&
       self.dtype() == src.dtype()) {
@@ -156,7 +97,7 @@ Tensor CopyInPlace(const Tensor& self, const Tensor& src, bool /*non_blocking*/)
 
 // Fills `t` with `value` converted to t's dtype.
 void FillWith(const Tensor& t, const Scalar& value, const char* op) {
-  CheckHost(t, op);
+  CheckHost(op, t);
   t.mutable_data();
   if (t.numel() == 0) return;
   Tensor v = WrapNumber(Value(value));
@@ -181,7 +122,7 @@ Tensor FillInPlace(const Tensor& self, const Scalar& value) {
 
 Scalar LocalScalar(const Tensor& self) {
   constexpr const char* kOp = "aten::_local_scalar_dense";
-  CheckHost(self, kOp);
+  CheckHost(kOp, self);
   TB_CHECK(self.numel() == 1, ValueError)
       << kOp << ": a Tensor with " << self.numel() << " elements cannot be converted to Scalar";
   Scalar out;
@@ -216,7 +157,7 @@ Tensor FillTensorInPlace(const Tensor& self, const Tensor& value) {
 
 Tensor ZeroInPlace(const Tensor& self) {
   constexpr const char* kOp = "aten::zero_";
-  CheckHost(self, kOp);
+  CheckHost(kOp, self);
   void* data = self.mutable_data();
   if (self.numel() == 0) return self;
   if (self.is_contiguous()) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
@@ -22,11 +23,7 @@
 namespace tb {
 namespace {
 
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
+using kernels::ParallelFor;
 
 // The p-norm of a - b over m features.
 template <typename T>
@@ -107,29 +104,29 @@ void Cdist(const Tensor& a, const Tensor& b, const Tensor& out, int64_t nb, int6
 
 Tensor CdistForward(const Tensor& x1, const Tensor& x2, double p,
                     std::optional<int64_t> compute_mode) {
-  const char* op = "aten::_cdist_forward";
+  constexpr const char* kOp = "aten::_cdist_forward";
   TB_CHECK(x1.ndim() >= 2, ValueError)
-      << op << ": cdist only supports at least 2D tensors, X1 got shape "
+      << kOp << ": cdist only supports at least 2D tensors, X1 got shape "
       << ShapeString(x1.shape());
   TB_CHECK(x2.ndim() >= 2, ValueError)
-      << op << ": cdist only supports at least 2D tensors, X2 got shape "
+      << kOp << ": cdist only supports at least 2D tensors, X2 got shape "
       << ShapeString(x2.shape());
   TB_CHECK(x1.size(-1) == x2.size(-1), ValueError)
-      << op << ": X1 and X2 must have the same number of columns, got shapes "
+      << kOp << ": X1 and X2 must have the same number of columns, got shapes "
       << ShapeString(x1.shape()) << " and " << ShapeString(x2.shape());
-  CheckFloat(op, "X1", x1);
-  CheckFloat(op, "X2", x2);
+  CheckFloat(kOp, "X1", x1);
+  CheckFloat(kOp, "X2", x2);
   TB_CHECK(x1.dtype() == x2.dtype(), ValueError)
-      << op << ": X1 and X2 must have the same dtype, got " << DTypeName(x1.dtype()) << " and "
+      << kOp << ": X1 and X2 must have the same dtype, got " << DTypeName(x1.dtype()) << " and "
       << DTypeName(x2.dtype());
-  TB_CHECK(p >= 0, ValueError) << op << ": cdist only supports non-negative p values, got " << p;
+  TB_CHECK(p >= 0, ValueError) << kOp << ": cdist only supports non-negative p values, got " << p;
   const int64_t mode = compute_mode.value_or(0);
   TB_CHECK(mode >= 0 && mode <= 2, ValueError)
-      << op << ": compute_mode must be None, 0, 1 or 2, got " << mode;
+      << kOp << ": compute_mode must be None, 0, 1 or 2, got " << mode;
   const int64_t r1 = x1.size(-2), r2 = x2.size(-2), m = x1.size(-1);
   const std::vector<int64_t> b1(x1.shape().begin(), x1.shape().end() - 2);
   const std::vector<int64_t> b2(x2.shape().begin(), x2.shape().end() - 2);
-  const Dims bs = BroadcastShapes({IntArrayRef(b1), IntArrayRef(b2)}, op);
+  const Dims bs = BroadcastShapes({IntArrayRef(b1), IntArrayRef(b2)}, kOp);
   const std::vector<int64_t> batch(bs.begin(), bs.end());
   int64_t nb = 1;
   for (auto s : batch) nb *= s;
@@ -163,13 +160,13 @@ void Pdist(const Tensor& x, const Tensor& out, int64_t n, int64_t m, int64_t pai
 }
 
 Tensor PdistForward(const Tensor& self, double p) {
-  const char* op = "aten::_pdist_forward";
+  constexpr const char* kOp = "aten::_pdist_forward";
   // Fewer than two rows: no pairs (torch returns the empty result before any other check).
   if (self.ndim() >= 1 && self.size(0) <= 1) return Tensor::Empty({0}, self.dtype());
   TB_CHECK(self.ndim() == 2, ValueError)
-      << op << ": pdist only supports 2D tensors, got shape " << ShapeString(self.shape());
-  CheckFloat(op, "input", self);
-  TB_CHECK(p >= 0, ValueError) << op << ": pdist only supports non-negative p values, got " << p;
+      << kOp << ": pdist only supports 2D tensors, got shape " << ShapeString(self.shape());
+  CheckFloat(kOp, "input", self);
+  TB_CHECK(p >= 0, ValueError) << kOp << ": pdist only supports non-negative p values, got " << p;
   const int64_t n = self.size(0), m = self.size(1);
   const int64_t pairs = n > 1 ? n * (n - 1) / 2 : 0;
   if (pairs == 0) return Tensor::Empty({0}, self.dtype());
@@ -224,20 +221,20 @@ void CdistGrad(const Tensor& grad, const Tensor& a, const Tensor& b, const Tenso
 // to the batch dimensions (autograd sums it back to x1's shape).
 Tensor CdistBackward(const Tensor& grad, const Tensor& x1, const Tensor& x2, double p,
                      const Tensor& cdist) {
-  const char* op = "aten::_cdist_backward";
+  constexpr const char* kOp = "aten::_cdist_backward";
   TB_CHECK(x1.ndim() >= 2 && x2.ndim() >= 2 && x1.size(-1) == x2.size(-1), ValueError)
-      << op << ": expected X1 and X2 of at least 2 dimensions with the same number of "
+      << kOp << ": expected X1 and X2 of at least 2 dimensions with the same number of "
       << "columns, got shapes " << ShapeString(x1.shape()) << " and " << ShapeString(x2.shape());
-  CheckFloat(op, "X1", x1);
+  CheckFloat(kOp, "X1", x1);
   for (const Tensor* t : {&x2, &grad, &cdist}) {
     TB_CHECK(t->dtype() == x1.dtype(), ValueError)
-        << op << ": expected all tensors to have dtype " << DTypeName(x1.dtype()) << ", got "
+        << kOp << ": expected all tensors to have dtype " << DTypeName(x1.dtype()) << ", got "
         << DTypeName(t->dtype());
   }
   const int64_t r1 = x1.size(-2), r2 = x2.size(-2), m = x1.size(-1);
   const std::vector<int64_t> b1(x1.shape().begin(), x1.shape().end() - 2);
   const std::vector<int64_t> b2(x2.shape().begin(), x2.shape().end() - 2);
-  const Dims bs = BroadcastShapes({IntArrayRef(b1), IntArrayRef(b2)}, op);
+  const Dims bs = BroadcastShapes({IntArrayRef(b1), IntArrayRef(b2)}, kOp);
   const std::vector<int64_t> batch(bs.begin(), bs.end());
   int64_t nb = 1;
   for (auto s : batch) nb *= s;
@@ -246,7 +243,7 @@ Tensor CdistBackward(const Tensor& grad, const Tensor& x1, const Tensor& x2, dou
   e2.insert(e2.end(), {r2, m});
   shape.insert(shape.end(), {r1, r2});
   TB_CHECK(grad.shape() == IntArrayRef(shape) && cdist.shape() == IntArrayRef(shape), ValueError)
-      << op << ": expected grad and cdist of shape " << ShapeString(shape) << ", got "
+      << kOp << ": expected grad and cdist of shape " << ShapeString(shape) << ", got "
       << ShapeString(grad.shape()) << " and " << ShapeString(cdist.shape());
   if (nb == 0 || r1 == 0 || r2 == 0 || m == 0) {  // no elements: torch's zeros_like(x1)
     Tensor z = EmptyLike(x1, x1.dtype());
@@ -268,19 +265,19 @@ Tensor CdistBackward(const Tensor& grad, const Tensor& x1, const Tensor& x2, dou
 // aten::_pdist_backward(grad, self, p, pdist): each pair (i, j) adds its gradient to row i and
 // subtracts it from row j.
 Tensor PdistBackward(const Tensor& grad, const Tensor& self, double p, const Tensor& pdist) {
-  const char* op = "aten::_pdist_backward";
+  constexpr const char* kOp = "aten::_pdist_backward";
   TB_CHECK(self.ndim() == 2, ValueError)
-      << op << ": expected a 2D input, got shape " << ShapeString(self.shape());
-  CheckFloat(op, "input", self);
+      << kOp << ": expected a 2D input, got shape " << ShapeString(self.shape());
+  CheckFloat(kOp, "input", self);
   for (const Tensor* t : {&grad, &pdist}) {
     TB_CHECK(t->dtype() == self.dtype(), ValueError)
-        << op << ": expected all tensors to have dtype " << DTypeName(self.dtype()) << ", got "
+        << kOp << ": expected all tensors to have dtype " << DTypeName(self.dtype()) << ", got "
         << DTypeName(t->dtype());
   }
   const int64_t n = self.size(0), m = self.size(1);
   const int64_t pairs = n > 1 ? n * (n - 1) / 2 : 0;
   TB_CHECK(grad.numel() == pairs && pdist.numel() == pairs, ValueError)
-      << op << ": expected grad and pdist with " << pairs << " elements, got shapes "
+      << kOp << ": expected grad and pdist with " << pairs << " elements, got shapes "
       << ShapeString(grad.shape()) << " and " << ShapeString(pdist.shape());
   Tensor out = Tensor::Zeros({n, m}, self.dtype());
   if (p == 0 || pairs == 0 || m == 0) return out;

@@ -22,22 +22,19 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
 
+using kernels::CheckHost;
+
 constexpr const char* kOp = "aten::_embedding_bag";
 
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
-
 std::vector<int64_t> Longs(const Tensor& t, const char* what) {
-  CheckHost(t, kOp);
+  CheckHost(kOp, t);
   TB_CHECK(t.dtype() == DType::kInt64 || t.dtype() == DType::kInt32, TypeError)
       << kOp << ": " << what << " must be int32 or int64, got " << DTypeName(t.dtype());
   TB_CHECK(t.ndim() == 1, ValueError)
@@ -52,7 +49,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> EmbeddingBagImpl(
     bool /*scale_grad*/, int64_t mode, bool /*sparse*/,
     const std::optional<Tensor>& per_sample_weights, bool include_last_offset,
     int64_t padding_idx) {
-  CheckHost(weight, kOp);
+  CheckHost(kOp, weight);
   TB_CHECK(weight.ndim() == 2, ValueError)
       << kOp << ": weight must be 2-D, got shape " << ShapeString(weight.shape());
   TB_CHECK(mode >= 0 && mode <= 2, ValueError)
@@ -78,7 +75,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> EmbeddingBagImpl(
   if (per_sample_weights) {
     TB_CHECK(mode == 0, NotImplementedError)
         << kOp << ": per_sample_weights is only supported for mode 'sum'";
-    CheckHost(*per_sample_weights, kOp);
+    CheckHost(kOp, *per_sample_weights);
     TB_CHECK(per_sample_weights->dtype() == weight.dtype(), TypeError)
         << kOp << ": per_sample_weights must have the weight's dtype " << DTypeName(weight.dtype())
         << ", got " << DTypeName(per_sample_weights->dtype());
@@ -193,7 +190,7 @@ Tensor EmbeddingBagBackward(const Tensor& grad, const Tensor& indices, const Ten
                             bool scale_grad_by_freq, int64_t mode, bool sparse,
                             const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
   constexpr const char* kBwd = "aten::_embedding_bag_backward";
-  CheckHost(grad, kBwd);
+  CheckHost(kBwd, grad);
   TB_CHECK(!sparse, NotImplementedError) << kBwd << ": sparse gradients are not supported";
   TB_CHECK(!scale_grad_by_freq, NotImplementedError)
       << kBwd << ": scale_grad_by_freq=True is not supported";
@@ -247,8 +244,8 @@ Tensor EmbeddingBagPerSampleWeightsBackward(const Tensor& grad, const Tensor& we
                                             const Tensor& offset2bag, int64_t mode,
                                             int64_t padding_idx) {
   constexpr const char* kBwd = "aten::_embedding_bag_per_sample_weights_backward";
-  CheckHost(grad, kBwd);
-  CheckHost(weight, kBwd);
+  CheckHost(kBwd, grad);
+  CheckHost(kBwd, weight);
   TB_CHECK(mode == 0, NotImplementedError)
       << kBwd << ": per_sample_weights is only supported for mode 'sum'";
   TB_CHECK(grad.ndim() == 2 && weight.ndim() == 2 && grad.size(1) == weight.size(1), ValueError)

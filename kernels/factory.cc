@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
@@ -25,20 +26,7 @@
 namespace tb {
 namespace {
 
-void CheckOptions(const Value& layout, const Value& device, const char* op) {
-  if (device.tag() == Value::Tag::kDevice && !device.to_device().is_cpu()) {
-    TB_THROW(NotImplementedError) << op << ": device " << DeviceString(device.to_device())
-                                  << " is not supported; tensorbridge allocates on the CPU";
-  }
-  if (device.tag() == Value::Tag::kString && device.to_string() != "cpu") {
-    TB_THROW(NotImplementedError) << op << ": device " << device.to_string()
-                                  << " is not supported; tensorbridge allocates on the CPU";
-  }
-  if (layout.tag() == Value::Tag::kString && layout.to_string() != "strided") {
-    TB_THROW(NotImplementedError) << op << ": layout " << layout.to_string()
-                                  << " is not supported (strided only)";
-  }
-}
+using kernels::CheckOptions;
 
 // torch's dtype for a tensor made from a Python number.
 DType DefaultDTypeFor(const Scalar& s) {
@@ -85,7 +73,7 @@ Tensor Full(IntArrayRef size, const Scalar& value, DType dtype) {
 Tensor Empty(const std::vector<int64_t>& size, std::optional<DType> dtype, const Value& layout,
              const Value& device, const Value& /*pin_memory*/, const Value& memory_format) {
   constexpr const char* kOp = "aten::empty";
-  CheckOptions(layout, device, kOp);
+  CheckOptions(kOp, layout, device);
   const MemoryFormat format = MemoryFormatArg(memory_format, kOp);
   TB_CHECK(format != MemoryFormat::kPreserve || memory_format.is_none(), ValueError)
       << kOp << ": memory_format preserve_format is not supported (there is nothing to preserve)";
@@ -100,7 +88,7 @@ Tensor EmptyStrided(const std::vector<int64_t>& size, const std::vector<int64_t>
                     std::optional<DType> dtype, const Value& layout, const Value& device,
                     const Value& /*pin_memory*/) {
   constexpr const char* kOp = "aten::empty_strided";
-  CheckOptions(layout, device, kOp);
+  CheckOptions(kOp, layout, device);
   TB_CHECK(size.size() == stride.size(), ValueError)
       << kOp << ": size " << ShapeString(size) << " and stride " << ShapeString(stride)
       << " differ in length";
@@ -123,26 +111,26 @@ Tensor EmptyStrided(const std::vector<int64_t>& size, const std::vector<int64_t>
 
 Tensor Zeros(const std::vector<int64_t>& size, std::optional<DType> dtype, const Value& layout,
              const Value& device, const Value& /*pin_memory*/) {
-  CheckOptions(layout, device, "aten::zeros");
+  CheckOptions("aten::zeros", layout, device);
   return Tensor::Zeros(size, dtype.value_or(DType::kFloat32));
 }
 
 Tensor Ones(const std::vector<int64_t>& size, std::optional<DType> dtype, const Value& layout,
             const Value& device, const Value& /*pin_memory*/) {
-  CheckOptions(layout, device, "aten::ones");
+  CheckOptions("aten::ones", layout, device);
   return Full(size, Scalar(int64_t{1}), dtype.value_or(DType::kFloat32));
 }
 
 Tensor FullOp(const std::vector<int64_t>& size, const Scalar& fill_value,
               std::optional<DType> dtype, const Value& layout, const Value& device,
               const Value& /*pin_memory*/) {
-  CheckOptions(layout, device, "aten::full");
+  CheckOptions("aten::full", layout, device);
   return Full(size, fill_value, dtype.value_or(DefaultDTypeFor(fill_value)));
 }
 
 Tensor ScalarTensor(const Scalar& s, std::optional<DType> dtype, const Value& layout,
                     const Value& device, const Value& /*pin_memory*/) {
-  CheckOptions(layout, device, "aten::scalar_tensor");
+  CheckOptions("aten::scalar_tensor", layout, device);
   return Full({}, s, dtype.value_or(DType::kFloat32));
 }
 
@@ -152,7 +140,7 @@ Tensor ScalarTensor(const Scalar& s, std::optional<DType> dtype, const Value& la
 // (kernels/layout.h), filled with `value` unless it is null.
 Tensor Like(const Tensor& self, std::optional<DType> dtype, const Value& layout,
             const Value& device, const Value& memory_format, const Scalar* value, const char* op) {
-  CheckOptions(layout, device, op);
+  CheckOptions(op, layout, device);
   Tensor out =
       EmptyLike(self, dtype.value_or(self.dtype()), MemoryFormatArg(memory_format, op), op);
   if (value != nullptr) FillWith(out, *value);
@@ -184,7 +172,7 @@ Tensor FullLike(const Tensor& self, const Scalar& fill_value, std::optional<DTyp
 
 Tensor NewEmpty(const Tensor& self, const std::vector<int64_t>& size, std::optional<DType> dtype,
                 const Value& layout, const Value& device, const Value& /*pin_memory*/) {
-  CheckOptions(layout, device, "aten::new_empty");
+  CheckOptions("aten::new_empty", layout, device);
   return Tensor::Empty(size, dtype.value_or(self.dtype()));
 }
 
@@ -197,20 +185,20 @@ Tensor NewEmptyStrided(const Tensor& self, const std::vector<int64_t>& size,
 
 Tensor NewZeros(const Tensor& self, const std::vector<int64_t>& size, std::optional<DType> dtype,
                 const Value& layout, const Value& device, const Value& /*pin_memory*/) {
-  CheckOptions(layout, device, "aten::new_zeros");
+  CheckOptions("aten::new_zeros", layout, device);
   return Tensor::Zeros(size, dtype.value_or(self.dtype()));
 }
 
 Tensor NewOnes(const Tensor& self, const std::vector<int64_t>& size, std::optional<DType> dtype,
                const Value& layout, const Value& device, const Value& /*pin_memory*/) {
-  CheckOptions(layout, device, "aten::new_ones");
+  CheckOptions("aten::new_ones", layout, device);
   return Full(size, Scalar(int64_t{1}), dtype.value_or(self.dtype()));
 }
 
 Tensor NewFull(const Tensor& self, const std::vector<int64_t>& size, const Scalar& fill_value,
                std::optional<DType> dtype, const Value& layout, const Value& device,
                const Value& /*pin_memory*/) {
-  CheckOptions(layout, device, "aten::new_full");
+  CheckOptions("aten::new_full", layout, device);
   return Full(size, fill_value, dtype.value_or(self.dtype()));
 }
 
@@ -229,7 +217,7 @@ void FillRange(T* p, int64_t n, Acc start, Acc step) {
 Tensor ArangeImpl(const Scalar& start, const Scalar& end, const Scalar& step,
                   std::optional<DType> dtype, const Value& layout, const Value& device) {
   constexpr const char* kOp = "aten::arange";
-  CheckOptions(layout, device, kOp);
+  CheckOptions(kOp, layout, device);
   const bool integral =
       !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
   const DType dt = dtype.value_or(integral ? DType::kInt64 : DType::kFloat32);
@@ -287,7 +275,7 @@ Tensor ArangeStartStep(const Scalar& start, const Scalar& end, const Scalar& ste
 Tensor Linspace(const Scalar& start, const Scalar& end, int64_t steps, std::optional<DType> dtype,
                 const Value& layout, const Value& device, const Value& /*pin_memory*/) {
   constexpr const char* kOp = "aten::linspace";
-  CheckOptions(layout, device, kOp);
+  CheckOptions(kOp, layout, device);
   TB_CHECK(steps >= 0, ValueError) << kOp << ": number of steps must be non-negative";
   const DType dt = dtype.value_or(DType::kFloat32);
   Tensor out = Tensor::Empty({steps}, dt);

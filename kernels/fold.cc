@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
 
@@ -15,23 +16,18 @@ namespace tb {
 namespace {
 
 using kernels::Convert;
+using kernels::ParallelFor;
 
 // The dtypes torch's im2col takes on CPU (complex aside).
 #define TB_TYPES_FLOAT_BOOL(...) TB_CASES_FLOAT_(__VA_ARGS__) TB_CASES_BOOL_(__VA_ARGS__)
 
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
-
 Tensor Col2Im(const Tensor& self, const std::vector<int64_t>& output_size,
               const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& dilation,
               const std::vector<int64_t>& padding, const std::vector<int64_t>& stride) {
-  const char* op = "aten::col2im";
+  constexpr const char* kOp = "aten::col2im";
   auto two = [&](const std::vector<int64_t>& v, const char* name) {
     TB_CHECK(v.size() == 2, ValueError)
-        << op << ": " << name << " must have 2 elements, got " << ShapeString(v);
+        << kOp << ": " << name << " must have 2 elements, got " << ShapeString(v);
   };
   two(output_size, "output_size");
   two(kernel_size, "kernel_size");
@@ -44,35 +40,35 @@ Tensor Col2Im(const Tensor& self, const std::vector<int64_t>& output_size,
   const int64_t ph = padding[0], pw = padding[1];
   const int64_t sh = stride[0], sw = stride[1];
   TB_CHECK(kh > 0 && kw > 0, ValueError)
-      << op << ": kernel size should be greater than zero, got " << ShapeString(kernel_size);
+      << kOp << ": kernel size should be greater than zero, got " << ShapeString(kernel_size);
   TB_CHECK(sh > 0 && sw > 0, ValueError)
-      << op << ": stride should be greater than zero, got " << ShapeString(stride);
+      << kOp << ": stride should be greater than zero, got " << ShapeString(stride);
   TB_CHECK(dh > 0 && dw > 0, ValueError)
-      << op << ": dilation should be greater than zero, got " << ShapeString(dilation);
+      << kOp << ": dilation should be greater than zero, got " << ShapeString(dilation);
   TB_CHECK(ph >= 0 && pw >= 0, ValueError)
-      << op << ": padding should be non-negative, got " << ShapeString(padding);
+      << kOp << ": padding should be non-negative, got " << ShapeString(padding);
   TB_CHECK(oh > 0 && ow > 0, ValueError)
-      << op << ": output_size should be greater than zero, got " << ShapeString(output_size);
+      << kOp << ": output_size should be greater than zero, got " << ShapeString(output_size);
   const bool batched = self.ndim() == 3;
   TB_CHECK((self.ndim() == 2 && self.size(0) != 0 && self.size(1) != 0) ||
                (batched && self.size(1) != 0 && self.size(2) != 0),
            ValueError)
-      << op << ": expected a 2-D or 3-D input with non-zero sizes except the batch dimension, "
+      << kOp << ": expected a 2-D or 3-D input with non-zero sizes except the batch dimension, "
       << "got shape " << ShapeString(self.shape());
   const int64_t rows = self.size(-2), L = self.size(-1);
   TB_CHECK(rows % (kh * kw) == 0, ValueError)
-      << op << ": expected size of input's dimension 1 (" << rows
+      << kOp << ": expected size of input's dimension 1 (" << rows
       << ") to be divisible by the product of kernel_size (" << kh * kw << ")";
   const int64_t bh = (oh + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1;
   const int64_t bw = (ow + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
   TB_CHECK(bh >= 1 && bw >= 1 && bh * bw == L, ValueError)
-      << op << ": given output_size " << ShapeString(output_size) << ", kernel_size "
+      << kOp << ": given output_size " << ShapeString(output_size) << ", kernel_size "
       << ShapeString(kernel_size) << ", dilation " << ShapeString(dilation) << ", padding "
       << ShapeString(padding) << ", stride " << ShapeString(stride) << ", expected size of "
       << "input's dimension 2 to match the calculated number of sliding blocks " << bh << " * "
       << bw << " = " << bh * bw << ", but got " << L;
   TB_CHECK(IsFloatingPoint(self.dtype()), NotImplementedError)
-      << op << ": dtype " << DTypeName(self.dtype()) << " is not supported";
+      << kOp << ": dtype " << DTypeName(self.dtype()) << " is not supported";
   const int64_t n = batched ? self.size(0) : 1;
   const int64_t c = rows / (kh * kw);
   std::vector<int64_t> shape{c, oh, ow};
@@ -80,7 +76,7 @@ Tensor Col2Im(const Tensor& self, const std::vector<int64_t>& output_size,
   Tensor out = Tensor::Zeros(shape, self.dtype());
   if (out.numel() == 0) return out;
   const Tensor x = self.contiguous();
-  TB_DISPATCH(self.dtype(), op, TB_TYPES_FLOAT, [&] {
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     const T* px = x.data_as<const T>();
     T* po = static_cast<T*>(out.mutable_data());
@@ -109,28 +105,28 @@ Tensor Col2Im(const Tensor& self, const std::vector<int64_t>& output_size,
 Tensor Im2Col(const Tensor& self, const std::vector<int64_t>& kernel_size,
               const std::vector<int64_t>& dilation, const std::vector<int64_t>& padding,
               const std::vector<int64_t>& stride) {
-  const char* op = "aten::im2col";
+  constexpr const char* kOp = "aten::im2col";
   for (const auto* v : {&kernel_size, &dilation, &padding, &stride}) {
     TB_CHECK(v->size() == 2, ValueError)
-        << op << ": kernel_size, dilation, padding and stride must have 2 elements each";
+        << kOp << ": kernel_size, dilation, padding and stride must have 2 elements each";
   }
   const int64_t kh = kernel_size[0], kw = kernel_size[1];
   const int64_t dh = dilation[0], dw = dilation[1];
   const int64_t ph = padding[0], pw = padding[1];
   const int64_t sh = stride[0], sw = stride[1];
   TB_CHECK(kh > 0 && kw > 0, ValueError)
-      << op << ": kernel size should be greater than zero, got " << ShapeString(kernel_size);
+      << kOp << ": kernel size should be greater than zero, got " << ShapeString(kernel_size);
   TB_CHECK(sh > 0 && sw > 0, ValueError)
-      << op << ": stride should be greater than zero, got " << ShapeString(stride);
+      << kOp << ": stride should be greater than zero, got " << ShapeString(stride);
   TB_CHECK(dh > 0 && dw > 0, ValueError)
-      << op << ": dilation should be greater than zero, got " << ShapeString(dilation);
+      << kOp << ": dilation should be greater than zero, got " << ShapeString(dilation);
   TB_CHECK(ph >= 0 && pw >= 0, ValueError)
-      << op << ": padding should be non-negative, got " << ShapeString(padding);
+      << kOp << ": padding should be non-negative, got " << ShapeString(padding);
   const bool batched = self.ndim() == 4;
   TB_CHECK((self.ndim() == 3 && self.size(0) != 0 && self.size(1) != 0 && self.size(2) != 0) ||
                (batched && self.size(1) != 0 && self.size(2) != 0 && self.size(3) != 0),
            ValueError)
-      << op << ": expected a 3-D or 4-D input with non-zero sizes except the batch dimension, "
+      << kOp << ": expected a 3-D or 4-D input with non-zero sizes except the batch dimension, "
       << "got shape " << ShapeString(self.shape());
   const int64_t n = batched ? self.size(0) : 1;
   const int64_t c = self.size(-3), h = self.size(-2), w = self.size(-1);
@@ -138,7 +134,7 @@ Tensor Im2Col(const Tensor& self, const std::vector<int64_t>& kernel_size,
   const int64_t bw = (w + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
   TB_CHECK(h + 2 * ph - (dh * (kh - 1) + 1) >= 0 && w + 2 * pw - (dw * (kw - 1) + 1) >= 0,
            ValueError)
-      << op << ": given input of shape " << ShapeString(self.shape()) << ", kernel_size "
+      << kOp << ": given input of shape " << ShapeString(self.shape()) << ", kernel_size "
       << ShapeString(kernel_size) << ", dilation " << ShapeString(dilation) << ", padding "
       << ShapeString(padding) << ", stride " << ShapeString(stride)
       << ", the calculated number of sliding blocks " << bh << " * " << bw
@@ -149,7 +145,7 @@ Tensor Im2Col(const Tensor& self, const std::vector<int64_t>& kernel_size,
   Tensor out = Tensor::Empty(shape, self.dtype());
   if (out.numel() == 0) return out;
   const Tensor x = self.contiguous();
-  TB_DISPATCH(self.dtype(), op, TB_TYPES_FLOAT_BOOL, [&] {
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_FLOAT_BOOL, [&] {
     using T = scalar_t;
     const T* px = x.data_as<const T>();
     T* po = static_cast<T*>(out.mutable_data());

@@ -185,8 +185,8 @@ void ActivateInPlace(const char* op, const Tensor& t, Act act) {
 Tensor AddmmAct(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
                 const Scalar& alpha, const std::string& activation,
                 const std::string& approximate) {
-  const char* op = "tensorbridge::addmm_act";
-  const Act act = ParseAct(op, activation, approximate);
+  constexpr const char* kOp = "tensorbridge::addmm_act";
+  const Act act = ParseAct(kOp, activation, approximate);
   const bool f32 = self.dtype() == DType::kFloat32 && mat1.dtype() == DType::kFloat32 &&
                    mat2.dtype() == DType::kFloat32;
   const bool bias_vector = (self.ndim() == 1 || (self.ndim() == 2 && self.size(0) == 1)) &&
@@ -200,9 +200,9 @@ Tensor AddmmAct(const Tensor& self, const Tensor& mat1, const Tensor& mat2, cons
     // Few rows: the inner product (a matrix-vector product at batch 1) is several times faster
     // than oneDNN 2.6's matmul on the transposed weight.
     if ((mat1.size(0) <= kInnerProductRows &&
-         kernels::OneDnnInnerProduct(op, &self, mat1, mat2, post, &out)) ||
-        kernels::OneDnnLinear(op, self, mat1, mat2, post, &out)) {
-      if (post != act) ActivateInPlace(op, out, act);
+         kernels::OneDnnInnerProduct(kOp, &self, mat1, mat2, post, &out)) ||
+        kernels::OneDnnLinear(kOp, self, mat1, mat2, post, &out)) {
+      if (post != act) ActivateInPlace(kOp, out, act);
       return out;
     }
   }
@@ -211,7 +211,7 @@ Tensor AddmmAct(const Tensor& self, const Tensor& mat1, const Tensor& mat2, cons
                    .WithKeywords({Value(self), Value(mat1), Value(mat2)},
                                  {{"beta", Value(beta)}, {"alpha", Value(alpha)}})
                    .tensor();
-  ActivateInPlace(op, out, act);
+  ActivateInPlace(kOp, out, act);
   return out;
 }
 
@@ -219,10 +219,10 @@ Tensor ConvolutionRelu(const Tensor& input, const Tensor& weight, const std::opt
                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                        const std::vector<int64_t>& dilation, bool transposed,
                        const std::vector<int64_t>& output_padding, int64_t groups) {
-  const char* op = "tensorbridge::convolution_relu";
-  Tensor out = kernels::Convolution(op, input, weight, bias, stride, padding, dilation, transposed,
+  constexpr const char* kOp = "tensorbridge::convolution_relu";
+  Tensor out = kernels::Convolution(kOp, input, weight, bias, stride, padding, dilation, transposed,
                                     output_padding, groups);
-  ActivateInPlace(op, out, Act::kRelu);
+  ActivateInPlace(kOp, out, Act::kRelu);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
 
@@ -17,12 +18,7 @@ namespace {
 
 using kernels::Convert;
 using kernels::opmath_t;
-
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
+using kernels::ParallelFor;
 
 enum Interp : int64_t { kBilinear = 0, kNearest = 1, kBicubic = 2 };
 enum Padding : int64_t { kZeros = 0, kBorder = 1, kReflection = 2 };
@@ -110,30 +106,30 @@ void CubicCoeffs(A c[4], A t) {
 
 Tensor GridSampler2d(const Tensor& input, const Tensor& grid, int64_t interpolation_mode,
                      int64_t padding_mode, bool align_corners) {
-  const char* op = "aten::grid_sampler_2d";
+  constexpr const char* kOp = "aten::grid_sampler_2d";
   TB_CHECK(input.dtype() == grid.dtype(), ValueError)
-      << op << ": expected input and grid to have the same dtype, got " << DTypeName(input.dtype())
+      << kOp << ": expected input and grid to have the same dtype, got " << DTypeName(input.dtype())
       << " and " << DTypeName(grid.dtype());
   TB_CHECK(input.ndim() == 4 && grid.ndim() == 4, ValueError)
-      << op << ": expected 4-D input and grid, got shapes " << ShapeString(input.shape()) << " and "
-      << ShapeString(grid.shape());
+      << kOp << ": expected 4-D input and grid, got shapes " << ShapeString(input.shape())
+      << " and " << ShapeString(grid.shape());
   TB_CHECK(input.size(0) == grid.size(0), ValueError)
-      << op << ": expected grid and input to have the same batch size, got shapes "
+      << kOp << ": expected grid and input to have the same batch size, got shapes "
       << ShapeString(input.shape()) << " and " << ShapeString(grid.shape());
   TB_CHECK(grid.size(3) == 2, ValueError)
-      << op << ": expected grid to have size 2 in its last dimension, got shape "
+      << kOp << ": expected grid to have size 2 in its last dimension, got shape "
       << ShapeString(grid.shape());
   TB_CHECK(input.size(2) > 0 && input.size(3) > 0, ValueError)
-      << op << ": expected input to have non-empty spatial dimensions, got shape "
+      << kOp << ": expected input to have non-empty spatial dimensions, got shape "
       << ShapeString(input.shape());
   TB_CHECK(interpolation_mode >= 0 && interpolation_mode <= 2, ValueError)
-      << op << ": interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got "
+      << kOp << ": interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), got "
       << interpolation_mode;
   TB_CHECK(padding_mode >= 0 && padding_mode <= 2, ValueError)
-      << op << ": padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got "
+      << kOp << ": padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got "
       << padding_mode;
   TB_CHECK(IsFloatingPoint(input.dtype()), NotImplementedError)
-      << op << ": dtype " << DTypeName(input.dtype()) << " is not supported";
+      << kOp << ": dtype " << DTypeName(input.dtype()) << " is not supported";
   const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
   const int64_t ho = grid.size(1), wo = grid.size(2);
   Tensor out = Tensor::Empty({n, c, ho, wo}, input.dtype());
@@ -142,7 +138,7 @@ Tensor GridSampler2d(const Tensor& input, const Tensor& grid, int64_t interpolat
   const Tensor g = grid.contiguous();
   const auto interp = static_cast<Interp>(interpolation_mode);
   const auto pad = static_cast<Padding>(padding_mode);
-  TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+  TB_DISPATCH(input.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     using A = opmath_t<T>;
     const T* px = x.data_as<const T>();

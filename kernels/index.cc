@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/promote_broadcast.h"
@@ -21,15 +22,12 @@
 namespace tb {
 namespace {
 
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
+using kernels::CheckHost;
+using kernels::WithBits;
 
 // A contiguous int64 copy (or the tensor itself) of an integer index tensor.
 Tensor LongIndex(const Tensor& t, const char* op) {
-  CheckHost(t, op);
+  CheckHost(op, t);
   TB_CHECK(IsIntegral(t.dtype(), /*include_bool=*/false), IndexError)
       << op << ": tensors used as indices must be long, int, byte or bool tensors, got "
       << DTypeName(t.dtype());
@@ -47,7 +45,7 @@ bool NonzeroValue(T v) {
 
 // Coordinates of the nonzero elements of `self` in row-major order: [count, ndim] int64.
 Tensor NonzeroImpl(const Tensor& self, const char* op) {
-  CheckHost(self, op);
+  CheckHost(op, self);
   Tensor c = self.contiguous();
   const int64_t nd = c.ndim(), numel = c.numel();
   std::vector<uint8_t> nz(static_cast<size_t>(numel));
@@ -105,25 +103,6 @@ void ForBlock(char* dst, const Dims& dst_strides, const char* src, const Dims& s
   }
 }
 
-struct Bits128 {
-  uint64_t lo, hi;
-};
-
-// Runs fn with an unsigned type as wide as one element (a struct for 16 bytes).
-template <typename F>
-void WithBits(int64_t element_size, const char* op, F&& fn) {
-  switch (element_size) {
-    case 1: fn(uint8_t{}); return;
-    case 2: fn(uint16_t{}); return;
-    case 4: fn(uint32_t{}); return;
-    case 8: fn(uint64_t{}); return;
-    case 16: fn(Bits128{}); return;
-    default:
-      TB_THROW(NotImplementedError)
-          << op << ": elements of " << element_size << " bytes are not supported";
-  }
-}
-
 // What an advanced index selects in `self`.
 struct IndexPlan {
   bool empty_mask = false;          // a 0-d false mask: nothing is selected
@@ -148,7 +127,7 @@ IndexPlan PlanIndex(const Tensor& self, const std::vector<std::optional<Tensor>>
       per_dim.emplace_back(std::nullopt);
       continue;
     }
-    CheckHost(*ix, op);
+    CheckHost(op, *ix);
     if (ix->dtype() == DType::kBool || ix->dtype() == DType::kUInt8) {
       const int64_t start = static_cast<int64_t>(per_dim.size());
       TB_CHECK(start + ix->ndim() <= nd, IndexError)
@@ -237,7 +216,7 @@ IndexPlan PlanIndex(const Tensor& self, const std::vector<std::optional<Tensor>>
 
 Tensor Index(const Tensor& self, const std::vector<std::optional<Tensor>>& indices) {
   constexpr const char* kOp = "aten::index";
-  CheckHost(self, kOp);
+  CheckHost(kOp, self);
   IndexPlan plan = PlanIndex(self, indices, kOp);
   TB_CHECK(plan.any && !plan.empty_mask, IndexError)
       << kOp << ": at least one index must be a tensor with dimensions";
@@ -267,7 +246,7 @@ Tensor Index(const Tensor& self, const std::vector<std::optional<Tensor>>& indic
   char* dst = static_cast<char*>(out.data());
   const int64_t numb = static_cast<int64_t>(plan.offsets.size());
   const int64_t work = out.numel();
-  WithBits(es, kOp, [&](auto bits) {
+  WithBits(kOp, es, [&](auto bits) {
     using U = decltype(bits);
     auto copy = [](char* d, const char* s) { std::memcpy(d, s, sizeof(U)); };
 #pragma omp parallel for if (work > (1 << 16)) schedule(static)
@@ -301,8 +280,8 @@ void AddTo(char* d, const char* s) {
 // Writes (or adds, with accumulate) `values` into what `indices` selects in `self`.
 void IndexPutInto(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
                   const Tensor& values, bool accumulate, const char* op) {
-  CheckHost(self, op);
-  CheckHost(values, op);
+  CheckHost(op, self);
+  CheckHost(op, values);
   IndexPlan plan = PlanIndex(self, indices, op);
   if (plan.empty_mask) return;
   Tensor v = Cast(values, self.dtype());
@@ -356,7 +335,7 @@ void IndexPutInto(const Tensor& self, const std::vector<std::optional<Tensor>>& 
   };
   if (!accumulate) {
     // In order, so that with repeated indices the last value wins (torch's CPU behaviour).
-    WithBits(es, op, [&](auto bits) {
+    WithBits(op, es, [&](auto bits) {
       using U = decltype(bits);
       run([](char* d, const char* s) { std::memcpy(d, s, sizeof(U)); });
     });
@@ -370,7 +349,7 @@ void IndexPutInto(const Tensor& self, const std::vector<std::optional<Tensor>>& 
 
 Tensor IndexPut(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
                 const Tensor& values, bool accumulate) {
-  CheckHost(self, "aten::index_put");
+  CheckHost("aten::index_put", self);
   Tensor out = CloneLike(self);  // self's layout, as torch's
   IndexPutInto(out, indices, values, accumulate, "aten::index_put");
   return out;
@@ -385,7 +364,7 @@ Tensor IndexPutInPlace(const Tensor& self, const std::vector<std::optional<Tenso
 
 // The values of an integer index tensor, each checked to lie in [0, n).
 std::vector<int64_t> CheckedIndices(const Tensor& index, int64_t n, int64_t dim, const char* op) {
-  CheckHost(index, op);
+  CheckHost(op, index);
   TB_CHECK(IsIntegral(index.dtype(), /*include_bool=*/false), TypeError)
       << op << ": expected an integer index tensor (int32 or int64), got "
       << DTypeName(index.dtype());
@@ -403,7 +382,7 @@ std::vector<int64_t> CheckedIndices(const Tensor& index, int64_t n, int64_t dim,
 
 Tensor IndexSelect(const Tensor& self, int64_t dim, const Tensor& index) {
   constexpr const char* kOp = "aten::index_select";
-  CheckHost(self, kOp);
+  CheckHost(kOp, self);
   TB_CHECK(index.ndim() <= 1, IndexError)
       << kOp << ": index is supposed to be a vector, got shape " << ShapeString(index.shape());
   dim = WrapDim(dim, self.ndim(), kOp);
@@ -420,7 +399,7 @@ Tensor IndexSelect(const Tensor& self, int64_t dim, const Tensor& index) {
 Tensor Embedding(const Tensor& weight, const Tensor& indices, int64_t /*padding_idx*/,
                  bool /*scale_grad_by_freq*/, bool /*sparse*/) {
   constexpr const char* kOp = "aten::embedding";
-  CheckHost(weight, kOp);
+  CheckHost(kOp, weight);
   TB_CHECK(weight.ndim() == 2, ValueError)
       << kOp << ": 'weight' must be 2-D, got shape " << ShapeString(weight.shape());
   std::vector<int64_t> idx = CheckedIndices(indices, weight.size(0), 0, kOp);
@@ -433,7 +412,7 @@ Tensor Embedding(const Tensor& weight, const Tensor& indices, int64_t /*padding_
 Tensor EmbeddingDenseBackward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights,
                               int64_t padding_idx, bool scale_grad_by_freq) {
   constexpr const char* kOp = "aten::embedding_dense_backward";
-  CheckHost(grad_output, kOp);
+  CheckHost(kOp, grad_output);
   TB_CHECK(num_weights >= 0, ValueError) << kOp << ": num_weights must be non-negative";
   const int64_t dim = grad_output.ndim() > 0 ? grad_output.size(-1) : 1;
   const int64_t n = indices.numel();
@@ -441,7 +420,7 @@ Tensor EmbeddingDenseBackward(const Tensor& grad_output, const Tensor& indices, 
       << kOp << ": grad_output of shape " << ShapeString(grad_output.shape())
       << " does not match indices of shape " << ShapeString(indices.shape());
   // Indices equal to padding_idx are skipped before the range check, as in torch.
-  CheckHost(indices, kOp);
+  CheckHost(kOp, indices);
   TB_CHECK(IsIntegral(indices.dtype(), false), TypeError)
       << kOp << ": expected integer indices, got " << DTypeName(indices.dtype());
   Tensor ic = Cast(indices, DType::kInt64).contiguous();

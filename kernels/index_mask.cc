@@ -10,45 +10,20 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/loops_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
 
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
-
-void CheckByteSized(const Tensor& t, const char* op) {
-  TB_CHECK(!IsSubByte(t.dtype()), NotImplementedError)
-      << op << ": the packed sub-byte dtype " << DTypeName(t.dtype()) << " is not supported";
-}
-
-struct Bits128 {
-  uint64_t lo, hi;
-};
-
-// Runs fn with an unsigned type as wide as one element (a struct for 16 bytes).
-template <typename F>
-void WithBits(int64_t element_size, const char* op, F&& fn) {
-  switch (element_size) {
-    case 1: fn(uint8_t{}); return;
-    case 2: fn(uint16_t{}); return;
-    case 4: fn(uint32_t{}); return;
-    case 8: fn(uint64_t{}); return;
-    case 16: fn(Bits128{}); return;
-    default:
-      TB_THROW(NotImplementedError)
-          << op << ": elements of " << element_size << " bytes are not supported";
-  }
-}
+using kernels::CheckByteSized;
+using kernels::CheckHost;
+using kernels::WithBits;
 
 // The mask as bool (torch also takes uint8 masks, with a deprecation warning).
 Tensor BoolMask(const Tensor& mask, const char* op) {
-  CheckHost(mask, op);
+  CheckHost(op, mask);
   TB_CHECK(mask.dtype() == DType::kBool || mask.dtype() == DType::kUInt8, TypeError)
       << op << ": only supports boolean masks, but got mask with dtype " << DTypeName(mask.dtype());
   return Cast(mask, DType::kBool);
@@ -57,7 +32,7 @@ Tensor BoolMask(const Tensor& mask, const char* op) {
 // out[i] = mask[i] ? value : out[i]; mask already of out's shape, value a 0-d tensor of
 // out's dtype.
 void FillWhere(const Tensor& out, const Tensor& mask, const Tensor& value, const char* op) {
-  WithBits(out.element_size(), op, [&](auto bits) {
+  WithBits(op, out.element_size(), [&](auto bits) {
     using U = decltype(bits);
     U v;
     std::memcpy(&v, value.data(), sizeof(U));
@@ -67,8 +42,8 @@ void FillWhere(const Tensor& out, const Tensor& mask, const Tensor& value, const
 }
 
 Tensor MaskedFillImpl(const Tensor& self, const Tensor& mask, const Tensor& value, const char* op) {
-  CheckHost(self, op);
-  CheckByteSized(self, op);
+  CheckHost(op, self);
+  CheckByteSized(op, self);
   Tensor m = BoolMask(mask, op);
   Dims shape = BroadcastShapes({self.shape(), m.shape()}, op);
   Tensor out = Tensor::Empty(shape, self.dtype());
@@ -80,8 +55,8 @@ Tensor MaskedFillImpl(const Tensor& self, const Tensor& mask, const Tensor& valu
 
 void MaskedFillInPlaceImpl(const Tensor& self, const Tensor& mask, const Tensor& value,
                            const char* op) {
-  CheckHost(self, op);
-  CheckByteSized(self, op);
+  CheckHost(op, self);
+  CheckByteSized(op, self);
   self.mutable_data();  // BufferError on read-only memory
   Tensor m = BoolMask(mask, op);
   Dims shape = BroadcastShapes({self.shape(), m.shape()}, op);
@@ -96,7 +71,7 @@ void MaskedFillInPlaceImpl(const Tensor& self, const Tensor& mask, const Tensor&
 Tensor ScalarValue(const Scalar& value) { return WrapNumber(Value(value)); }
 
 Tensor TensorValue(const Tensor& value, const char* op) {
-  CheckHost(value, op);
+  CheckHost(op, value);
   TB_CHECK(value.ndim() == 0, ValueError)
       << op << ": only supports a 0-dimensional value tensor, but got tensor with " << value.ndim()
       << " dimension(s)";
@@ -126,7 +101,7 @@ Tensor MaskedFillTensorInPlace(const Tensor& self, const Tensor& mask, const Ten
 // In the contiguous `out`, the i-th true element of `mask` (of out's shape) takes the i-th
 // element of `source` (row-major order).
 void ScatterWhere(const Tensor& out, const Tensor& mask, const Tensor& source, const char* op) {
-  CheckHost(source, op);
+  CheckHost(op, source);
   Tensor m = mask.contiguous();
   Tensor src = Cast(source, out.dtype()).contiguous();
   const bool* mp = m.data_as<const bool>();
@@ -145,8 +120,8 @@ void ScatterWhere(const Tensor& out, const Tensor& mask, const Tensor& source, c
 
 Tensor MaskedScatter(const Tensor& self, const Tensor& mask, const Tensor& source) {
   constexpr const char* kOp = "aten::masked_scatter";
-  CheckHost(self, kOp);
-  CheckByteSized(self, kOp);
+  CheckHost(kOp, self);
+  CheckByteSized(kOp, self);
   Tensor m = BoolMask(mask, kOp);
   Dims shape = BroadcastShapes({self.shape(), m.shape()}, kOp);
   Tensor out = Tensor::Empty(shape, self.dtype());
@@ -158,7 +133,7 @@ Tensor MaskedScatter(const Tensor& self, const Tensor& mask, const Tensor& sourc
 
 Tensor MaskedScatterInPlace(const Tensor& self, const Tensor& mask, const Tensor& source) {
   constexpr const char* kOp = "aten::masked_scatter_";
-  CheckHost(self, kOp);
+  CheckHost(kOp, self);
   self.mutable_data();  // BufferError on read-only memory
   Tensor m = BoolMask(mask, kOp);
   TB_CHECK(BroadcastShapes({self.shape(), m.shape()}, kOp).ref() == self.shape(), ValueError)

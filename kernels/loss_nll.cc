@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/promote_broadcast.h"
@@ -52,10 +53,7 @@ struct NllArgs {
 
 NllArgs Check(const char* op, bool spatial, const Tensor& self, const Tensor& target,
               const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index) {
-  TB_CHECK(self.device().is_host_accessible() && target.device().is_host_accessible(),
-           NotImplementedError)
-      << op << ": tensors on " << DeviceString(self.device())
-      << " are not supported; tensorbridge computes on the CPU";
+  kernels::CheckHost(op, self, target);
   TB_CHECK(IsFloatingPoint(self.dtype()), TypeError)
       << op << ": input must be a floating-point tensor, got " << DTypeName(self.dtype());
   if (spatial) {

@@ -20,6 +20,7 @@
 
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/promote_broadcast.h"
@@ -35,10 +36,7 @@ struct Operands {
 
 Operands Prepare(const char* op, const Tensor& input, const Tensor& target, int64_t reduction,
                  const Tensor* grad = nullptr) {
-  TB_CHECK(input.device().is_host_accessible() && target.device().is_host_accessible(),
-           NotImplementedError)
-      << op << ": tensors on " << DeviceString(input.device())
-      << " are not supported; tensorbridge computes on the CPU";
+  kernels::CheckHost(op, input, target);
   TB_CHECK(IsFloatingPoint(input.dtype()) && IsFloatingPoint(target.dtype()), TypeError)
       << op << ": input and target must be floating point, got " << DTypeName(input.dtype())
       << " and " << DTypeName(target.dtype());

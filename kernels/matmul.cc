@@ -283,8 +283,8 @@ void OuterProduct(const Tensor& out, const Tensor& a, const Tensor& b) {
 }
 
 Tensor Mm(const Tensor& self, const Tensor& mat2) {
-  const char* op = "aten::mm";
-  CheckMm(op, self, mat2);
+  constexpr const char* kOp = "aten::mm";
+  CheckMm(kOp, self, mat2);
   if (self.size(1) == 1 && self.size(0) * mat2.size(1) <= 16384 &&
       (self.dtype() == DType::kFloat32 || self.dtype() == DType::kFloat64)) {
     Tensor out = Tensor::Empty({self.size(0), mat2.size(1)}, self.dtype());
@@ -302,24 +302,24 @@ Tensor Mm(const Tensor& self, const Tensor& mat2) {
   // product reads the weight as stored.
   if (!tiny && self.dtype() == DType::kFloat32 && self.size(0) <= kernels::kInnerProductRows) {
     Tensor out;
-    if (kernels::OneDnnInnerProduct(op, nullptr, self, mat2, kernels::LinearAct::kNone, &out)) {
+    if (kernels::OneDnnInnerProduct(kOp, nullptr, self, mat2, kernels::LinearAct::kNone, &out)) {
       return out;
     }
   }
   Tensor out = Tensor::Empty({self.size(0), mat2.size(1)}, self.dtype());
   if (tiny) {
-    SmallBatchedGemm(op, out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), 1.0, 0.0);
+    SmallBatchedGemm(kOp, out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), 1.0, 0.0);
   } else {
-    BatchedGemm(op, out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), 1.0, 0.0);
+    BatchedGemm(kOp, out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), 1.0, 0.0);
   }
   return out;
 }
 
 Tensor Addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
              const Scalar& alpha) {
-  const char* op = "aten::addmm";
-  CheckMm(op, mat1, mat2);
-  CheckSameDType(op, self, mat1);
+  constexpr const char* kOp = "aten::addmm";
+  CheckMm(kOp, mat1, mat2);
+  CheckSameDType(kOp, self, mat1);
   const double b = ScalarValue(beta, self.dtype());
   const double a = ScalarValue(alpha, self.dtype());
   // float32 linear layers (a bias vector, beta = alpha = 1): the bias is oneDNN's bias
@@ -330,13 +330,13 @@ Tensor Addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const S
       a == 1.0 && b == 1.0) {
     Tensor out;
     if (mat1.size(0) <= kernels::kInnerProductRows &&
-        kernels::OneDnnInnerProduct(op, &self, mat1, mat2, kernels::LinearAct::kNone, &out)) {
+        kernels::OneDnnInnerProduct(kOp, &self, mat1, mat2, kernels::LinearAct::kNone, &out)) {
       return out;
     }
-    if (kernels::OneDnnLinear(op, self, mat1, mat2, kernels::LinearAct::kNone, &out)) return out;
+    if (kernels::OneDnnLinear(kOp, self, mat1, mat2, kernels::LinearAct::kNone, &out)) return out;
   }
-  Tensor out = OutWithSelf(op, self, {mat1.size(0), mat2.size(1)}, b);
-  BatchedGemm(op, out.unsqueeze(0), mat1.unsqueeze(0), mat2.unsqueeze(0), a, b);
+  Tensor out = OutWithSelf(kOp, self, {mat1.size(0), mat2.size(1)}, b);
+  BatchedGemm(kOp, out.unsqueeze(0), mat1.unsqueeze(0), mat2.unsqueeze(0), a, b);
   return out;
 }
 
@@ -351,29 +351,29 @@ void CheckBmm(const char* op, const Tensor& a, const Tensor& b) {
 }
 
 Tensor Bmm(const Tensor& self, const Tensor& mat2) {
-  const char* op = "aten::bmm";
-  CheckBmm(op, self, mat2);
+  constexpr const char* kOp = "aten::bmm";
+  CheckBmm(kOp, self, mat2);
   Tensor out = Tensor::Empty({self.size(0), self.size(1), mat2.size(2)}, self.dtype());
   if (self.size(2) > 0 && self.size(2) * self.size(1) * mat2.size(2) < kSmallBmm) {
-    SmallBatchedGemm(op, out, self, mat2, 1.0, 0.0);
+    SmallBatchedGemm(kOp, out, self, mat2, 1.0, 0.0);
   } else {
-    BatchedGemm(op, out, self, mat2, 1.0, 0.0);
+    BatchedGemm(kOp, out, self, mat2, 1.0, 0.0);
   }
   return out;
 }
 
 Tensor Baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
-  const char* op = "aten::baddbmm";
-  CheckBmm(op, batch1, batch2);
-  CheckSameDType(op, self, batch1);
+  constexpr const char* kOp = "aten::baddbmm";
+  CheckBmm(kOp, batch1, batch2);
+  CheckSameDType(kOp, self, batch1);
   const double b = ScalarValue(beta, self.dtype());
   const double a = ScalarValue(alpha, self.dtype());
-  Tensor out = OutWithSelf(op, self, {batch1.size(0), batch1.size(1), batch2.size(2)}, b);
+  Tensor out = OutWithSelf(kOp, self, {batch1.size(0), batch1.size(1), batch2.size(2)}, b);
   if (batch1.size(2) > 0 && batch1.size(2) * batch1.size(1) * batch2.size(2) < kSmallBmm) {
-    SmallBatchedGemm(op, out, batch1, batch2, a, b);
+    SmallBatchedGemm(kOp, out, batch1, batch2, a, b);
   } else {
-    BatchedGemm(op, out, batch1, batch2, a, b);
+    BatchedGemm(kOp, out, batch1, batch2, a, b);
   }
   return out;
 }
@@ -390,38 +390,38 @@ void CheckMv(const char* op, const Tensor& mat, const Tensor& vec) {
 
 Tensor Addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scalar& beta,
              const Scalar& alpha) {
-  const char* op = "aten::addmv";
-  CheckMv(op, mat, vec);
-  CheckSameDType(op, self, mat);
+  constexpr const char* kOp = "aten::addmv";
+  CheckMv(kOp, mat, vec);
+  CheckSameDType(kOp, self, mat);
   const double b = ScalarValue(beta, self.dtype());
   const double a = ScalarValue(alpha, self.dtype());
-  Tensor out = OutWithSelf(op, self, {mat.size(0)}, b);
-  BatchedGemm(op, out.unsqueeze(0).unsqueeze(2), mat.unsqueeze(0), vec.unsqueeze(1).unsqueeze(0), a,
-              b);
+  Tensor out = OutWithSelf(kOp, self, {mat.size(0)}, b);
+  BatchedGemm(kOp, out.unsqueeze(0).unsqueeze(2), mat.unsqueeze(0), vec.unsqueeze(1).unsqueeze(0),
+              a, b);
   return out;
 }
 
 Tensor Mv(const Tensor& self, const Tensor& vec) {
-  const char* op = "aten::mv";
-  CheckMv(op, self, vec);
+  constexpr const char* kOp = "aten::mv";
+  CheckMv(kOp, self, vec);
   Tensor out = Tensor::Empty({self.size(0)}, self.dtype());
-  BatchedGemm(op, out.unsqueeze(0).unsqueeze(2), self.unsqueeze(0), vec.unsqueeze(1).unsqueeze(0),
+  BatchedGemm(kOp, out.unsqueeze(0).unsqueeze(2), self.unsqueeze(0), vec.unsqueeze(1).unsqueeze(0),
               1.0, 0.0);
   return out;
 }
 
 Tensor Dot(const Tensor& self, const Tensor& tensor) {
-  const char* op = "aten::dot";
-  CheckDims(op, "self", self, 1);
-  CheckDims(op, "tensor", tensor, 1);
-  CheckSameDType(op, self, tensor);
-  CheckComputable(op, self.dtype());
+  constexpr const char* kOp = "aten::dot";
+  CheckDims(kOp, "self", self, 1);
+  CheckDims(kOp, "tensor", tensor, 1);
+  CheckSameDType(kOp, self, tensor);
+  CheckComputable(kOp, self.dtype());
   TB_CHECK(self.size(0) == tensor.size(0), ValueError)
-      << op << ": inconsistent tensor size, expected tensors of the same size, got " << self.size(0)
-      << " and " << tensor.size(0);
+      << kOp << ": inconsistent tensor size, expected tensors of the same size, got "
+      << self.size(0) << " and " << tensor.size(0);
   Tensor out = Tensor::Empty({}, self.dtype());
   const int64_t n = self.size(0), sa = self.stride(0), sb = tensor.stride(0);
-  TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
     // Floating types accumulate in double, integers in their own type (wrapping as torch).
     using Acc = std::conditional_t<kernels::kIsFloating<T>, double, T>;

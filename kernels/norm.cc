@@ -86,9 +86,9 @@ std::tuple<Tensor, Tensor, Tensor> NativeLayerNorm(const Tensor& input,
                                                    const std::vector<int64_t>& normalized_shape,
                                                    const std::optional<Tensor>& weight,
                                                    const std::optional<Tensor>& bias, double eps) {
-  const char* op = "aten::native_layer_norm";
-  CheckFloat(op, input);
-  const int64_t axis = LayerNormAxis(op, input, normalized_shape);
+  constexpr const char* kOp = "aten::native_layer_norm";
+  CheckFloat(kOp, input);
+  const int64_t axis = LayerNormAxis(kOp, input, normalized_shape);
   int64_t m = 1, n = 1;
   for (int64_t i = 0; i < input.ndim(); ++i) (i < axis ? m : n) *= input.size(i);
   const DType pdt = ParamDType(input.dtype(), {&weight, &bias});
@@ -101,10 +101,10 @@ std::tuple<Tensor, Tensor, Tensor> NativeLayerNorm(const Tensor& input,
     const float* pw = weight ? wc.data_as<const float>() : nullptr;
     const float* pb = bias ? bc.data_as<const float>() : nullptr;
     TB_CHECK(!weight || wc.numel() == n, ValueError)
-        << op << ": expected weight with " << n << " elements, got shape "
+        << kOp << ": expected weight with " << n << " elements, got shape "
         << ShapeString(weight->shape());
     TB_CHECK(!bias || bc.numel() == n, ValueError)
-        << op << ": expected bias with " << n << " elements, got shape "
+        << kOp << ": expected bias with " << n << " elements, got shape "
         << ShapeString(bias->shape());
     Tensor mean = Tensor::Empty(sshape, DType::kFloat32);
     Tensor rstd = Tensor::Empty(sshape, DType::kFloat32);
@@ -124,9 +124,9 @@ std::tuple<Tensor, Tensor, Tensor> NativeLayerNorm(const Tensor& input,
       return {out, Cast(mean, pdt).view(sshape), Cast(InvStd(var, eps), pdt).view(sshape)};
     }
   }
-  Vec w = Doubles(op, "weight", weight, n, 1.0), b = Doubles(op, "bias", bias, n, 0.0);
+  Vec w = Doubles(kOp, "weight", weight, n, 1.0), b = Doubles(kOp, "bias", bias, n, 0.0);
   Vec mean(m), rstd(m);
-  TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+  TB_DISPATCH(input.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     const T* px = x.data_as<const T>();
     T* po = static_cast<T*>(out.mutable_data());
@@ -202,17 +202,17 @@ std::tuple<Tensor, Tensor, Tensor> NativeLayerNormBackwardC(
     const Tensor& grad_out, const Tensor& input, const std::vector<int64_t>& normalized_shape,
     const Tensor& mean, const Tensor& rstd, const std::optional<Tensor>& weight,
     const std::optional<Tensor>& bias, const std::vector<bool>& output_mask) {
-  const char* op = "aten::native_layer_norm_backward";
-  CheckFloat(op, input);
-  TB_CHECK(output_mask.size() == 3, ValueError) << op << ": output_mask must have 3 elements";
-  const int64_t axis = LayerNormAxis(op, input, normalized_shape);
+  constexpr const char* kOp = "aten::native_layer_norm_backward";
+  CheckFloat(kOp, input);
+  TB_CHECK(output_mask.size() == 3, ValueError) << kOp << ": output_mask must have 3 elements";
+  const int64_t axis = LayerNormAxis(kOp, input, normalized_shape);
   TB_CHECK(grad_out.shape() == input.shape(), ValueError)
-      << op << ": grad_out of shape " << ShapeString(grad_out.shape())
+      << kOp << ": grad_out of shape " << ShapeString(grad_out.shape())
       << " does not match input of shape " << ShapeString(input.shape());
   int64_t m = 1, n = 1;
   for (int64_t i = 0; i < input.ndim(); ++i) (i < axis ? m : n) *= input.size(i);
   TB_CHECK(mean.numel() == m && rstd.numel() == m, ValueError)
-      << op << ": expected mean and rstd with " << m << " elements, got shapes "
+      << kOp << ": expected mean and rstd with " << m << " elements, got shapes "
       << ShapeString(mean.shape()) << " and " << ShapeString(rstd.shape());
   Tensor x = input.contiguous(), dy = Cast(grad_out, input.dtype()).contiguous();
   Tensor dx, dw, db;
@@ -222,11 +222,11 @@ std::tuple<Tensor, Tensor, Tensor> NativeLayerNormBackwardC(
     return {output_mask[0] ? dx : Tensor(), output_mask[1] ? Cast(dw, wdt).view(wshape) : Tensor(),
             output_mask[2] ? Cast(db, bias ? bias->dtype() : wdt).view(wshape) : Tensor()};
   }
-  Vec mu = Doubles(op, "mean", mean, m, 0.0), rs = Doubles(op, "rstd", rstd, m, 0.0);
-  Vec w = Doubles(op, "weight", weight, n, 1.0);
+  Vec mu = Doubles(kOp, "mean", mean, m, 0.0), rs = Doubles(kOp, "rstd", rstd, m, 0.0);
+  Vec w = Doubles(kOp, "weight", weight, n, 1.0);
   if (output_mask[0]) dx = Tensor::Empty(input.shape(), input.dtype());
   std::vector<Vec> sums;
-  TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+  TB_DISPATCH(input.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     const T* px = x.data_as<const T>();
     const T* pg = dy.data_as<const T>();
@@ -286,16 +286,16 @@ std::tuple<Tensor, Tensor, Tensor> NativeGroupNorm(const Tensor& input,
                                                    const std::optional<Tensor>& bias, int64_t n,
                                                    int64_t c, int64_t hxw, int64_t group,
                                                    double eps) {
-  const char* op = "aten::native_group_norm";
-  CheckFloat(op, input);
-  CheckGroupNorm(op, input, n, c, hxw, group);
+  constexpr const char* kOp = "aten::native_group_norm";
+  CheckFloat(kOp, input);
+  CheckGroupNorm(kOp, input, n, c, hxw, group);
   const DType pdt = ParamDType(input.dtype(), {&weight, &bias});
-  Vec w = Doubles(op, "weight", weight, c, 1.0), b = Doubles(op, "bias", bias, c, 0.0);
+  Vec w = Doubles(kOp, "weight", weight, c, 1.0), b = Doubles(kOp, "bias", bias, c, 0.0);
   const int64_t cg = c / group, d = cg * hxw;
   Tensor x = input.contiguous();
   Tensor out = Tensor::Empty(input.shape(), input.dtype());
   Vec mean(n * group), rstd(n * group);
-  TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+  TB_DISPATCH(input.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     using A = kernels::opmath_t<T>;
     const T* px = x.data_as<const T>();
@@ -332,22 +332,22 @@ std::tuple<Tensor, Tensor, Tensor> NativeGroupNormBackward(
     const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& rstd,
     const std::optional<Tensor>& weight, int64_t n, int64_t c, int64_t hxw, int64_t group,
     const std::vector<bool>& output_mask) {
-  const char* op = "aten::native_group_norm_backward";
-  CheckFloat(op, input);
-  TB_CHECK(output_mask.size() == 3, ValueError) << op << ": output_mask must have 3 elements";
-  CheckGroupNorm(op, input, n, c, hxw, group);
+  constexpr const char* kOp = "aten::native_group_norm_backward";
+  CheckFloat(kOp, input);
+  TB_CHECK(output_mask.size() == 3, ValueError) << kOp << ": output_mask must have 3 elements";
+  CheckGroupNorm(kOp, input, n, c, hxw, group);
   TB_CHECK(grad_out.shape() == input.shape(), ValueError)
-      << op << ": grad_out of shape " << ShapeString(grad_out.shape())
+      << kOp << ": grad_out of shape " << ShapeString(grad_out.shape())
       << " does not match input of shape " << ShapeString(input.shape());
   const int64_t cg = c / group, d = cg * hxw;
-  Vec mu = Doubles(op, "mean", mean, n * group, 0.0);
-  Vec rs = Doubles(op, "rstd", rstd, n * group, 0.0);
-  Vec w = Doubles(op, "weight", weight, c, 1.0);
+  Vec mu = Doubles(kOp, "mean", mean, n * group, 0.0);
+  Vec rs = Doubles(kOp, "rstd", rstd, n * group, 0.0);
+  Vec w = Doubles(kOp, "weight", weight, c, 1.0);
   Tensor x = input.contiguous(), dy = Cast(grad_out, input.dtype()).contiguous();
   Vec ds(n * c), dbs(n * c);  // per (batch, channel): sum dy * x, sum dy
   Tensor dx;
   if (output_mask[0]) dx = Tensor::Empty(input.shape(), input.dtype());
-  TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+  TB_DISPATCH(input.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     const T* px = x.data_as<const T>();
     const T* pg = dy.data_as<const T>();

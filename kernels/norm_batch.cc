@@ -320,27 +320,27 @@ std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackwardC(
     const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
     const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool train,
     double eps, const std::vector<bool>& output_mask) {
-  const char* op = "aten::native_batch_norm_backward";
-  CheckFloat(op, input);
-  TB_CHECK(output_mask.size() == 3, ValueError) << op << ": output_mask must have 3 elements";
+  constexpr const char* kOp = "aten::native_batch_norm_backward";
+  CheckFloat(kOp, input);
+  TB_CHECK(output_mask.size() == 3, ValueError) << kOp << ": output_mask must have 3 elements";
   TB_CHECK(grad_out.shape() == input.shape(), ValueError)
-      << op << ": grad_out of shape " << ShapeString(grad_out.shape())
+      << kOp << ": grad_out of shape " << ShapeString(grad_out.shape())
       << " does not match input of shape " << ShapeString(input.shape());
-  const BnShape sh = BatchNormShape(op, input);
+  const BnShape sh = BatchNormShape(kOp, input);
   const int64_t cnt = sh.n * sh.s;
   const DType wdt = weight ? weight->dtype() : input.dtype();
-  Vec w = Doubles(op, "weight", weight, sh.c, 1.0);
+  Vec w = Doubles(kOp, "weight", weight, sh.c, 1.0);
   Vec mean, invstd;
   if (train) {
     TB_CHECK(save_mean && save_invstd, ValueError)
-        << op << ": save_mean and save_invstd are required in training mode";
-    mean = Doubles(op, "save_mean", save_mean, sh.c, 0.0);
-    invstd = Doubles(op, "save_invstd", save_invstd, sh.c, 1.0);
+        << kOp << ": save_mean and save_invstd are required in training mode";
+    mean = Doubles(kOp, "save_mean", save_mean, sh.c, 0.0);
+    invstd = Doubles(kOp, "save_invstd", save_invstd, sh.c, 1.0);
   } else {
     TB_CHECK(running_mean && running_var, ValueError)
-        << op << ": running_mean and running_var are required in evaluation mode";
-    mean = Doubles(op, "running_mean", running_mean, sh.c, 0.0);
-    Vec rv = Doubles(op, "running_var", running_var, sh.c, 1.0);
+        << kOp << ": running_mean and running_var are required in evaluation mode";
+    mean = Doubles(kOp, "running_mean", running_mean, sh.c, 0.0);
+    Vec rv = Doubles(kOp, "running_var", running_var, sh.c, 1.0);
     invstd.resize(sh.c);
     for (int64_t c = 0; c < sh.c; ++c) invstd[c] = 1.0 / std::sqrt(rv[c] + eps);
   }
@@ -365,7 +365,7 @@ std::tuple<Tensor, Tensor, Tensor> NativeBatchNormBackwardC(
     }
     sum_dy.assign(sh.c, 0.0);
     dotp.assign(sh.c, 0.0);
-    TB_DISPATCH(input.dtype(), op, TB_TYPES_FLOAT, [&] {
+    TB_DISPATCH(input.dtype(), kOp, TB_TYPES_FLOAT, [&] {
       using T = scalar_t;
       const T* px = x.data_as<const T>();
       const T* pg = dy.data_as<const T>();

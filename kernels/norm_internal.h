@@ -14,6 +14,7 @@
 #endif
 
 #include "bridge/tensor.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
 #include "kernels/onednn/onednn_internal.h"
@@ -21,14 +22,11 @@
 
 namespace tb::kernels::norm {
 
+using kernels::CheckFloat;
+using kernels::ParallelFor;
+
 using kernels::Convert;
 using Vec = std::vector<double>;
-
-template <typename F>
-inline void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
 
 // Column sums over rows in parallel: f(row, acc) adds row's contribution into `width`
 // accumulators; returns their totals.
@@ -109,11 +107,6 @@ inline DType ParamDType(DType input, std::initializer_list<const std::optional<T
     if (*p && (*p)->dtype() == DType::kFloat32) return DType::kFloat32;
   }
   return input;
-}
-
-inline void CheckFloat(const char* op, const Tensor& t) {
-  TB_CHECK(IsFloatingPoint(t.dtype()), NotImplementedError)
-      << op << ": dtype " << DTypeName(t.dtype()) << " is not supported";
 }
 
 // ---- oneDNN helpers ------------------------------------------------------------------------

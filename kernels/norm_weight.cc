@@ -32,7 +32,7 @@ Split SplitAt(const Tensor& v, int64_t dim) {
 DType NormDType(DType dt) { return dt == DType::kFloat64 ? dt : DType::kFloat32; }
 
 void CheckArgs(const char* op, const Tensor& v, const Tensor& g, int64_t dim) {
-  kernels::CheckCpu(op, {&v, &g});
+  kernels::CheckHost(op, v, g);
   TB_CHECK(IsFloatingPoint(v.dtype()) && v.dtype() == g.dtype(), TypeError)
       << op << ": v and g must be floating-point tensors of one dtype, got " << DTypeName(v.dtype())
       << " and " << DTypeName(g.dtype());
@@ -91,7 +91,7 @@ std::tuple<Tensor, Tensor> WeightNormBackward(const Tensor& grad_w_in, const Ten
   TB_CHECK(v_in.ndim() > 0, ValueError) << kOp << ": v must have at least one dimension";
   const int64_t dim = WrapDim(dim_in, v_in.ndim(), kOp);
   CheckArgs(kOp, v_in, g_in, dim);
-  kernels::CheckCpu(kOp, {&grad_w_in, &norms_in});
+  kernels::CheckHost(kOp, grad_w_in, norms_in);
   TB_CHECK(grad_w_in.shape() == v_in.shape() && grad_w_in.dtype() == v_in.dtype(), ValueError)
       << kOp << ": grad_w must have v's shape and dtype, got " << ShapeString(grad_w_in.shape())
       << " " << DTypeName(grad_w_in.dtype());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/promote_broadcast.h"
@@ -16,33 +17,12 @@
 namespace tb {
 namespace {
 
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
-
-// dst <- src broadcast to dst's shape. Same-dtype copies move raw element bits on the
-// parallel strided loop; conversions go through CopyCast.
-void CopySame(const Tensor& dst, const Tensor& src) {
-  if (src.dtype() != dst.dtype() || IsSubByte(dst.dtype())) {
-    CopyCast(dst, src);
-    return;
-  }
-  Tensor s = src.expand(dst.shape());
-  auto same = [](auto v) { return v; };
-  switch (dst.element_size()) {
-    case 1: kernels::Map<uint8_t, uint8_t>(dst, same, s); return;
-    case 2: kernels::Map<uint16_t, uint16_t>(dst, same, s); return;
-    case 4: kernels::Map<uint32_t, uint32_t>(dst, same, s); return;
-    case 8: kernels::Map<uint64_t, uint64_t>(dst, same, s); return;
-    default: CopyCast(dst, s);
-  }
-}
+using kernels::CheckHost;
+using kernels::CopySame;
 
 Tensor ConstantPadNd(const Tensor& self, const std::vector<int64_t>& pad, const Scalar& value) {
   constexpr const char* kOp = "aten::constant_pad_nd";
-  CheckHost(self, kOp);
+  CheckHost(kOp, self);
   TB_CHECK(pad.size() % 2 == 0, ValueError)
       << kOp << ": length of pad must be even but instead it equals " << pad.size();
   const int64_t nd = self.ndim();
@@ -80,7 +60,7 @@ Tensor ConstantPadNd(const Tensor& self, const std::vector<int64_t>& pad, const 
 // of the last `k` dimensions; `self` has k + 1 or k + 2 dimensions.
 Tensor IndexPad(const Tensor& self, const std::vector<int64_t>& padding, int64_t k, bool reflect,
                 const char* op) {
-  CheckHost(self, op);
+  CheckHost(op, self);
   TB_CHECK(static_cast<int64_t>(padding.size()) == 2 * k, ValueError)
       << op << ": padding size is expected to be " << 2 * k << ", but got " << padding.size();
   const int64_t nd = self.ndim();

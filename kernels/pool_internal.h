@@ -12,15 +12,11 @@
 #include <vector>
 
 #include "bridge/tensor.h"
+#include "kernels/common_internal.h"
 
 namespace tb::kernels::pool {
 
-// f(i) for i in [0, n), on OpenMP threads when `parallel`.
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
+using kernels::ParallelFor;
 
 using Arr3 = std::array<int64_t, 3>;
 

@@ -250,9 +250,9 @@ Tensor Argmin(const Tensor& self, const std::optional<int64_t>& dim, bool keepdi
 
 std::tuple<Tensor, Tensor> Aminmax(const Tensor& self, const std::optional<int64_t>& dim,
                                    bool keepdim) {
-  const char* op = "aten::aminmax";
-  ReduceDims rd = dim ? kernels::ParseReduceDims(op, self, IntArrayRef({*dim}), keepdim)
-                      : kernels::ParseReduceDims(op, self, IntArrayRef(), keepdim);
+  constexpr const char* kOp = "aten::aminmax";
+  ReduceDims rd = dim ? kernels::ParseReduceDims(kOp, self, IntArrayRef({*dim}), keepdim)
+                      : kernels::ParseReduceDims(kOp, self, IntArrayRef(), keepdim);
   if (self.numel() == 0) {
     bool empty_dim = !dim || self.ndim() == 0;
     for (int64_t d = 0; d < self.ndim(); ++d) empty_dim |= rd.reduced[d] && self.shape()[d] == 0;
@@ -262,7 +262,7 @@ std::tuple<Tensor, Tensor> Aminmax(const Tensor& self, const std::optional<int64
   }
   Tensor lo = Tensor::Empty(rd.out_shape, self.dtype());
   Tensor hi = Tensor::Empty(rd.out_shape, self.dtype());
-  TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_ALL, [&] {
     using T = scalar_t;
     kernels::Reduce(self, rd, MinMaxReducer<T>{lo.data_as<T>(), hi.data_as<T>()});
   });

@@ -164,12 +164,12 @@ struct ShiftedExpReducer {
 };
 
 Tensor LogSumExp(const Tensor& self, const std::vector<int64_t>& dim, bool keepdim) {
-  const char* op = "aten::logsumexp";
+  constexpr const char* kOp = "aten::logsumexp";
   Tensor in = IsFloatingPoint(self.dtype()) ? self : Cast(self, DType::kFloat32);
-  ReduceDims rd = kernels::ParseReduceDims(op, in, IntArrayRef(dim), keepdim);
+  ReduceDims rd = kernels::ParseReduceDims(kOp, in, IntArrayRef(dim), keepdim);
   Tensor out = Tensor::Empty(rd.out_shape, in.dtype());
   kernels::Geometry g = kernels::PlanReduce(in, rd.reduced);
-  TB_DISPATCH(in.dtype(), op, TB_TYPES_FLOAT, [&] {
+  TB_DISPATCH(in.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     using V = kernels::opmath_t<T>;
     std::vector<V> shift(static_cast<size_t>(out.numel()));

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
@@ -24,31 +25,12 @@
 namespace tb {
 namespace {
 
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-  TB_CHECK(!IsSubByte(t.dtype()), NotImplementedError)
-      << op << ": the packed sub-byte dtype " << DTypeName(t.dtype()) << " is not supported";
-}
+using kernels::WithBits;
 
-struct Bits128 {
-  uint64_t lo, hi;
-};
-
-// Runs fn with an unsigned type as wide as one element (a struct for 16 bytes).
-template <typename F>
-void WithBits(int64_t element_size, const char* op, F&& fn) {
-  switch (element_size) {
-    case 1: fn(uint8_t{}); return;
-    case 2: fn(uint16_t{}); return;
-    case 4: fn(uint32_t{}); return;
-    case 8: fn(uint64_t{}); return;
-    case 16: fn(Bits128{}); return;
-    default:
-      TB_THROW(NotImplementedError)
-          << op << ": elements of " << element_size << " bytes are not supported";
-  }
+// CheckHost and CheckByteSized: scatters move raw element bits.
+void CheckMovable(const char* op, const Tensor& t) {
+  kernels::CheckHost(op, t);
+  kernels::CheckByteSized(op, t);
 }
 
 // ForEachRow's walk, always on the calling thread (scatters must run in order).
@@ -83,7 +65,7 @@ Tensor AtLeast1d(const Tensor& t) { return t.ndim() == 0 ? t.unsqueeze(0) : t; }
 // every value checked to lie in [0, self.size(dim)).
 Tensor CheckedIndex(const Tensor& self1, int64_t dim, const Tensor& index, const Tensor* src1,
                     const char* op) {
-  CheckHost(index, op);
+  CheckMovable(op, index);
   TB_CHECK(IsIntegral(index.dtype(), /*include_bool=*/false), TypeError)
       << op << ": expected dtype int64 for index, got " << DTypeName(index.dtype());
   Tensor idx = AtLeast1d(Cast(index, DType::kInt64).contiguous());
@@ -121,8 +103,8 @@ Tensor Restride(const Tensor& t, IntArrayRef shape, int64_t dim) {
 
 Tensor Gather(const Tensor& self, int64_t dim, const Tensor& index, bool /*sparse_grad*/) {
   constexpr const char* kOp = "aten::gather";
-  CheckHost(self, kOp);
-  CheckHost(index, kOp);
+  CheckMovable(kOp, self);
+  CheckMovable(kOp, index);
   Tensor s = AtLeast1d(self);
   dim = WrapDim(dim, s.ndim(), kOp);
   // torch checks nothing else for an empty index (of any integer dtype and rank).
@@ -135,7 +117,7 @@ Tensor Gather(const Tensor& self, int64_t dim, const Tensor& index, bool /*spars
     std::array<char*, 3> data = {static_cast<char*>(out.data()), static_cast<char*>(idx.data()),
                                  static_cast<char*>(sr.data())};
     auto strides = kernels::ByteStrides<3>({&out, &idx, &sr});
-    WithBits(out.element_size(), kOp, [&](auto bits) {
+    WithBits(kOp, out.element_size(), [&](auto bits) {
       using U = decltype(bits);
       kernels::ForEachRow<3>(
           idx.shape(), data, strides,
@@ -247,7 +229,7 @@ void ScatterInto(const Tensor& out1, int64_t dim, const Tensor& idx, const Tenso
                                static_cast<char*>(idx.data()), static_cast<char*>(src.data())};
   auto strides = kernels::ByteStrides<3>({&tr, &idx, &src});
   if (reduce == Reduce::kNone) {
-    WithBits(es, op, [&](auto bits) {
+    WithBits(op, es, [&](auto bits) {
       using U = decltype(bits);
       SerialRows<3>(idx.shape(), data, strides,
                     [&](std::array<char*, 3>& p, const std::array<int64_t, 3>& st, int64_t n) {
@@ -293,15 +275,15 @@ void ScatterInto(const Tensor& out1, int64_t dim, const Tensor& idx, const Tenso
 // The functional scatter: a contiguous copy of self with src scattered in.
 Tensor ScatterImpl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src,
                    const Scalar* value, Reduce reduce, bool include_self, const char* op) {
-  CheckHost(self, op);
+  CheckMovable(op, self);
   Tensor out = self.clone();
   Tensor out1 = AtLeast1d(out);
   dim = WrapDim(dim, out1.ndim(), op);
-  CheckHost(index, op);
+  CheckMovable(op, index);
   if (index.numel() == 0) return out;
   Tensor src1;
   if (src != nullptr) {
-    CheckHost(*src, op);
+    CheckMovable(op, *src);
     src1 = AtLeast1d(*src);
     TB_CHECK(src1.ndim() == out1.ndim(), ValueError)
         << op << ": src must have the same number of dimensions as self";
@@ -383,7 +365,7 @@ Tensor ScatterReduceTwo_(const Tensor& self, int64_t dim, const Tensor& index, c
 // ---- view scatters: a copy of self with src written through one view of it ---------------
 
 void WriteView(const Tensor& view, const Tensor& src, const char* op) {
-  CheckHost(src, op);
+  CheckMovable(op, src);
   try {
     CopyCast(view, src.expand(view.shape()));
   } catch (const Error& e) {
@@ -403,7 +385,7 @@ Tensor ClonePreservingStrides(const Tensor& self) {
 
 Tensor SelectScatter(const Tensor& self, const Tensor& src, int64_t dim, int64_t index) {
   constexpr const char* kOp = "aten::select_scatter";
-  CheckHost(self, kOp);
+  CheckMovable(kOp, self);
   Tensor out = ClonePreservingStrides(self);
   WriteView(out.select(dim, index), src, kOp);
   return out;
@@ -414,7 +396,7 @@ Tensor SelectScatter(const Tensor& self, const Tensor& src, int64_t dim, int64_t
 Tensor SelectBackward(const Tensor& grad, const std::vector<int64_t>& input_sizes, int64_t dim,
                       int64_t index) {
   constexpr const char* kOp = "aten::select_backward";
-  CheckHost(grad, kOp);
+  CheckMovable(kOp, grad);
   Tensor out = Tensor::Zeros(input_sizes, grad.dtype());
   WriteView(out.select(dim, index), grad, kOp);
   return out;
@@ -423,7 +405,7 @@ Tensor SelectBackward(const Tensor& grad, const std::vector<int64_t>& input_size
 Tensor SliceBackward(const Tensor& grad, const std::vector<int64_t>& input_sizes, int64_t dim,
                      int64_t start, int64_t end, int64_t step) {
   constexpr const char* kOp = "aten::slice_backward";
-  CheckHost(grad, kOp);
+  CheckMovable(kOp, grad);
   Tensor out = Tensor::Zeros(input_sizes, grad.dtype());
   WriteView(out.slice(dim, start, end, step), grad, kOp);
   return out;
@@ -432,7 +414,7 @@ Tensor SliceBackward(const Tensor& grad, const std::vector<int64_t>& input_sizes
 Tensor SliceScatter(const Tensor& self, const Tensor& src, int64_t dim,
                     std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
   constexpr const char* kOp = "aten::slice_scatter";
-  CheckHost(self, kOp);
+  CheckMovable(kOp, self);
   Tensor out = ClonePreservingStrides(self);
   WriteView(out.slice(dim, start, end, step), src, kOp);
   return out;
@@ -441,7 +423,7 @@ Tensor SliceScatter(const Tensor& self, const Tensor& src, int64_t dim,
 Tensor DiagonalScatter(const Tensor& self, const Tensor& src, int64_t offset, int64_t dim1,
                        int64_t dim2) {
   constexpr const char* kOp = "aten::diagonal_scatter";
-  CheckHost(self, kOp);
+  CheckMovable(kOp, self);
   Tensor out = ClonePreservingStrides(self);
   WriteView(out.diagonal(offset, dim1, dim2), src, kOp);
   return out;
@@ -452,7 +434,7 @@ Tensor DiagonalScatter(const Tensor& self, const Tensor& src, int64_t offset, in
 Tensor AsStridedScatter(const Tensor& self, const Tensor& src, const std::vector<int64_t>& size,
                         const std::vector<int64_t>& stride, std::optional<int64_t> offset) {
   constexpr const char* kOp = "aten::as_strided_scatter";
-  CheckHost(self, kOp);
+  CheckMovable(kOp, self);
   TB_CHECK(size.size() == stride.size(), ValueError) << kOp << ": size and stride differ in length";
   for (int64_t s : stride) TB_CHECK(s >= 0, ValueError) << kOp << ": negative stride";
   Tensor out;

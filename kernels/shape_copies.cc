@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/promote_broadcast.h"
@@ -13,30 +14,8 @@
 namespace tb {
 namespace {
 
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
-
-// dst <- src broadcast to dst's shape. Same-dtype copies move raw element bits on the
-// parallel strided loop; conversions go through CopyCast.
-void CopySame(const Tensor& dst, const Tensor& src) {
-  if (src.dtype() != dst.dtype() || IsSubByte(dst.dtype())) {
-    CopyCast(dst, src);
-    return;
-  }
-  Tensor s = src.expand(dst.shape());
-  if (CopyContiguousRows(dst, s)) return;
-  auto same = [](auto v) { return v; };
-  switch (dst.element_size()) {
-    case 1: kernels::Map<uint8_t, uint8_t>(dst, same, s); return;
-    case 2: kernels::Map<uint16_t, uint16_t>(dst, same, s); return;
-    case 4: kernels::Map<uint32_t, uint32_t>(dst, same, s); return;
-    case 8: kernels::Map<uint64_t, uint64_t>(dst, same, s); return;
-    default: CopyCast(dst, s);
-  }
-}
+using kernels::CheckHost;
+using kernels::CopySame;
 
 // A 1-d tensor with no elements: torch's cat skips these whatever the other shapes.
 bool CatSkips(const Tensor& t) { return t.ndim() == 1 && t.numel() == 0; }
@@ -48,7 +27,7 @@ Tensor Cat(const std::vector<Tensor>& tensors, int64_t dim) {
   size_t valid = tensors.size();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    CheckHost(t, kOp);
+    CheckHost(kOp, t);
     TB_CHECK(t.ndim() > 0, ValueError)
         << kOp << ": zero-dimensional tensor (at position " << i << ") cannot be concatenated";
     dtype = PromoteTypes(dtype, t.dtype());
@@ -117,7 +96,7 @@ Tensor StackOp(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Tensor Flip(const Tensor& self, const std::vector<int64_t>& dims) {
   constexpr const char* kOp = "aten::flip";
-  CheckHost(self, kOp);
+  CheckHost(kOp, self);
   std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(self.ndim(), 1)), false);
   Dims strides(self.strides());
   int64_t offset = 0;
@@ -153,7 +132,7 @@ Tensor RollDim(const Tensor& src, int64_t shift, int64_t dim) {
 Tensor Roll(const Tensor& self, const std::vector<int64_t>& shifts,
             const std::vector<int64_t>& dims) {
   constexpr const char* kOp = "aten::roll";
-  CheckHost(self, kOp);
+  CheckHost(kOp, self);
   TB_CHECK(!shifts.empty(), ValueError) << kOp << ": `shifts` required";
   if (dims.empty()) {
     TB_CHECK(shifts.size() == 1, ValueError)
@@ -176,7 +155,7 @@ Tensor Roll(const Tensor& self, const std::vector<int64_t>& shifts,
 
 Tensor Repeat(const Tensor& self, const std::vector<int64_t>& repeats) {
   constexpr const char* kOp = "aten::repeat";
-  CheckHost(self, kOp);
+  CheckHost(kOp, self);
   const int64_t nd = static_cast<int64_t>(repeats.size());
   TB_CHECK(nd >= self.ndim(), ValueError)
       << kOp << ": number of dimensions of repeat dims (" << nd
@@ -228,7 +207,7 @@ void ZeroTriangle(const Tensor& out, int64_t k, bool lower) {
 }
 
 Tensor Triangle(const Tensor& self, int64_t k, bool lower, const char* op) {
-  CheckHost(self, op);
+  CheckHost(op, self);
   TB_CHECK(self.ndim() >= 2, ValueError)
       << op << ": input tensor must have at least 2 dimensions, got " << self.ndim();
   Tensor out = self.clone();

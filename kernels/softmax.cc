@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
@@ -19,12 +20,7 @@ namespace tb {
 namespace {
 
 using kernels::Convert;
-
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
+using kernels::ParallelFor;
 
 struct Split {
   int64_t outer = 1, len = 1, inner = 1, dim = 0;

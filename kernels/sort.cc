@@ -95,8 +95,8 @@ void ForEachLine(const Tensor& x, const Lines& s, F f) {
 // ---- sort -------------------------------------------------------------------------------------
 
 std::tuple<Tensor, Tensor> SortImpl(const Tensor& self, bool stable, int64_t dim, bool descending) {
-  const char* op = "aten::sort";
-  dim = WrapDim(dim, self.ndim(), op);
+  constexpr const char* kOp = "aten::sort";
+  dim = WrapDim(dim, self.ndim(), kOp);
   Tensor values = Tensor::Empty(self.shape(), self.dtype());
   Tensor indices = Tensor::Empty(self.shape(), DType::kInt64);
   if (values.numel() == 0) return {values, indices};
@@ -104,7 +104,7 @@ std::tuple<Tensor, Tensor> SortImpl(const Tensor& self, bool stable, int64_t dim
   Lines s = LinesOf(x, dim);
   // torch leaves lines read at stride 0 (all equal) in their order.
   const bool keep_order = self.ndim() > 0 && self.stride(dim) == 0;
-  TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_ALL, [&] {
     using T = scalar_t;
     using P = std::pair<kernels::opmath_t<T>, int64_t>;
     T* vo = values.data_as<T>();
@@ -143,9 +143,9 @@ std::tuple<Tensor, Tensor> SortStable(const Tensor& self, const std::optional<bo
 
 std::tuple<Tensor, Tensor> TopK(const Tensor& self, int64_t k, int64_t dim, bool largest,
                                 bool sorted) {
-  const char* op = "aten::topk";
+  constexpr const char* kOp = "aten::topk";
   TB_CHECK(self.dtype() != DType::kBool, RuntimeError) << "topk does not support bool dtypes";
-  dim = WrapDim(dim, self.ndim(), op);
+  dim = WrapDim(dim, self.ndim(), kOp);
   const int64_t n = self.ndim() == 0 ? 1 : self.shape()[dim];
   TB_CHECK(k >= 0 && k <= n, RuntimeError) << "topk(): selected index k out of range";
   Dims shape(self.shape());
@@ -155,7 +155,7 @@ std::tuple<Tensor, Tensor> TopK(const Tensor& self, int64_t k, int64_t dim, bool
   if (values.numel() == 0) return {values, indices};
   Tensor x = self.contiguous();
   Lines s = LinesOf(x, dim);
-  TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_ALL, [&] {
     using T = scalar_t;
     using P = std::pair<kernels::opmath_t<T>, int64_t>;
     T* vo = values.data_as<T>();

@@ -16,18 +16,15 @@
 #include <unsupported/Eigen/FFT>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 
 namespace tb {
 namespace {
 
-using C = std::complex<double>;
+using kernels::CheckHost;
 
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
+using C = std::complex<double>;
 
 // A contiguous complex<double> copy of a tensor's values.
 struct Buffer {
@@ -150,7 +147,7 @@ Tensor Store(const Buffer& b, double scale, DType dtype) {
   return out;
 }
 
-void CheckDType(const Tensor& self, bool complex, const char* op) {
+void CheckDType(const char* op, const Tensor& self, bool complex) {
   const DType t = self.dtype();
   const bool ok = complex ? IsComplex(t) : (t == DType::kFloat32 || t == DType::kFloat64);
   TB_CHECK(ok, NotImplementedError)
@@ -161,8 +158,8 @@ void CheckDType(const Tensor& self, bool complex, const char* op) {
 Tensor FftR2C(const Tensor& self, const std::vector<int64_t>& dim, int64_t normalization,
               bool onesided) {
   constexpr const char* kOp = "aten::_fft_r2c";
-  CheckHost(self, kOp);
-  CheckDType(self, false, kOp);
+  CheckHost(kOp, self);
+  CheckDType(kOp, self, false);
   std::vector<int64_t> dims = Dims_(self, dim, kOp);
   TB_CHECK(!dims.empty(), ValueError) << kOp << ": dim must name at least one dimension";
   Buffer b = Load(self);
@@ -179,8 +176,8 @@ Tensor FftR2C(const Tensor& self, const std::vector<int64_t>& dim, int64_t norma
 Tensor FftC2C(const Tensor& self, const std::vector<int64_t>& dim, int64_t normalization,
               bool forward) {
   constexpr const char* kOp = "aten::_fft_c2c";
-  CheckHost(self, kOp);
-  CheckDType(self, true, kOp);
+  CheckHost(kOp, self);
+  CheckDType(kOp, self, true);
   std::vector<int64_t> dims = Dims_(self, dim, kOp);
   Buffer b = Load(self);
   double n = 1;
@@ -194,8 +191,8 @@ Tensor FftC2C(const Tensor& self, const std::vector<int64_t>& dim, int64_t norma
 Tensor FftC2R(const Tensor& self, const std::vector<int64_t>& dim, int64_t normalization,
               int64_t last_dim_size) {
   constexpr const char* kOp = "aten::_fft_c2r";
-  CheckHost(self, kOp);
-  CheckDType(self, true, kOp);
+  CheckHost(kOp, self);
+  CheckDType(kOp, self, true);
   std::vector<int64_t> dims = Dims_(self, dim, kOp);
   TB_CHECK(!dims.empty(), ValueError) << kOp << ": dim must name at least one dimension";
   TB_CHECK(last_dim_size >= 1, ValueError)

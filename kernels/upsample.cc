@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/loops_internal.h"
 
@@ -19,12 +20,7 @@ namespace {
 
 using kernels::Convert;
 using kernels::opmath_t;
-
-template <typename F>
-void ParallelFor(int64_t n, bool parallel, F&& f) {
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < n; ++i) f(i);
-}
+using kernels::ParallelFor;
 
 enum class Mode { kNearest, kNearestExact, kLinear };
 

@@ -29,6 +29,7 @@ PYBIND11_MODULE(_C, m) {
   tb::py::BindArray(m);
   tb::py::BindDLPack(m);
   tb::py::BindOps(m);
+  tb::py::BindMemory(m);
   tb::py::BindPlan(m);
   tb::py::BindEager(m);
   tb::py::BindFfi(m);

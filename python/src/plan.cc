@@ -3,8 +3,6 @@
 
 #include <pybind11/gil_safe_call_once.h>
 
-#include "bridge/alloc_stats.h"
-#include "bridge/host_allocator.h"
 #include "dlpack_py.h"
 #include "py_common.h"
 
@@ -103,39 +101,6 @@ py::object OutputToTorch(const Value& v) {
 }  // namespace
 
 void BindPlan(py::module_& m) {
-  m.def(
-      "storage_allocations",
-      [] {
-        AllocationStats s = StorageAllocations();
-        py::dict d;
-        d["count"] = s.count;
-        d["bytes"] = s.bytes;
-        return d;
-      },
-      "Buffers tensorbridge has allocated in this process (count, bytes): a plan run's share is "
-      "the difference around it.");
-  m.def(
-      "memory_stats",
-      [] {
-        AllocationStats a = StorageAllocations();
-        HostCacheStats c = HostCache();
-        py::dict d;
-        d["allocations"] = a.count;
-        d["allocated_bytes"] = a.bytes;
-        d["cache_hits"] = c.hits;
-        d["cache_misses"] = c.misses;
-        d["cached_bytes"] = c.cached_bytes;
-        d["cache_limit_bytes"] = c.limit_bytes;
-        return d;
-      },
-      "tensorbridge's buffers: allocations and their bytes (monotonic), and the cache of freed "
-      "large blocks: requests it served (hits), large requests it could not (misses), bytes it "
-      "holds now and its limit.");
-  m.def("empty_cache", &EmptyHostCache,
-        "Returns the freed large blocks tensorbridge keeps for reuse to the C library.");
-  m.def(
-      "set_host_cache_limit", [](uint64_t nbytes) { SetHostCacheLimit(nbytes); }, py::arg("nbytes"),
-      "The most bytes of freed large blocks kept for reuse (0: none); trims the cache to it.");
   py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan",
                                           "A captured graph of table ops, built once, run in C++.")
       .def(py::init<>())

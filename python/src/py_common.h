@@ -31,6 +31,7 @@ void BindErrors(py::module_& m);
 void BindArray(py::module_& m);
 void BindDLPack(py::module_& m);
 void BindOps(py::module_& m);
+void BindMemory(py::module_& m);
 void BindPlan(py::module_& m);
 void BindEager(py::module_& m);
 void BindFfi(py::module_& m);

@@ -95,23 +95,8 @@ float* FillFloats(P* p) {
 
 std::vector<int64_t> Vec(IntArrayRef r) { return r.vec(); }
 
-// The float32 elements of `t` in row-major order, read through its strides.
-std::vector<float> Values(const Tensor& t) {
-  std::vector<float> out;
-  if (t.numel() == 0) return out;
-  const int64_t nd = t.ndim();
-  std::vector<int64_t> index(static_cast<size_t>(nd), 0);
-  for (int64_t n = 0; n < t.numel(); ++n) {
-    int64_t offset = 0;
-    for (int64_t d = 0; d < nd; ++d) offset += index[d] * t.strides()[d];
-    out.push_back(t.data_as<const float>()[offset]);
-    for (int64_t d = nd - 1; d >= 0; --d) {
-      if (++index[d] < t.shape()[d]) break;
-      index[d] = 0;
-    }
-  }
-  return out;
-}
+// The float32 elements of `t` in row-major order of its shape.
+std::vector<float> Values(const Tensor& t) { return testing::Values<float>(t); }
 
 Tensor Arange(IntArrayRef shape) {
   Tensor t = Tensor::Empty(shape, DType::kFloat32);

@@ -25,6 +25,7 @@ namespace {
 
 using ::tb::testing::Contains;
 using ::tb::testing::FromValues;
+using ::tb::testing::Values;
 
 // ---- helpers -----------------------------------------------------------------------------------
 
@@ -39,25 +40,6 @@ Tensor RandomFloats(IntArrayRef shape, uint32_t seed, float lo = -1.f, float hi 
   std::vector<float> v(static_cast<size_t>(ShapeNumel(shape)));
   for (float& x : v) x = dist(gen);
   return Floats(shape, v);
-}
-
-// The elements of `t` in row-major order of its shape, read through its strides.
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  std::vector<T> out;
-  if (t.numel() == 0) return out;
-  const int64_t nd = t.ndim();
-  std::vector<int64_t> index(static_cast<size_t>(nd), 0);
-  for (int64_t n = 0; n < t.numel(); ++n) {
-    int64_t offset = 0;
-    for (int64_t d = 0; d < nd; ++d) offset += index[d] * t.strides()[d];
-    out.push_back(t.data_as<const T>()[offset]);
-    for (int64_t d = nd - 1; d >= 0; --d) {
-      if (++index[d] < t.shape()[d]) break;
-      index[d] = 0;
-    }
-  }
-  return out;
 }
 
 float At2(const Tensor& t, int64_t i, int64_t j) {
@@ -293,10 +275,10 @@ TEST(BinaryTest, Errors) {
                   Call1("aten::add.Tensor", {f, 2.0, 1}));  // Scalar for Tensor
 }
 
-// Dispatch picks the kernel from the first tensor's device only; the CPU kernels then read
-// every operand as host memory. An operand on another device must be refused (torch:
-// "Expected all tensors to be on the same device"), not read. The "CUDA" tensor here is
-// host memory in disguise, so the missing check shows as a result instead of a crash.
+// Dispatch picks the kernel from the tensors' device; the CPU kernels then read every operand
+// as host memory. An operand on another device must be refused (torch: "Expected all
+// tensors to be on the same device"), not read. The "CUDA" tensor here is host memory in
+// disguise, so the missing check shows as a result instead of a crash.
 Tensor FakeCudaTensor(IntArrayRef shape) {
   static float memory[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   Device cuda{DeviceType::kCUDA, 0};
@@ -315,6 +297,17 @@ TEST(DeviceCheckTest, OperandsOnAnotherDeviceAreRefused) {
                                       OpTable::Global().Call(op, s));
     EXPECT_NE(msg.find(op), std::string::npos) << msg;
   }
+}
+
+TEST(DeviceCheckTest, TensorsInListsCountToo) {
+  Tensor cpu = Floats({2, 2}, {1, 2, 3, 4});
+  Tensor cuda = FakeCudaTensor({2, 2});
+  Stack mixed{std::vector<Tensor>{cpu, cuda}, int64_t{0}};
+  EXPECT_TB_ERROR(kValueError, "aten::cat: tensors on different devices (cpu and cuda)",
+                  OpTable::Global().Call("aten::cat", mixed));
+  // All on a device without kernels: no CPU kernel runs on them.
+  Stack all_cuda{std::vector<Tensor>{cuda, cuda}, int64_t{0}};
+  EXPECT_TB_ERROR(kNotImplementedError, "aten::cat", OpTable::Global().Call("aten::cat", all_cuda));
 }
 
 // ---- mm ----------------------------------------------------------------------------------------

@@ -47,6 +47,26 @@ Tensor FromValues(IntArrayRef shape, DType dtype, const std::vector<T>& values) 
   return t;
 }
 
+// The elements of `t` (C++ type T of its dtype) in row-major order of its shape, read
+// through its strides.
+template <typename T>
+std::vector<T> Values(const Tensor& t) {
+  std::vector<T> out;
+  if (t.numel() == 0) return out;
+  const int64_t nd = t.ndim();
+  std::vector<int64_t> index(static_cast<size_t>(nd), 0);
+  for (int64_t n = 0; n < t.numel(); ++n) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < nd; ++d) offset += index[d] * t.strides()[d];
+    out.push_back(t.data_as<const T>()[offset]);
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++index[d] < t.shape()[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
 }  // namespace tb::testing
 
 // EXPECT_TB_ERROR(kValueError, "view: shape [5, 5] is invalid", t.view({5, 5})): the statement
