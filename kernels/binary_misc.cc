@@ -186,8 +186,8 @@ Tensor LcmInplace(const Tensor& a, const Tensor& b) {
   return GcdImpl<true>("aten::lcm_", a, b, &a);
 }
 
-// ---- ldexp: self * 2^other (floating result; 2^other is rounded to the result dtype first,
-// as torch's self * pow(2, other)) ------------------------------------------------------------
+// ---- ldexp: self * 2^other in the compute type (float for float16 / bfloat16), rounded once:
+// 2^16 times a float16 mantissa stays finite, as in torch ---------------------------------
 
 Tensor LdexpImpl(const char* op, const Tensor& self, const Tensor& other, const Tensor* dest) {
   const DType dt = kernels::FloatResult(Promote(self, other));
@@ -197,8 +197,7 @@ Tensor LdexpImpl(const char* op, const Tensor& self, const Tensor& other, const 
                          using T = typename decltype(tag)::type;
                          using M = opmath_t<T>;
                          BinaryMap<T, T, T>(out, in[0], in[1], [](T x, T e) {
-                           const T p = static_cast<T>(std::exp2(static_cast<M>(e)));
-                           return static_cast<T>(static_cast<M>(x) * static_cast<M>(p));
+                           return static_cast<T>(static_cast<M>(x) * std::exp2(static_cast<M>(e)));
                          });
                        });
                      });

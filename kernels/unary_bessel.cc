@@ -52,7 +52,7 @@ double ScaledI(double nu, double x) {
 double ModifiedI(double nu, double x) {  // I_nu(x) for nu = 0, 1 (odd in x for nu = 1)
   if (std::isnan(x)) return x;
   const double a = std::abs(x);
-  if (std::isinf(a)) return nu == 0 ? kInf : x;
+  if (std::isinf(a)) return kNaN;  // as torch's (exp(x) times a vanishing series)
   const double v = a > kLarge ? kInf : std::cyl_bessel_i(nu, a);
   return (nu == 1 && x < 0) ? -v : v;
 }
