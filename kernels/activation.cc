@@ -1,6 +1,7 @@
 // Activations (forward): aten::relu, relu_, threshold, threshold_, elu, elu_, leaky_relu,
 // leaky_relu_, hardtanh, hardtanh_, hardsigmoid, hardsigmoid_, hardswish, hardswish_, softplus,
-// gelu, gelu_, silu, silu_, mish, mish_, log_sigmoid_forward, glu.
+// gelu, gelu_, silu, silu_, mish, mish_, log_sigmoid_forward, glu, celu, celu_, hardshrink,
+// softshrink.
 //
 // Large contiguous float32 / bfloat16 tensors go to oneDNN's eltwise primitives where oneDNN
 // has the function (relu, leaky_relu, elu, gelu, silu, hardswish, mish), but contiguous
@@ -90,6 +91,37 @@ Tensor Elu(const Tensor& self, const Scalar& alpha, const Scalar& scale,
 Tensor Elu_(const Tensor& self, const Scalar& alpha, const Scalar& scale,
             const Scalar& input_scale) {
   return Assign(self, Elu(self, alpha, scale, input_scale));
+}
+
+// celu(x, alpha) = elu(x, alpha, scale 1, input_scale 1 / alpha), as torch computes it.
+Tensor Celu(const Tensor& self, const Scalar& alpha) {
+  return Elu(self, alpha, Scalar(1.0), Scalar(1.0 / alpha.to_double()));
+}
+Tensor Celu_(const Tensor& self, const Scalar& alpha) { return Assign(self, Celu(self, alpha)); }
+
+// hardshrink: x outside [-lambd, lambd], else 0; softshrink moves x lambd towards 0 (NaN
+// stays NaN). lambd is compared in the compute type.
+Tensor Hardshrink(const Tensor& self, const Scalar& lambd) {
+  const char* op = "aten::hardshrink";
+  CheckFloat(op, self);
+  const double l = lambd.to_double();
+  return MapFloat(op, self, [l](auto x) {
+    using A = decltype(x);
+    const A lm = static_cast<A>(l);
+    return (x >= -lm && x <= lm) ? A(0) : x;
+  });
+}
+Tensor Softshrink(const Tensor& self, const Scalar& lambd) {
+  const char* op = "aten::softshrink";
+  CheckFloat(op, self);
+  const double l = lambd.to_double();
+  TB_CHECK(l >= 0, ValueError) << op << ": lambda must be greater or equal to 0, but found to be "
+                               << l;
+  return MapFloat(op, self, [l](auto x) {
+    using A = decltype(x);
+    const A lm = static_cast<A>(l);
+    return x > lm ? A(x - lm) : (x < -lm ? A(x + lm) : A(x * A(0)));
+  });
 }
 
 Tensor LeakyRelu(const Tensor& self, const Scalar& negative_slope) {
@@ -249,6 +281,10 @@ TB_REGISTER_KERNELS(activation) {
   table.RegisterKernel("aten::threshold_", cpu, Boxed<&Threshold_>(), TB_HERE);
   table.RegisterKernel("aten::elu", cpu, Boxed<&Elu>(), TB_HERE);
   table.RegisterKernel("aten::elu_", cpu, Boxed<&Elu_>(), TB_HERE);
+  table.RegisterKernel("aten::celu", cpu, Boxed<&Celu>(), TB_HERE);
+  table.RegisterKernel("aten::celu_", cpu, Boxed<&Celu_>(), TB_HERE);
+  table.RegisterKernel("aten::hardshrink", cpu, Boxed<&Hardshrink>(), TB_HERE);
+  table.RegisterKernel("aten::softshrink", cpu, Boxed<&Softshrink>(), TB_HERE);
   table.RegisterKernel("aten::leaky_relu", cpu, Boxed<&LeakyRelu>(), TB_HERE);
   table.RegisterKernel("aten::leaky_relu_", cpu, Boxed<&LeakyRelu_>(), TB_HERE);
   table.RegisterKernel("aten::hardtanh", cpu, Boxed<&Hardtanh>(), TB_HERE);

@@ -1,6 +1,7 @@
 // Activation gradients: aten::threshold_backward, elu_backward, leaky_relu_backward,
-// hardtanh_backward, hardsigmoid_backward, hardswish_backward, softplus_backward,
-// gelu_backward, silu_backward, mish_backward, log_sigmoid_backward, glu_backward.
+// hardtanh_backward, hardshrink_backward, softshrink_backward, hardsigmoid_backward,
+// hardswish_backward, softplus_backward, gelu_backward, silu_backward, mish_backward,
+// log_sigmoid_backward, glu_backward.
 //
 // threshold_backward on contiguous same-shape float32 / float64 operands runs on a row loop
 // of kernels/cpu/simd.cc. Large contiguous float32 / bfloat16 gradients of gelu, silu,
@@ -50,6 +51,18 @@ Tensor EluBackward(const Tensor& grad_output, const Scalar& alpha, const Scalar&
     return static_cast<A>(g * static_cast<A>(is) * static_cast<A>(negcoef) *
                           std::exp(x * static_cast<A>(is)));
   });
+}
+
+// The gradient of hardshrink and softshrink: grad outside [-lambd, lambd], else 0.
+template <bool kSoft>
+Tensor ShrinkBackward(const Tensor& grad_output, const Tensor& self, const Scalar& lambd) {
+  const double l = lambd.to_double();
+  return MapBinary(kSoft ? "aten::softshrink_backward" : "aten::hardshrink_backward", grad_output,
+                   self, [l](auto g, auto x) {
+                     using A = decltype(g);
+                     const A lm = static_cast<A>(l);
+                     return (x >= -lm && x <= lm) ? A(0) : g;
+                   });
 }
 
 Tensor LeakyReluBackward(const Tensor& grad_output, const Tensor& self,
@@ -205,6 +218,8 @@ TB_REGISTER_KERNELS(activation_backward) {
   table.RegisterKernel("aten::threshold_backward", cpu, Boxed<&ThresholdBackward>(), TB_HERE);
   table.RegisterKernel("aten::elu_backward", cpu, Boxed<&EluBackward>(), TB_HERE);
   table.RegisterKernel("aten::leaky_relu_backward", cpu, Boxed<&LeakyReluBackward>(), TB_HERE);
+  table.RegisterKernel("aten::hardshrink_backward", cpu, Boxed<&ShrinkBackward<false>>(), TB_HERE);
+  table.RegisterKernel("aten::softshrink_backward", cpu, Boxed<&ShrinkBackward<true>>(), TB_HERE);
   table.RegisterKernel("aten::hardtanh_backward", cpu, Boxed<&HardtanhBackward>(), TB_HERE);
   table.RegisterKernel("aten::hardsigmoid_backward", cpu, Boxed<&HardsigmoidBackward>(), TB_HERE);
   table.RegisterKernel("aten::hardswish_backward", cpu, Boxed<&HardswishBackward>(), TB_HERE);

@@ -8,7 +8,8 @@
 // backward-weights passes with roles swapped.
 //
 // float32 and bfloat16 run on oneDNN (layouts chosen by oneDNN, reordered from and to the
-// plain ones); float16 runs as float32; float64 and int64 run on im2col + Eigen GEMM.
+// plain ones); float16 runs as float32, except transposed convolutions, which round as torch's
+// float16 kernel does (TransposedHalf); float64 and int64 run on im2col + Eigen GEMM.
 #include <algorithm>
 #include <array>
 #include <string>
@@ -306,9 +307,12 @@ void ForEachCol(const Geom3& g, int64_t channels, F&& f) {
   }
 }
 
-template <typename T>
+// With R other than T (backward-data only), the columns and every sum of col2im are rounded
+// to R: torch's float16 transposed convolution (slow_conv_transpose) keeps them in float16.
+template <typename T, typename R = T>
 void GemmPass(Pass pass, const ConvParams& p, const Tensor& x, const Tensor& w, const Tensor& y,
               const Tensor* bias) {
+  constexpr bool kRound = !std::is_same_v<T, R>;
   using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Map = Eigen::Map<Mat>;
   const Geom3 g = Geom(p);
@@ -350,7 +354,12 @@ void GemmPass(Pass pass, const ConvParams& p, const Tensor& x, const Tensor& w, 
         col.noalias() = wg.transpose() * yg;
         std::fill(xg, xg + cgi * g.isz, T(0));
         ForEachCol(g, cgi, [&](int64_t r, int64_t o, int64_t i) {
-          if (i >= 0) xg[i] += col(r, o);
+          if (i < 0) return;
+          if constexpr (kRound) {
+            xg[i] = Convert<T>(Convert<R>(xg[i] + Convert<T>(Convert<R>(col(r, o)))));
+          } else {
+            xg[i] += col(r, o);
+          }
         });
       }
     }
@@ -513,6 +522,27 @@ Tensor ConvLayout(const Tensor& t, const ConvFormat& f) {
 
 namespace kernels {
 
+// A 16-bit transposed convolution as torch's CPU fallback kernel (slow_conv_transpose)
+// computes it: the columns W^T x in float rounded to R, col2im summing them in R, the bias
+// added in R. torch takes it for float16, and for bfloat16 where oneDNN is not used (an
+// output_padding not below its stride).
+template <typename R>
+Tensor TransposedHalf(const ConvParams& p, const Dims& shape, const Tensor& input,
+                      const Tensor& weight, const std::optional<Tensor>& bias,
+                      const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+                      const std::vector<int64_t>& output_padding) {
+  Tensor out = Tensor::Zeros(shape, input.dtype());
+  if (out.numel() > 0 && input.numel() > 0 && weight.numel() > 0) {
+    Tensor out32 = Tensor::Empty(shape, DType::kFloat32);
+    GemmPass<float, R>(Pass::kBackwardData, p, out32, Cast(weight.contiguous(), DType::kFloat32),
+                       Cast(input.contiguous(), DType::kFloat32), nullptr);
+    CopyCast(out, out32);  // exact: every value is already an R
+  }
+  if (bias && out.numel() > 0) AddBias(out, *bias);
+  return ConvLayout(out,
+                    ConvFormatOf(input, weight, stride, dilation, true, output_padding, p.groups));
+}
+
 Tensor Convolution(const char* op, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const std::vector<int64_t>& stride,
                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
@@ -522,7 +552,20 @@ Tensor Convolution(const char* op, const Tensor& input, const Tensor& weight,
                             output_padding, groups, &shape);
   if (bias) CheckBias(op, *bias, shape[1], input.dtype());
   const DType dt = input.dtype();
-  if (transposed && bias && (dt == DType::kBFloat16 || dt == DType::kFloat16)) {
+  if (transposed && dt == DType::kFloat16) {
+    return TransposedHalf<Half>(p, shape, input, weight, bias, stride, dilation, output_padding);
+  }
+  if (transposed && dt == DType::kBFloat16) {
+    bool big_output_padding = false;
+    for (int64_t i = 0; i < p.nsp && !output_padding.empty(); ++i) {
+      big_output_padding |= p.stride[i] <= output_padding[output_padding.size() == 1 ? 0 : i];
+    }
+    if (big_output_padding) {
+      return TransposedHalf<BFloat16>(p, shape, input, weight, bias, stride, dilation,
+                                      output_padding);
+    }
+  }
+  if (transposed && bias && dt == DType::kBFloat16) {
     // Bias added before the one rounding to 16 bits, as torch: in float32.
     Tensor b32 = Cast(*bias, DType::kFloat32);
     return Cast(Convolution(op, Cast(input, DType::kFloat32), Cast(weight, DType::kFloat32), b32,

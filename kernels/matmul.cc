@@ -1,4 +1,4 @@
-// Matrix products: aten::mm, addmm, bmm, baddbmm, mv, addmv, dot.
+// Matrix products: aten::mm, addmm, bmm, baddbmm, mv, addmv, dot, vdot.
 //
 // Every product runs through BatchedGemm (out[b] = alpha * a[b] @ b[b] + beta * out[b]):
 // float32 and bfloat16 on oneDNN's matmul primitive (alpha as an output scale, beta as a sum
@@ -410,12 +410,12 @@ Tensor Mv(const Tensor& self, const Tensor& vec) {
   return out;
 }
 
-Tensor Dot(const Tensor& self, const Tensor& tensor) {
-  constexpr const char* kOp = "aten::dot";
-  CheckDims(kOp, "self", self, 1);
-  CheckDims(kOp, "tensor", tensor, 1);
-  CheckSameDType(kOp, self, tensor);
-  CheckComputable(kOp, self.dtype());
+// dot, and vdot (which conjugates self: the same for the real dtypes served here).
+Tensor DotImpl(const char* op, const Tensor& self, const Tensor& tensor) {
+  CheckDims(op, "self", self, 1);
+  CheckDims(op, "tensor", tensor, 1);
+  CheckSameDType(op, self, tensor);
+  CheckComputable(op, self.dtype());
   TB_CHECK(self.size(0) == tensor.size(0), ValueError)
       << kOp << ": inconsistent tensor size, expected tensors of the same size, got "
       << self.size(0) << " and " << tensor.size(0);
@@ -435,6 +435,8 @@ Tensor Dot(const Tensor& self, const Tensor& tensor) {
   });
   return out;
 }
+Tensor Dot(const Tensor& self, const Tensor& tensor) { return DotImpl("aten::dot", self, tensor); }
+Tensor Vdot(const Tensor& self, const Tensor& other) { return DotImpl("aten::vdot", self, other); }
 
 }  // namespace
 
@@ -446,6 +448,7 @@ TB_REGISTER_KERNELS(matmul) {
   table.RegisterKernel("aten::mv", DeviceType::kCPU, Boxed<&Mv>(), TB_HERE);
   table.RegisterKernel("aten::addmv", DeviceType::kCPU, Boxed<&Addmv>(), TB_HERE);
   table.RegisterKernel("aten::dot", DeviceType::kCPU, Boxed<&Dot>(), TB_HERE);
+  table.RegisterKernel("aten::vdot", DeviceType::kCPU, Boxed<&Vdot>(), TB_HERE);
 }
 
 }  // namespace tb

@@ -181,6 +181,13 @@ std::tuple<Tensor, Tensor, Tensor> BatchNormC(const char* op, const Tensor& inpu
         }
         var[c] = cnt > 0 ? v / cnt : 0.0;
         is = 1.0 / std::sqrt(var[c] + eps);
+        if constexpr (kernels::kIsReducedFloat<T>) {
+          // torch keeps float16 / bfloat16 batch statistics in their own type: the mean and
+          // variance rounded to it, invstd computed from them in float and rounded too.
+          mu = Convert<double>(Convert<T>(mu));
+          const float vr = Convert<float>(Convert<T>(var[c]));
+          is = Convert<double>(Convert<T>(1.0f / std::sqrt(vr + static_cast<float>(eps))));
+        }
       } else {
         mu = rm[c];
         is = 1.0 / std::sqrt(rv[c] + eps);
@@ -188,6 +195,22 @@ std::tuple<Tensor, Tensor, Tensor> BatchNormC(const char* op, const Tensor& inpu
       mean[c] = mu;
       invstd[c] = is;
     });
+    if constexpr (kernels::kIsReducedFloat<T>) {
+      if (training) {  // as torch: ((x - mean) * invstd) * weight + bias, in float
+        ParallelFor(
+            sh.n * sh.c, sh.n * sh.c > 1 && input.numel() > kernels::kGrain, [&](int64_t p) {
+              const int64_t c = p % sh.c;
+              const float m = static_cast<float>(mean[c]), i = static_cast<float>(invstd[c]);
+              const float wc = static_cast<float>(w[c]), bc = static_cast<float>(b[c]);
+              const T* xp = px + p * sh.s;
+              T* yp = po + p * sh.s;
+              for (int64_t j = 0; j < sh.s; ++j) {
+                yp[j] = Convert<T>((Convert<float>(xp[j]) - m) * i * wc + bc);
+              }
+            });
+        return;
+      }
+    }
     // y = x * scale + shift in the opmath type, plane by plane in memory order.
     std::vector<A> scale(sh.c), shift(sh.c);
     for (int64_t c = 0; c < sh.c; ++c) {

@@ -285,16 +285,23 @@ Tensor AdaptiveAvgPool(const char* op, const Tensor& self, int64_t nsp,
       const T* in = px + plane * isz;
       T* o = po + plane * osz;
       ForEachAdaptiveWindow(g, [&](int64_t oi, const Arr3& lo, const Arr3& hi) {
+        // torch's 3-d kernel sums float16 / bfloat16 in their own type and divides by each
+        // window size in turn, rounding every step; its 2-d kernel sums in float.
+        const bool round_steps = kernels::kIsReducedFloat<T> && nsp == 3;
         Acc sum = 0;
         for (int64_t id = lo[0]; id < hi[0]; ++id) {
           for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
             const T* row = in + (id * g.in[1] + ih) * g.in[2];
-            for (int64_t iw = lo[2]; iw < hi[2]; ++iw) sum += Convert<Acc>(row[iw]);
+            for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
+              sum += Convert<Acc>(row[iw]);
+              if (round_steps) sum = Convert<Acc>(Convert<T>(sum));
+            }
           }
         }
         Acc v = sum;
         for (int i = 0; i < 3; ++i) {
           if (hi[i] - lo[i] != 1) v = v / static_cast<Acc>(hi[i] - lo[i]);
+          if (round_steps) v = Convert<Acc>(Convert<T>(v));
         }
         o[oi] = Convert<T>(v);
       });

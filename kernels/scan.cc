@@ -1,13 +1,16 @@
-// Scans along one dim: aten::cumsum, aten::cumprod, aten::cummax, aten::cummin.
+// Scans along one dim: aten::cumsum, aten::cumprod, aten::cummax, aten::cummin,
+// aten::logcumsumexp.
 //
 // The input is read as a contiguous [O, L, I] block with the scanned dim L in the middle. When
 // I == 1 each of the O rows is scanned on its own; otherwise blocks of I are scanned side by
 // side, one row of L at a time (a unit-stride loop the compiler vectorises). As torch on CPU:
 // cumsum/cumprod accumulate float32 in double (16-bit floats in float, integers in int64) and
 // give int64 for integer and bool input unless dtype= says otherwise; cummax/cummin keep the
-// dtype, return int64 indices, take the later index on ties and propagate NaN.
+// dtype, return int64 indices, take the later index on ties and propagate NaN; logcumsumexp
+// accumulates as cumsum does (float32 in double, 16-bit floats in float).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <tuple>
 
@@ -158,9 +161,45 @@ std::tuple<Tensor, Tensor> CumMin(const Tensor& self, int64_t dim) {
   return CumExtremum<false>("aten::cummin", self, dim);
 }
 
+// log(exp(x) + exp(acc)) as torch's _log_add_exp_helper: NaN in acc propagates; two equal
+// infinities give x.
+template <typename A>
+A LogAddExpAcc(A x, A acc) {
+  const A lo = std::isnan(acc) ? acc : std::min(x, acc);
+  const A hi = std::isnan(acc) ? acc : std::max(x, acc);
+  if (lo != hi || std::isfinite(lo)) return std::log1p(std::exp(lo - hi)) + hi;
+  return x;
+}
+
+Tensor LogCumSumExp(const Tensor& self, int64_t dim) {
+  const char* op = "aten::logcumsumexp";
+  dim = WrapDim(dim, self.ndim(), op);
+  TB_CHECK(IsFloatingPoint(self.dtype()), NotImplementedError)
+      << op << ": dtype " << DTypeName(self.dtype()) << " is not supported";
+  Tensor out = Tensor::Empty(self.shape(), self.dtype());
+  if (out.numel() == 0) return out;
+  const Tensor x = self.contiguous();
+  const ScanShape s = ShapeOf(x, dim);
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    using Acc = cum_acc_t<T>;
+    const T* in = x.data_as<const T>();
+    T* o = out.data_as<T>();
+    ScanLoop<Acc>(
+        s, [] { return -std::numeric_limits<Acc>::infinity(); },
+        [&](Acc& a, int64_t off, int64_t) {
+          a = LogAddExpAcc<Acc>(kernels::Widen<Acc>(in[off]), a);
+          o[off] = kernels::Convert<T>(a);
+        });
+  });
+  return out;
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(scan) {
+  table.RegisterKernel("aten::logcumsumexp", DeviceType::kCPU, Boxed<&LogCumSumExp>(), TB_HERE);
+  table.RegisterKernel("aten::_logcumsumexp", DeviceType::kCPU, Boxed<&LogCumSumExp>(), TB_HERE);
   table.RegisterKernel("aten::cumsum", DeviceType::kCPU, Boxed<&CumSum>(), TB_HERE);
   table.RegisterKernel("aten::cumprod", DeviceType::kCPU, Boxed<&CumProd>(), TB_HERE);
   table.RegisterKernel("aten::cummax", DeviceType::kCPU, Boxed<&CumMax>(), TB_HERE);

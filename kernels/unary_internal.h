@@ -252,3 +252,8 @@ inline constexpr T kPi = static_cast<T>(3.14159265358979323846264338327950288);
     table.RegisterKernel("aten::" NAME "_", DeviceType::kCPU,                        \
                          Boxed<&::tb::kernels::unary::Unary<OP, true>>(), TB_HERE);  \
   } while (0)
+
+// Registers Op for its functional form only (the special_* ops have no in-place form).
+#define TB_REGISTER_UNARY_FUNCTIONAL(OP)            \
+  table.RegisterKernel(OP::kName, DeviceType::kCPU, \
+                       Boxed<&::tb::kernels::unary::Unary<OP, false>>(), TB_HERE)

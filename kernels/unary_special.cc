@@ -1,5 +1,6 @@
 // Unary special functions: erf, erfc, erfinv, lgamma, digamma, sinc and i0 (with their
-// in-place forms). Integer and bool inputs compute in float32; float16 / bfloat16 in float.
+// in-place forms); special_erfcx, special_ndtri, special_log_ndtr and special_entr. Integer and
+// bool inputs compute in float32; float16 / bfloat16 in float.
 //
 // erfinv, digamma and i0 follow the algorithms PyTorch uses on the CPU (ATen/native/Math.h),
 // so that results agree to the last few ulp: erfinv is a rational approximation refined by
@@ -14,6 +15,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "dispatch/op_table.h"
+#include "kernels/special_math_internal.h"
 #include "kernels/unary_internal.h"
 
 namespace tb {
@@ -234,9 +236,29 @@ struct I0Op : FloatingUnary<I0Op> {
   }
 };
 
+// ---- erfcx, ndtri, log_ndtr, entr (double precision, rounded once) -------------------------
+
+#define TB_SPECIAL_OP(STRUCT, NAME, FN)                  \
+  struct STRUCT : FloatingUnary<STRUCT> {                \
+    static constexpr const char* kName = "aten::" NAME;  \
+    template <typename T>                                \
+    T operator()(T x) const {                            \
+      return static_cast<T>(FN(static_cast<double>(x))); \
+    }                                                    \
+  }
+TB_SPECIAL_OP(ErfcxOp, "special_erfcx", kernels::special::Erfcx);
+TB_SPECIAL_OP(NdtriOp, "special_ndtri", kernels::special::Ndtri);
+TB_SPECIAL_OP(LogNdtrOp, "special_log_ndtr", kernels::special::LogNdtr);
+TB_SPECIAL_OP(EntrOp, "special_entr", kernels::special::Entr);
+#undef TB_SPECIAL_OP
+
 }  // namespace
 
 TB_REGISTER_KERNELS(unary_special) {
+  TB_REGISTER_UNARY_FUNCTIONAL(ErfcxOp);
+  TB_REGISTER_UNARY_FUNCTIONAL(NdtriOp);
+  TB_REGISTER_UNARY_FUNCTIONAL(LogNdtrOp);
+  TB_REGISTER_UNARY_FUNCTIONAL(EntrOp);
   TB_REGISTER_UNARY_PAIR("erf", ErfOp);
   TB_REGISTER_UNARY_PAIR("erfc", ErfcOp);
   TB_REGISTER_UNARY_PAIR("erfinv", ErfinvOp);

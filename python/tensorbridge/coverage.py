@@ -11,7 +11,9 @@ decomposes into; ``-`` when not registered), runs PyTorch's OpInfo samples (``op
 table (see ``tensorbridge._opinfo``; for ``--grad-dtypes`` the gradients too, so backward ops run
 in the table) and attributes each sample to the overloads it hit. Prints per
 core overload: how it is served, samples passed / total, the dtypes it passed samples in; then the
-totals. ``--ops`` limits the sweep to those OpInfos (the overload list stays complete).
+totals; then every ATen overload the samples exercised, core or not, with the samples each
+blocked (ran on torch's kernel because the table lacks it), and the share of samples blocked.
+``--ops`` limits the sweep to those OpInfos (the overload list stays complete).
 """
 
 from __future__ import annotations
@@ -182,13 +184,36 @@ def report(results, serving, dtypes, bar=0.95) -> dict:
             "total": sum(r.total for r in rs),
         }
     registered = sum(r["served_by"] != "-" for r in rows)
+    total = sum(c["total"] for c in per_dtype.values())
+    blocked = sum(c["blocked"] for c in per_dtype.values())
     return {
         "core_overloads": len(rows),
         "registered": registered,
         "samples": per_dtype,
         "overloads": rows,
         "below_bar": [r["op"] for r in rows if r["below_bar"]],
+        "exercised": exercised(results, serving),
+        "blocked_share": blocked / total if total else 0.0,
     }
+
+
+def exercised(results, serving) -> list[dict]:
+    """Every ATen overload the samples reached, core or not: whether it is core, the
+    samples that ran it in the table (judged) and passed, and the samples it blocked (it ran
+    on torch's kernel), most blocking first."""
+    rows: dict[str, dict] = {}
+    for r in results:
+        for s in r.samples:
+            for op in s.hit | s.fallbacks:
+                row = rows.setdefault(
+                    op, {"op": op, "core": op in serving, "passed": 0, "judged": 0, "blocked": 0}
+                )
+                if op in s.fallbacks:
+                    row["blocked"] += 1
+                elif s.status != "blocked":
+                    row["judged"] += 1
+                    row["passed"] += s.status == "pass"
+    return sorted(rows.values(), key=lambda row: (-row["blocked"], row["op"]))
 
 
 def _print(rep, dtypes, results, failures: int) -> None:
@@ -209,6 +234,16 @@ def _print(rep, dtypes, results, failures: int) -> None:
             f"{c['blocked']} more blocked on ops the table lacks"
         )
     print(f"overloads below the 95% bar: {rep['below_bar'] or 'none'}")
+    ex = rep["exercised"]
+    print(
+        f"\nATen overloads the samples exercised: {len(ex)} "
+        f"({sum(not row['core'] for row in ex)} outside the core set); "
+        f"{sum(row['blocked'] > 0 for row in ex)} fell back to torch"
+    )
+    for row in ex:
+        if row["blocked"]:
+            print(f"  {row['op']:52s} blocked {row['blocked']} samples")
+    print(f"samples blocked on ops the table lacks: {100.0 * rep['blocked_share']:.1f}%")
     if failures:
         print("\nfailures:")
         for r in results:

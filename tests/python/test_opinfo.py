@@ -1,7 +1,8 @@
 """Conformance with PyTorch: every OpInfo of torch's ``op_db``, sample by sample, through the table.
 
 For each OpInfo (less ``SKIP`` of ``tensorbridge.coverage``, each with its reason) and each of
-float32, float64, int64 and bool that torch supports for it on the CPU, the samples run inside
+float32, float64, int64, bool, bfloat16 and float16 that torch supports for it on the CPU, the
+samples run inside
 ``TableMode`` and are compared with torch's CPU kernels at torch's tolerances for that op and
 dtype (``tensorbridge._opinfo``). For float64 the gradients are compared as well (seeded output
 gradients; forward and backward ops both run through the table). ``tb.diagnostics.metrics()`` attributes each sample to the ATen overloads
@@ -14,9 +15,10 @@ it hit.
 * ``test_core_overload_bar``: for every core overload the table serves, at least 95% of the
   samples that hit it pass, per dtype.
 
-CI time: at most ``MAX_SAMPLES`` samples per OpInfo and dtype, the first ones torch generates
-after ``torch.manual_seed(0)`` (the same ones on every run). ``python -m tensorbridge.coverage``
-runs the same sweep over every sample.
+CI time: at most ``MAX_SAMPLES`` samples per OpInfo and dtype (``MAX_SAMPLES_16BIT`` for
+bfloat16 and float16), the first ones torch generates after ``torch.manual_seed(0)`` (the same
+ones on every run). ``python -m tensorbridge.coverage`` runs the same sweep over every sample;
+``benchmarks/opinfo_sweep.py`` measures the pass rate per dtype over the first 4 samples.
 """
 
 from __future__ import annotations
@@ -32,11 +34,15 @@ from tensorbridge import _opinfo, coverage
 from tensorbridge.testing import TableMode
 
 MAX_SAMPLES = 12
+# The 16-bit floats run the same kernels as float32 with another rounding: fewer samples each.
+MAX_SAMPLES_16BIT = 2
 DTYPES = {
     "float32": torch.float32,
     "float64": torch.float64,
     "int64": torch.int64,
     "bool": torch.bool,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
 }
 BAR = 0.95
 # Dtypes whose samples also compare gradients (the backward ops run through the table).
@@ -63,6 +69,10 @@ KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
     # 9.3e4) it is 0.0018 from the float64 result where torch's float32 kernel is 0.05 away; the
     # two differ by 0.013, beyond float32's default atol.
     ("matrix_exp", "float32"): "float32 matrix_exp: the table's result is the more accurate one",
+    # torch rounds the 16-bit instance statistics in an order not reproduced yet: a few
+    # elements 1 ulp (float16 / bfloat16) away.
+    ("nn.functional.instance_norm", "float16"): "16-bit statistics rounding (1 ulp)",
+    ("nn.functional.instance_norm", "bfloat16"): "16-bit statistics rounding (1 ulp)",
 }
 
 OPINFOS = [o for o in _opinfo.op_db() if coverage.skip_reason(o) is None]
@@ -76,8 +86,9 @@ def _registered() -> frozenset[str]:
 
 @functools.cache
 def _result(index: int, dtype: str) -> _opinfo.OpInfoResult:
+    n = MAX_SAMPLES_16BIT if dtype in ("bfloat16", "float16") else MAX_SAMPLES
     return _opinfo.run_samples(
-        OPINFOS[index], DTYPES[dtype], max_samples=MAX_SAMPLES, grad=dtype in GRAD_DTYPES
+        OPINFOS[index], DTYPES[dtype], max_samples=n, grad=dtype in GRAD_DTYPES
     )
 
 
@@ -145,6 +156,9 @@ def test_coverage_cli_json(capsys):
     row = next(r for r in rep["overloads"] if r["op"] == "aten::add.Tensor")
     assert row["dtypes"]["float32"][1] > 0 and row["dtypes"]["int64"][1] > 0
     assert {r["op"] for r in rep["opinfos"]} == {"add", "abs"}
+    exercised = {row["op"]: row for row in rep["exercised"]}
+    assert exercised["aten::add.Tensor"]["core"] and exercised["aten::add.Tensor"]["passed"] > 0
+    assert rep["blocked_share"] == 0.0
 
 
 def test_sample_attribution_and_tolerance():

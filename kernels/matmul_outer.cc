@@ -1,0 +1,87 @@
+// aten::addr (beta * self + alpha * outer(vec1, vec2)) and its in-place and out= forms.
+//
+// As torch's CPU kernel: the arithmetic runs in the result dtype, each product rounded to it
+// (float16 / bfloat16 per operation, as torch's vectorized half loops); beta == 0 ignores self
+// (NaN in it does not propagate); bool computes (beta && self) || (alpha && vec1 && vec2);
+// integers wrap.
+#include <cstdint>
+
+#include "dispatch/op_table.h"
+#include "kernels/binary_internal.h"
+
+namespace tb {
+namespace {
+
+using kernels::Elementwise;
+using kernels::opmath_t;
+
+using In = std::vector<Tensor>;
+
+Tensor AddrImpl(const char* op, const Tensor& self, const Tensor& vec1, const Tensor& vec2,
+                const Scalar& beta, const Scalar& alpha, const Tensor* dest) {
+  TB_CHECK(vec1.ndim() == 1 && vec2.ndim() == 1, ValueError)
+      << op << ": vec1 and vec2 should be 1-dimensional vectors, got " << vec1.ndim() << "-D and "
+      << vec2.ndim() << "-D";
+  const DType dt = ResultType({Operand(self), Operand(vec1), Operand(vec2)});
+  if (dt != DType::kBool) {
+    kernels::CheckAlpha(op, dt, beta, "beta");
+    kernels::CheckAlpha(op, dt, alpha, "alpha");
+  }
+  const Dims shape = {vec1.size(0), vec2.size(0)};
+  const Tensor a = vec1.unsqueeze(1).expand(shape);
+  const Tensor b = vec2.unsqueeze(0).expand(shape);
+  const Tensor s = self.expand(BroadcastShapes({self.shape(), shape}, op));
+  TB_CHECK(s.ndim() == 2 && s.size(0) == shape[0] && s.size(1) == shape[1], ValueError)
+      << op << ": self of shape " << ShapeString(self.shape())
+      << " does not broadcast to the outer product's shape " << ShapeString(shape);
+  const bool beta_zero = beta.to_double() == 0;
+  return Elementwise(
+      op, {{&s, dt}, {&a, dt}, {&b, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
+        TB_DISPATCH_T(dt, op, TB_TYPES_ALL, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          if constexpr (std::is_same_v<T, bool>) {
+            const bool bv = beta.to_double() != 0, av = alpha.to_double() != 0;
+            kernels::Map<T, T, T, T>(
+                out, [bv, av](T x, T u, T v) -> T { return (bv && x) || (av && u && v); }, in[0],
+                in[1], in[2]);
+          } else {
+            using M = opmath_t<T>;
+            const T bv = kernels::ScalarTo<T>(op, "beta", beta);
+            const T av = kernels::ScalarTo<T>(op, "alpha", alpha);
+            auto mul = [](T x, T y) { return static_cast<T>(kernels::WrapMul<M>(M(x), M(y))); };
+            auto add = [](T x, T y) { return static_cast<T>(kernels::WrapAdd<M>(M(x), M(y))); };
+            if (beta_zero) {
+              kernels::Map<T, T, T, T>(
+                  out, [=](T, T u, T v) { return mul(mul(av, u), v); }, in[0], in[1], in[2]);
+            } else {
+              kernels::Map<T, T, T, T>(
+                  out, [=](T x, T u, T v) { return add(mul(bv, x), mul(mul(av, u), v)); }, in[0],
+                  in[1], in[2]);
+            }
+          }
+        });
+      });
+}
+
+Tensor Addr(const Tensor& self, const Tensor& vec1, const Tensor& vec2, const Scalar& beta,
+            const Scalar& alpha) {
+  return AddrImpl("aten::addr", self, vec1, vec2, beta, alpha, nullptr);
+}
+Tensor AddrInplace(const Tensor& self, const Tensor& vec1, const Tensor& vec2, const Scalar& beta,
+                   const Scalar& alpha) {
+  return AddrImpl("aten::addr_", self, vec1, vec2, beta, alpha, &self);
+}
+Tensor AddrOut(const Tensor& self, const Tensor& vec1, const Tensor& vec2, const Scalar& beta,
+               const Scalar& alpha, const Tensor& out) {
+  return AddrImpl("aten::addr.out", self, vec1, vec2, beta, alpha, &out);
+}
+
+}  // namespace
+
+TB_REGISTER_KERNELS(matmul_outer) {
+  table.RegisterKernel("aten::addr", DeviceType::kCPU, Boxed<&Addr>(), TB_HERE);
+  table.RegisterKernel("aten::addr_", DeviceType::kCPU, Boxed<&AddrInplace>(), TB_HERE);
+  table.RegisterKernel("aten::addr.out", DeviceType::kCPU, Boxed<&AddrOut>(), TB_HERE);
+}
+
+}  // namespace tb
