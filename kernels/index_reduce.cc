@@ -17,23 +17,18 @@
 
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
 
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
-
 // The values of an index tensor (0-d or 1-d unless `any_shape`), each checked to lie in
 // [0, n), or in [-n, n) and wrapped when `wrap`.
 std::vector<int64_t> Indices(const Tensor& index, int64_t n, bool wrap, const char* op,
                              bool long_only = false, bool any_shape = false) {
-  CheckHost(index, op);
+  kernels::CheckHost(op, index);
   TB_CHECK(any_shape || index.ndim() <= 1, IndexError)
       << op << ": index is supposed to be a vector, got shape " << ShapeString(index.shape());
   if (long_only) {
@@ -73,7 +68,7 @@ Blocks BlocksOf(IntArrayRef shape, int64_t dim) {
 // dimensions, the same sizes except along dim, index.numel() entries along dim.
 void CheckSource(const Tensor& self, int64_t dim, int64_t count, const Tensor& source,
                  const char* op) {
-  CheckHost(source, op);
+  kernels::CheckHost(op, source);
   TB_CHECK(source.dtype() == self.dtype(), TypeError)
       << op << ": self (" << DTypeName(self.dtype()) << ") and source ("
       << DTypeName(source.dtype()) << ") must have the same scalar type";
@@ -193,7 +188,7 @@ void IndexCombine(const Tensor& out, int64_t dim, const std::vector<int64_t>& id
 // The shared body of index_add / index_copy / index_reduce: a contiguous result.
 Tensor IndexFunc(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                  Kind kind, const Scalar& alpha, bool include_self, const char* op) {
-  CheckHost(self, op);
+  kernels::CheckHost(op, self);
   dim = WrapDim(dim, std::max<int64_t>(self.ndim(), 1), op);
   const int64_t len = self.ndim() ? self.size(dim) : 1;
   std::vector<int64_t> idx = Indices(index, len, /*wrap=*/false, op);
@@ -251,7 +246,7 @@ Tensor IndexReduce_(const Tensor& self, int64_t dim, const Tensor& index, const 
 
 Tensor IndexFillImpl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& value,
                      const char* op) {
-  CheckHost(self, op);
+  kernels::CheckHost(op, self);
   dim = WrapDim(dim, std::max<int64_t>(self.ndim(), 1), op);
   const int64_t len = self.ndim() ? self.size(dim) : 1;
   std::vector<int64_t> idx = Indices(index, len, /*wrap=*/true, op, /*long_only=*/true);
@@ -280,7 +275,7 @@ Tensor IndexFillTensor(const Tensor& self, int64_t dim, const Tensor& index, con
   TB_CHECK(value.ndim() == 0, ValueError)
       << "aten::index_fill: only supports a 0-dimensional value tensor, but got tensor with "
       << value.ndim() << " dimension(s)";
-  CheckHost(value, "aten::index_fill");
+  kernels::CheckHost("aten::index_fill", value);
   return IndexFillImpl(self, dim, index, value, "aten::index_fill");
 }
 Tensor IndexFillScalar_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
@@ -292,8 +287,8 @@ Tensor IndexFillTensor_(const Tensor& self, int64_t dim, const Tensor& index, co
 
 Tensor PutImpl(const Tensor& self, const Tensor& index, const Tensor& source, bool accumulate,
                const char* op) {
-  CheckHost(self, op);
-  CheckHost(source, op);
+  kernels::CheckHost(op, self);
+  kernels::CheckHost(op, source);
   TB_CHECK(source.dtype() == self.dtype(), TypeError)
       << op << ": self (" << DTypeName(self.dtype()) << ") and source ("
       << DTypeName(source.dtype()) << ") must have the same scalar type";
@@ -321,7 +316,7 @@ Tensor Put_(const Tensor& self, const Tensor& index, const Tensor& source, bool 
 
 Tensor Take(const Tensor& self, const Tensor& index) {
   constexpr const char* kOp = "aten::take";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   std::vector<int64_t> idx;
   if (index.numel() > 0) {
     TB_CHECK(self.numel() > 0, IndexError) << kOp << ": cannot take from an empty tensor";
@@ -336,8 +331,8 @@ Tensor Take(const Tensor& self, const Tensor& index) {
 
 Tensor MaskedSelect(const Tensor& self, const Tensor& mask) {
   constexpr const char* kOp = "aten::masked_select";
-  CheckHost(self, kOp);
-  CheckHost(mask, kOp);
+  kernels::CheckHost(kOp, self);
+  kernels::CheckHost(kOp, mask);
   TB_CHECK(mask.dtype() == DType::kBool, TypeError)
       << kOp << ": expected BoolTensor for mask, got " << DTypeName(mask.dtype());
   const Dims shape = BroadcastShapes({self.shape(), mask.shape()}, kOp);
@@ -353,7 +348,7 @@ Tensor MaskedSelect(const Tensor& self, const Tensor& mask) {
 
 Tensor NonzeroStatic(const Tensor& self, int64_t size, int64_t fill_value) {
   constexpr const char* kOp = "aten::nonzero_static";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(size >= 0, ValueError) << kOp << ": 'size' must be non-negative, got " << size;
   static const OpRef nonzero("aten::nonzero");
   Tensor nz = nonzero(self).tensor().contiguous();
@@ -411,7 +406,7 @@ std::vector<std::optional<Tensor>> ClampIndices(const Tensor& self,
 Tensor UnsafeMaskedIndex(const Tensor& self, const Tensor& mask,
                          const std::vector<std::optional<Tensor>>& indices, const Scalar& fill) {
   constexpr const char* kOp = "aten::_unsafe_masked_index";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(mask.dtype() == DType::kBool, TypeError)
       << kOp << ": expected a bool mask, got " << DTypeName(mask.dtype());
   static const OpRef index("aten::_unsafe_index.Tensor"), masked_fill("aten::masked_fill.Scalar"),
@@ -448,7 +443,7 @@ Tensor UnsafeMaskedIndexPutAccumulate(const Tensor& self, const Tensor& mask,
                                       const std::vector<std::optional<Tensor>>& indices,
                                       const Tensor& values) {
   constexpr const char* kOp = "aten::_unsafe_masked_index_put_accumulate";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(mask.dtype() == DType::kBool, TypeError)
       << kOp << ": expected a bool mask, got " << DTypeName(mask.dtype());
   if (self.numel() == 0) return self.clone();

@@ -417,11 +417,11 @@ Tensor DotImpl(const char* op, const Tensor& self, const Tensor& tensor) {
   CheckSameDType(op, self, tensor);
   CheckComputable(op, self.dtype());
   TB_CHECK(self.size(0) == tensor.size(0), ValueError)
-      << kOp << ": inconsistent tensor size, expected tensors of the same size, got "
+      << op << ": inconsistent tensor size, expected tensors of the same size, got "
       << self.size(0) << " and " << tensor.size(0);
   Tensor out = Tensor::Empty({}, self.dtype());
   const int64_t n = self.size(0), sa = self.stride(0), sb = tensor.stride(0);
-  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_NUMERIC, [&] {
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
     // Floating types accumulate in double, integers in their own type (wrapping as torch).
     using Acc = std::conditional_t<kernels::kIsFloating<T>, double, T>;

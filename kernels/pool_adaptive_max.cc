@@ -14,17 +14,12 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
-
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
 
 // Input planes: the leading dims (1 or 2 of them) times the `nd` spatial sizes.
 struct Planes {
@@ -54,7 +49,7 @@ Planes PlanesOf(const Tensor& self, int64_t nd, const char* op) {
 
 std::tuple<Tensor, Tensor> AdaptiveMax(const Tensor& self, const std::vector<int64_t>& output_size,
                                        int64_t nd, const char* op) {
-  CheckHost(self, op);
+  kernels::CheckHost(op, self);
   TB_CHECK(static_cast<int64_t>(output_size.size()) == nd, ValueError)
       << op << ": output_size must have " << nd << " elements, got " << output_size.size();
   const Planes p = PlanesOf(self, nd, op);
@@ -120,8 +115,8 @@ std::tuple<Tensor, Tensor> AdaptiveMax(const Tensor& self, const std::vector<int
 // values[plane][k]: added (the pooling backward) or written (max_unpool).
 Tensor ScatterToPlanes(const Tensor& values, const Tensor& indices, IntArrayRef shape, int64_t nd,
                        bool add, const char* op) {
-  CheckHost(values, op);
-  CheckHost(indices, op);
+  kernels::CheckHost(op, values);
+  kernels::CheckHost(op, indices);
   TB_CHECK(values.shape() == indices.shape(), ValueError)
       << op << ": values of shape " << ShapeString(values.shape())
       << " do not match indices of shape " << ShapeString(indices.shape());

@@ -23,6 +23,7 @@
 
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/promote_broadcast.h"
 
@@ -34,12 +35,6 @@
 namespace tb {
 namespace {
 
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
-
 template <typename T>
 double AsDouble(T v) {
   return kernels::Convert<double>(v);
@@ -48,8 +43,8 @@ double AsDouble(T v) {
 Tensor SearchImpl(const Tensor& seq_in, const Tensor& self_in, bool out_int32, bool right,
                   const std::optional<std::string>& side, const std::optional<Tensor>& sorter,
                   const char* op) {
-  CheckHost(seq_in, op);
-  CheckHost(self_in, op);
+  kernels::CheckHost(op, seq_in);
+  kernels::CheckHost(op, self_in);
   if (side) {
     TB_CHECK(*side == "left" || *side == "right", ValueError)
         << op << ": side can only be 'left' or 'right' but got '" << *side << "'";
@@ -72,7 +67,7 @@ Tensor SearchImpl(const Tensor& seq_in, const Tensor& self_in, bool out_int32, b
   }
   std::vector<int64_t> order;
   if (sorter) {
-    CheckHost(*sorter, op);
+    kernels::CheckHost(op, *sorter);
     TB_CHECK(sorter->shape() == seq_in.shape(), ValueError)
         << op << ": boundaries and sorter must have the same size, but got boundaries tensor "
         << ShapeString(seq_in.shape()) << " and sorter tensor " << ShapeString(sorter->shape());
@@ -213,7 +208,7 @@ void Bin(const T* x, int64_t n, const T* w, T lo, T hi, int64_t bins, const T* e
 
 Tensor Histc(const Tensor& self, int64_t bins, const Scalar& min, const Scalar& max) {
   constexpr const char* kOp = "aten::histc";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(bins > 0, ValueError) << kOp << ": bins must be > 0, but got " << bins;
   TB_CHECK(IsFloatingPoint(self.dtype()), TypeError)
       << kOp << ": \"histogram_cpu\" not implemented for '" << DTypeName(self.dtype()) << "'";
@@ -254,7 +249,7 @@ Tensor Density(const Tensor& hist, const Tensor& edges) {
 std::tuple<Tensor, Tensor> HistogramImpl(const Tensor& self, const Tensor& edges_in,
                                          const std::optional<Tensor>& weight, bool density,
                                          bool linear, const char* op) {
-  CheckHost(self, op);
+  kernels::CheckHost(op, self);
   TB_CHECK(IsFloatingPoint(self.dtype()), TypeError)
       << op << ": expected a floating-point input, got " << DTypeName(self.dtype());
   TB_CHECK(edges_in.dtype() == self.dtype(), TypeError)
@@ -308,7 +303,7 @@ std::tuple<Tensor, Tensor> HistogramBinCt(const Tensor& self, int64_t bins,
                                           const std::optional<std::vector<double>>& range,
                                           const std::optional<Tensor>& weight, bool density) {
   constexpr const char* kOp = "aten::histogram";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(bins > 0, ValueError) << kOp << ": bins must be > 0, but got " << bins;
   TB_CHECK(self.dtype() == DType::kFloat32 || self.dtype() == DType::kFloat64, TypeError)
       << kOp << ": expected a float32 or float64 input, got " << DTypeName(self.dtype());
@@ -345,7 +340,7 @@ std::tuple<Tensor, Tensor> HistogramBinCt(const Tensor& self, int64_t bins,
 
 Tensor Bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_t minlength) {
   constexpr const char* kOp = "aten::bincount";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(minlength >= 0, ValueError) << kOp << ": minlength should be >= 0";
   TB_CHECK(self.ndim() == 1 && IsIntegral(self.dtype(), /*include_bool=*/false), ValueError)
       << kOp << ": bincount only supports 1-d non-negative integral inputs.";
@@ -363,7 +358,7 @@ Tensor Bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_
     for (int64_t i = 0; i < idx.numel(); ++i) ++o[p[i]];
     return out;
   }
-  CheckHost(*weights, kOp);
+  kernels::CheckHost(kOp, *weights);
   TB_CHECK(weights->ndim() == 1 && weights->numel() == idx.numel(), ValueError)
       << kOp << ": weights should be 1-d and have the same length as input";
   const DType dt = weights->dtype() == DType::kFloat32 ? DType::kFloat32 : DType::kFloat64;

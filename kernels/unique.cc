@@ -17,17 +17,12 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
-
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
 
 // Elements as comparable keys: int64 for integers and bool, double for floating types.
 template <typename T>
@@ -94,7 +89,7 @@ bool UnitLess(const std::vector<K>& keys, int64_t width, int64_t a, int64_t b) {
 std::tuple<Tensor, Tensor, Tensor> UniqueImpl(const Tensor& self, std::optional<int64_t> dim,
                                               bool sort, bool return_inverse, bool return_counts,
                                               const char* op) {
-  CheckHost(self, op);
+  kernels::CheckHost(op, self);
   Tensor units;  // [n, width]
   int64_t d = 0;
   if (dim) {

@@ -14,17 +14,12 @@
 
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
-
-void CheckHost(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
-      << op << ": tensors on " << DeviceString(t.device())
-      << " are not supported; tensorbridge computes on the CPU";
-}
 
 // A kernel for `view_op`'s copying form: the same arguments run `view_op` through the table,
 // then each tensor result (or each tensor of a list result) becomes a contiguous copy.
@@ -32,7 +27,7 @@ BoxedKernel CopyOfView(const char* view_op) {
   const OpId id = OpTable::Global().Intern(view_op);
   return [id](const OpInfo& op, Stack& s) {
     for (const Value& v : s) {
-      if (v.is_tensor()) CheckHost(v.to_tensor(), op.qualified.c_str());
+      if (v.is_tensor()) kernels::CheckHost(op.qualified.c_str(), v.to_tensor());
     }
     OpTable::Global().Call(id, s);
     for (Value& v : s) {
@@ -51,7 +46,7 @@ BoxedKernel CopyOfView(const char* view_op) {
 Tensor DiagonalBackward(const Tensor& grad, const std::vector<int64_t>& input_sizes, int64_t offset,
                         int64_t dim1, int64_t dim2) {
   constexpr const char* kOp = "aten::diagonal_backward";
-  CheckHost(grad, kOp);
+  kernels::CheckHost(kOp, grad);
   const int64_t nd = static_cast<int64_t>(input_sizes.size());
   dim1 = WrapDim(dim1, nd, kOp);
   dim2 = WrapDim(dim2, nd, kOp);
@@ -69,7 +64,7 @@ Tensor DiagonalBackward(const Tensor& grad, const std::vector<int64_t>& input_si
 Tensor UnfoldBackward(const Tensor& grad_in, const std::vector<int64_t>& input_sizes, int64_t dim,
                       int64_t size, int64_t step) {
   constexpr const char* kOp = "aten::unfold_backward";
-  CheckHost(grad_in, kOp);
+  kernels::CheckHost(kOp, grad_in);
   const int64_t nd = static_cast<int64_t>(input_sizes.size());
   dim = nd == 0 ? 0 : WrapDim(dim, nd, kOp);
   TB_CHECK(step > 0 && size >= 0, ValueError)
@@ -107,7 +102,7 @@ Tensor UnfoldBackward(const Tensor& grad_in, const std::vector<int64_t>& input_s
 
 Tensor Rot90(const Tensor& self, int64_t k, const std::vector<int64_t>& dims) {
   constexpr const char* kOp = "aten::rot90";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(dims.size() == 2, ValueError)
       << kOp << ": expected total rotation dims == 2, but got dims = " << dims.size();
   TB_CHECK(self.ndim() >= 2, ValueError)
@@ -128,7 +123,7 @@ Tensor Rot90(const Tensor& self, int64_t k, const std::vector<int64_t>& dims) {
 
 Tensor DiagEmbed(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2) {
   constexpr const char* kOp = "aten::diag_embed";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(self.ndim() >= 1, ValueError) << kOp << ": input must have at least 1 dimension";
   const int64_t nd = self.ndim() + 1;
   dim1 = WrapDim(dim1, nd, kOp);
@@ -147,7 +142,7 @@ Tensor DiagEmbed(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2)
 
 Tensor Trace(const Tensor& self) {
   constexpr const char* kOp = "aten::trace";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(self.ndim() == 2, ValueError)
       << kOp << ": expected a matrix, but got tensor with dim " << self.ndim();
   static const OpRef sum("aten::sum");
@@ -162,7 +157,7 @@ Tensor BlockDiag(const std::vector<Tensor>& tensors) {
   std::vector<Tensor> mats;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    CheckHost(t, kOp);
+    kernels::CheckHost(kOp, t);
     TB_CHECK(t.ndim() <= 2, ValueError)
         << kOp << ": Input tensors must have 2 or fewer dimensions. Input " << i << " has "
         << t.ndim() << " dimensions";
@@ -185,7 +180,7 @@ Tensor BlockDiag(const std::vector<Tensor>& tensors) {
 
 Tensor PixelShuffle(const Tensor& self, int64_t r) {
   constexpr const char* kOp = "aten::pixel_shuffle";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(self.ndim() >= 3, ValueError)
       << kOp << ": pixel_shuffle expects input to have at least 3 dimensions, but got input with "
       << self.ndim() << " dimension(s)";
@@ -208,7 +203,7 @@ Tensor PixelShuffle(const Tensor& self, int64_t r) {
 
 Tensor PixelUnshuffle(const Tensor& self, int64_t r) {
   constexpr const char* kOp = "aten::pixel_unshuffle";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(self.ndim() >= 3, ValueError)
       << kOp << ": pixel_unshuffle expects input to have at least 3 dimensions, but got input "
       << "with " << self.ndim() << " dimension(s)";
@@ -231,7 +226,7 @@ Tensor PixelUnshuffle(const Tensor& self, int64_t r) {
 
 Tensor ChannelShuffle(const Tensor& self, int64_t groups) {
   constexpr const char* kOp = "aten::channel_shuffle";
-  CheckHost(self, kOp);
+  kernels::CheckHost(kOp, self);
   TB_CHECK(self.ndim() > 2, ValueError)
       << kOp << ": channel_shuffle expects input to have at least 3 dimensions, but got input "
       << "with " << self.ndim() << " dimension(s)";
