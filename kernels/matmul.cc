@@ -417,8 +417,8 @@ Tensor DotImpl(const char* op, const Tensor& self, const Tensor& tensor) {
   CheckSameDType(op, self, tensor);
   CheckComputable(op, self.dtype());
   TB_CHECK(self.size(0) == tensor.size(0), ValueError)
-      << op << ": inconsistent tensor size, expected tensors of the same size, got "
-      << self.size(0) << " and " << tensor.size(0);
+      << op << ": inconsistent tensor size, expected tensors of the same size, got " << self.size(0)
+      << " and " << tensor.size(0);
   Tensor out = Tensor::Empty({}, self.dtype());
   const int64_t n = self.size(0), sa = self.stride(0), sb = tensor.stride(0);
   TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {

@@ -76,7 +76,6 @@ _aten = torch.ops.aten
 _VIEWS = {_aten.view.default, _aten._unsafe_view.default, _aten.reshape.default}
 
 
-
 class _Builder:
     """Builds the plan of an ATen FX graph. ``contiguous_io``: the caller hands over and takes
     back contiguous buffers (as XLA does), so inputs traced with other strides are copied into

@@ -46,7 +46,12 @@ def _plans(fn, *args, grad=False, autocast=None):
                 outs.append(c(*args))  # the packed weights' second call
         finally:
             tb.config.fusion = True
-        fw = [e["plan"] for r in _compile.state.compilations for e in r.plans if e["kind"] == "forward"]
+        fw = [
+            e["plan"]
+            for r in _compile.state.compilations
+            for e in r.plans
+            if e["kind"] == "forward"
+        ]
         dumps.append(fw[-1].dump())
     torch._dynamo.reset()
     assert "tensorbridge::" not in dumps[1]
@@ -177,7 +182,9 @@ def test_training_graphs_fuse_and_match(dtype):
             out = c(x, r)
             out.square().sum().backward()
             grads.append([out.detach()] + [p.grad for p in (*m.parameters(), x, r)])
-            fw = [e["plan"] for e in _compile.state.compilations[-1].plans if e["kind"] == "forward"]
+            fw = [
+                e["plan"] for e in _compile.state.compilations[-1].plans if e["kind"] == "forward"
+            ]
             assert ("tensorbridge::matmul_epilogue(" in fw[0].dump()) == fusion
         finally:
             tb.config.fusion = True
