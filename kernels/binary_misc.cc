@@ -106,7 +106,7 @@ T NextAfter(T from, T to) {
       --bits;
     }
     T r;
-    std::memcpy(&r, &bits, sizeof(bits));
+    std::memcpy(static_cast<void*>(&r), &bits, sizeof(bits));
     return r;
   }
 }

@@ -31,20 +31,19 @@ struct Axis {
   std::vector<double> l0, l1;
 };
 
-// torch's compute_scales_value<float>.
-float ScaleValue(std::optional<double> scale, int64_t in, int64_t out) {
-  return scale && *scale > 0. ? static_cast<float>(1.0 / *scale)
-                              : static_cast<float>(in) / static_cast<float>(out);
+// torch's compute_scales_value<float>. `scale`: the scale given, or 0 for none.
+float ScaleValue(double scale, int64_t in, int64_t out) {
+  return scale > 0. ? static_cast<float>(1.0 / scale)
+                    : static_cast<float>(in) / static_cast<float>(out);
 }
 
 // torch's area_pixel_compute_scale<A> and area_pixel_compute_source_index<A>.
 template <typename A>
-A AreaScale(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+A AreaScale(int64_t in, int64_t out, bool align_corners, double scale) {
   if (align_corners) {
     return out > 1 ? static_cast<A>(in - 1) / static_cast<A>(out - 1) : A(0);
   }
-  return scale && *scale > 0. ? static_cast<A>(1.0 / *scale)
-                              : static_cast<A>(in) / static_cast<A>(out);
+  return scale > 0. ? static_cast<A>(1.0 / scale) : static_cast<A>(in) / static_cast<A>(out);
 }
 
 template <typename A>
@@ -55,7 +54,7 @@ A SourceIndex(A scale, int64_t dst, bool align_corners) {
 }
 
 template <typename A>
-Axis MakeAxis(Mode mode, int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+Axis MakeAxis(Mode mode, int64_t in, int64_t out, bool align_corners, double scale) {
   Axis a;
   a.in = in;
   a.out = out;
@@ -136,8 +135,10 @@ Tensor Upsample(const char* op, Mode mode, int64_t nsp, const Tensor& input,
     std::vector<int64_t> stride(nsp, 1);
     int64_t isz = 1, osz = 1;
     for (int64_t i = 0; i < nsp; ++i) {
-      const std::optional<double> sc =
-          i < static_cast<int64_t>(scales.size()) ? scales[i] : std::nullopt;
+      // 0: no scale given (the optional unpacked here: GCC 12 misreads copies of it as
+      // maybe uninitialized).
+      const double sc =
+          i < static_cast<int64_t>(scales.size()) && scales[i].has_value() ? *scales[i] : 0.;
       ax.push_back(MakeAxis<A>(mode, input.size(2 + i), output_size[i], align_corners, sc));
       isz *= input.size(2 + i);
       osz *= output_size[i];
