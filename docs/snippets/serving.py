@@ -30,14 +30,14 @@ tb.config.reset_legal_ops()  # every composite with a kernel runs whole again
 # [legal end]
 
 # [fallback]
-print(tb.diagnostics.explain("aten::special_bessel_j0"))
-# aten::special_bessel_j0: not registered; a call would take the fallback
+print(tb.diagnostics.explain("aten::special_airy_ai"))
+# aten::special_airy_ai: not registered; a call would take the fallback
 tb.diagnostics.reset_metrics()
-j0 = tb.call("aten::special_bessel_j0", x)  # torch's own kernel on zero-copy views
-assert tb.diagnostics.metrics()["aten::special_bessel_j0"]["fallback"] == 1
+ai = tb.call("aten::special_airy_ai", x)  # torch's own kernel on zero-copy views
+assert tb.diagnostics.metrics()["aten::special_airy_ai"]["fallback"] == 1
 tb.config.fallback = "error"
 try:
-    tb.call("aten::special_bessel_j0", x)
+    tb.call("aten::special_airy_ai", x)
 except NotImplementedError as e:
     print(e)  # names the op and the setting
 finally:
