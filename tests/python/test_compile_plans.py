@@ -300,7 +300,9 @@ def test_host_cache_limit_and_empty_cache():
         after = tb.diagnostics.memory_stats()
         assert after["cache_hits"] > before["cache_hits"]
         assert after["cache_misses"] == before["cache_misses"]
-        assert before["cached_bytes"] - after["cached_bytes"] >= 1 << 20
+        # the 1 MiB block left the cache (a small block, under 64 KiB, that the call freed may
+        # have entered it)
+        assert before["cached_bytes"] - after["cached_bytes"] > (1 << 20) - (64 << 10)
         assert float(tb.to_torch(b).sum()) == float(1 << 18)  # reused memory, new values
         del b
         tb.diagnostics.empty_cache()

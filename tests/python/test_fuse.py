@@ -270,9 +270,13 @@ def test_fused_functions_match_torch_over_their_range(no_fallback, fn):
     torch.testing.assert_close(got, fn(x.double()).float(), equal_nan=True)
 
 
-def test_fusion_lowers_the_plan_peak_and_the_cache_follows_the_plans(no_fallback):
+def test_fusion_lowers_the_plan_peak_and_the_cache_follows_the_plans(no_fallback, monkeypatch):
     def f(x):
         return _gelu_new(x) * 3 + x
+
+    # as in a fresh process: no limit set by the user, no plans sized yet
+    monkeypatch.setattr(tb.config, "_host_cache_limit_set", False)
+    monkeypatch.setattr(_memory, "_need", 0)
 
     x = torch.randn(256, 512)
     _, want = _run(f, (x,), fused=False)
