@@ -100,6 +100,19 @@ T Fms(T a, T b, T c) {
   return std::fma(a, b, -c);
 }
 
+// The Chebyshev recurrence r_k = two_x * r_(k-1) - r_(k-2) from r_0 = 1 and r_1 = q, to r_n
+// (n >= 2); two_x is 2x, of x mapped to [-1, 1] for the shifted polynomials.
+template <typename T>
+T ChebyshevRecurrence(T two_x, T q, int64_t n) {
+  T p = 1, r = 0;
+  for (int64_t k = 2; k <= n; ++k) {
+    r = Fms(two_x, q, p);
+    p = q;
+    q = r;
+  }
+  return r;
+}
+
 template <typename T>
 T ChebyshevT(T x, int64_t n) {
   if (n < 0) return 0;
@@ -107,13 +120,7 @@ T ChebyshevT(T x, int64_t n) {
   if (n > 6 && std::abs(x) < T(1)) return std::cos(n * std::acos(x));
   if (n == 0) return 1;
   if (n == 1) return x;
-  T p = 1, q = x, r = 0;
-  for (int64_t k = 2; k <= n; ++k) {
-    r = Fms(x + x, q, p);
-    p = q;
-    q = r;
-  }
-  return r;
+  return ChebyshevRecurrence<T>(x + x, x, n);
 }
 template <typename T>
 T ChebyshevU(T x, int64_t n) {
@@ -126,13 +133,7 @@ T ChebyshevU(T x, int64_t n) {
   }
   if (n == 0) return 1;
   if (n == 1) return x + x;
-  T p = 1, q = x + x, r = 0;
-  for (int64_t k = 2; k <= n; ++k) {
-    r = Fms(x + x, q, p);
-    p = q;
-    q = r;
-  }
-  return r;
+  return ChebyshevRecurrence<T>(x + x, x + x, n);
 }
 template <typename T>
 T ChebyshevV(T x, int64_t n) {
@@ -148,13 +149,7 @@ T ChebyshevV(T x, int64_t n) {
   }
   if (n == 0) return 1;
   if (n == 1) return x + x - 1;
-  T p = 1, q = x + x - 1, r = 0;
-  for (int64_t k = 2; k <= n; ++k) {
-    r = Fms(x + x, q, p);
-    p = q;
-    q = r;
-  }
-  return r;
+  return ChebyshevRecurrence<T>(x + x, x + x - 1, n);
 }
 template <typename T>
 T ChebyshevW(T x, int64_t n) {
@@ -171,13 +166,7 @@ T ChebyshevW(T x, int64_t n) {
   }
   if (n == 0) return 1;
   if (n == 1) return x + x + 1;
-  T p = 1, q = x + x + 1, r = 0;
-  for (int64_t k = 2; k <= n; ++k) {
-    r = Fms(x + x, q, p);
-    p = q;
-    q = r;
-  }
-  return r;
+  return ChebyshevRecurrence<T>(x + x, x + x + 1, n);
 }
 template <typename T>
 T ShiftedChebyshevT(T x, int64_t n) {
@@ -187,13 +176,8 @@ T ShiftedChebyshevT(T x, int64_t n) {
   if (n > 6 && std::abs(x + x - T(1)) < T(1)) return std::cos(n * std::acos(x + x - T(1)));
   if (n == 0) return 1;
   if (n == 1) return x + x - T(1);
-  T p = 1, q = x + x - T(1), r = 0;
-  for (int64_t k = 2; k <= n; ++k) {
-    r = Fms(x + x - T(1) + (x + x - T(1)), q, p);
-    p = q;
-    q = r;
-  }
-  return r;
+  const T y = x + x - T(1);  // x mapped to [-1, 1]
+  return ChebyshevRecurrence<T>(y + y, y, n);
 }
 template <typename T>
 T ShiftedChebyshevU(T x, int64_t n) {
@@ -207,13 +191,8 @@ T ShiftedChebyshevU(T x, int64_t n) {
   }
   if (n == 0) return 1;
   if (n == 1) return x + x - T(1) + (x + x - T(1));
-  T p = 1, q = x + x - T(1) + (x + x - T(1)), r = 0;
-  for (int64_t k = 2; k <= n; ++k) {
-    r = Fms(x + x - T(1) + (x + x - T(1)), q, p);
-    p = q;
-    q = r;
-  }
-  return r;
+  const T y = x + x - T(1);  // x mapped to [-1, 1]
+  return ChebyshevRecurrence<T>(y + y, y + y, n);
 }
 template <typename T>
 T ShiftedChebyshevV(T x, int64_t n) {
@@ -227,13 +206,8 @@ T ShiftedChebyshevV(T x, int64_t n) {
   }
   if (n == 0) return 1;
   if (n == 1) return x + x - T(1) + (x + x - T(1)) - T(1);
-  T p = 1, q = x + x - T(1) + (x + x - T(1)) - T(1), r = 0;
-  for (int64_t k = 2; k <= n; ++k) {
-    r = Fms(x + x - T(1) + (x + x - T(1)), q, p);
-    p = q;
-    q = r;
-  }
-  return r;
+  const T y = x + x - T(1);  // x mapped to [-1, 1]
+  return ChebyshevRecurrence<T>(y + y, y + y - T(1), n);
 }
 template <typename T>
 T ShiftedChebyshevW(T x, int64_t n) {
@@ -247,13 +221,8 @@ T ShiftedChebyshevW(T x, int64_t n) {
   }
   if (n == 0) return 1;
   if (n == 1) return x + x - T(1) + (x + x - T(1)) + T(1);
-  T p = 1, q = x + x - T(1) + (x + x - T(1)) + T(1), r = 0;
-  for (int64_t k = 2; k <= n; ++k) {
-    r = Fms(x + x - T(1) + (x + x - T(1)), q, p);
-    p = q;
-    q = r;
-  }
-  return r;
+  const T y = x + x - T(1);  // x mapped to [-1, 1]
+  return ChebyshevRecurrence<T>(y + y, y + y + T(1), n);
 }
 template <typename T>
 T HermiteH(T x, int64_t n) {

@@ -83,6 +83,10 @@ inline To Convert(From v) {
 #define TB_TYPES_NUMERIC(...) TB_CASES_FLOAT_(__VA_ARGS__) TB_CASES_INT_(__VA_ARGS__)
 #define TB_TYPES_ALL(...) \
   TB_CASES_FLOAT_(__VA_ARGS__) TB_CASES_INT_(__VA_ARGS__) TB_CASES_BOOL_(__VA_ARGS__)
+// float32 and float64 only (ops whose torch CPU kernels serve no 16-bit float).
+#define TB_TYPES_F32_F64(...)                     \
+  TB_DISPATCH_CASE_(kFloat32, float, __VA_ARGS__) \
+  TB_DISPATCH_CASE_(kFloat64, double, __VA_ARGS__)
 
 // Runs the lambda (the last argument) with scalar_t bound to DTYPE's C++ type, for the
 // dtypes of TYPES; any other dtype raises NotImplementedError naming OP. Returns nothing:

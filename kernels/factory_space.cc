@@ -12,24 +12,19 @@
 #include <type_traits>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
 
-void CheckOptions(const Value& layout, const Value& device, const char* op) {
-  if (device.tag() == Value::Tag::kDevice && !device.to_device().is_cpu()) {
-    TB_THROW(NotImplementedError) << op << ": device " << DeviceString(device.to_device())
-                                  << " is not supported; tensorbridge allocates on the CPU";
-  }
-  (void)layout;
-}
+using kernels::CheckOptions;
 
 Tensor EyeM(int64_t n, int64_t m, std::optional<DType> dtype, const Value& layout,
             const Value& device, const Value& /*pin_memory*/) {
   constexpr const char* kOp = "aten::eye";
-  CheckOptions(layout, device, kOp);
+  CheckOptions(kOp, layout, device);
   TB_CHECK(n >= 0, ValueError) << kOp << ": n must be greater or equal to 0, got " << n;
   TB_CHECK(m >= 0, ValueError) << kOp << ": m must be greater or equal to 0, got " << m;
   const DType dt = dtype.value_or(DType::kFloat32);
@@ -52,7 +47,7 @@ Tensor Logspace(const Scalar& start, const Scalar& end, int64_t steps, double ba
                 std::optional<DType> dtype, const Value& layout, const Value& device,
                 const Value& /*pin_memory*/) {
   constexpr const char* kOp = "aten::logspace";
-  CheckOptions(layout, device, kOp);
+  CheckOptions(kOp, layout, device);
   TB_CHECK(steps >= 0, ValueError) << kOp << ": number of steps must be non-negative";
   const DType dt = dtype.value_or(DType::kFloat32);
   Tensor out = Tensor::Empty({steps}, dt);

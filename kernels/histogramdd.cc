@@ -20,10 +20,6 @@
 #include "kernels/dtype_internal.h"
 #include "kernels/promote_broadcast.h"
 
-#define TB_TYPES_F32_F64_(...)                    \
-  TB_DISPATCH_CASE_(kFloat32, float, __VA_ARGS__) \
-  TB_DISPATCH_CASE_(kFloat64, double, __VA_ARGS__)
-
 namespace tb {
 namespace {
 
@@ -65,7 +61,7 @@ std::vector<Tensor> BinEdges(const Tensor& self, const std::vector<int64_t>& bin
       lo = (*range)[2 * j];
       hi = (*range)[2 * j + 1];
     } else if (n > 0) {
-      TB_DISPATCH(pts.dtype(), kOp, TB_TYPES_F32_F64_, [&] {
+      TB_DISPATCH(pts.dtype(), kOp, TB_TYPES_F32_F64, [&] {
         const scalar_t* p = pts.data_as<const scalar_t>();
         lo = hi = p[j];
         for (int64_t i = 1; i < n; ++i) {
@@ -112,7 +108,7 @@ Tensor Count(const Tensor& self, const std::vector<Tensor>& edges_in,
     w = weight->contiguous();
   }
   Tensor hist = Tensor::Zeros(counts, self.dtype());
-  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_F32_F64_, [&] {
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_F32_F64, [&] {
     using T = scalar_t;
     const T* p = pts.data_as<const T>();
     const T* wp = w.defined() ? w.data_as<const T>() : nullptr;

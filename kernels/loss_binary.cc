@@ -19,12 +19,13 @@
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
+#include "kernels/loss_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
 
-enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+using namespace kernels::loss;  // NOLINT(build/namespaces): Reduction, CheckReduction, Reduce
 
 // Up to four operands (input, target, gradient, extra weight), contiguous, in the common
 // floating dtype and broadcast shape. Absent operands stay undefined.
@@ -42,8 +43,7 @@ Operands Prepare(const char* op, int64_t reduction, std::vector<const Tensor*> t
     TB_CHECK(IsFloatingPoint(t->dtype()), TypeError)
         << op << ": expected floating-point tensors, got " << DTypeName(t->dtype());
   }
-  TB_CHECK(reduction >= kNone && reduction <= kSum, ValueError)
-      << op << ": reduction must be 0 (none), 1 (mean) or 2 (sum), got " << reduction;
+  CheckReduction(op, reduction);
   if (same_shape_target) {
     TB_CHECK(ts[0]->shape() == ts[1]->shape(), ValueError)
         << op << ": using a target size (" << ShapeString(ts[1]->shape())
@@ -63,13 +63,6 @@ Operands Prepare(const char* op, int64_t reduction, std::vector<const Tensor*> t
     if (ts[i] != nullptr) o.v[i] = Cast(*ts[i], dt).expand(shape).contiguous();
   }
   return o;
-}
-
-Tensor Reduce(const Tensor& loss, int64_t reduction) {
-  static const OpRef mean("aten::mean"), sum("aten::sum");
-  if (reduction == kMean) return mean(loss).tensor();
-  if (reduction == kSum) return sum(loss).tensor();
-  return loss;
 }
 
 // y[i] = f(a, b, c, d, r) in T's opmath type (absent operands read as 1); r(v) rounds v to T

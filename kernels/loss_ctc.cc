@@ -18,10 +18,6 @@
 #include "kernels/dtype_internal.h"
 #include "kernels/promote_broadcast.h"
 
-#define TB_TYPES_F32_F64_(...)                    \
-  TB_DISPATCH_CASE_(kFloat32, float, __VA_ARGS__) \
-  TB_DISPATCH_CASE_(kFloat64, double, __VA_ARGS__)
-
 namespace tb {
 namespace {
 
@@ -110,7 +106,7 @@ std::tuple<Tensor, Tensor> CtcLoss(const Tensor& log_probs, const Tensor& target
   const int64_t width = 2 * p.max_len + 1;
   Tensor nll = Tensor::Empty({p.batch}, log_probs.dtype());
   Tensor alpha = Tensor::Empty({p.batch, p.t_max, width}, log_probs.dtype());
-  TB_DISPATCH(log_probs.dtype(), kOp, TB_TYPES_F32_F64_, [&] {
+  TB_DISPATCH(log_probs.dtype(), kOp, TB_TYPES_F32_F64, [&] {
     using T = scalar_t;
     constexpr T kNegInf = -std::numeric_limits<T>::infinity();
     const T* lp = p.log_probs.data_as<const T>();
@@ -167,7 +163,7 @@ Tensor CtcLossBackward(const Tensor& grad, const Tensor& log_probs, const Tensor
   Tensor nll_t = Cast(neg_log_likelihood, log_probs.dtype()).contiguous();
   Tensor out = Tensor::Empty(log_probs.shape(), log_probs.dtype());
   const int64_t aw = log_alpha.size(2), at = log_alpha.size(1);
-  TB_DISPATCH(log_probs.dtype(), kBw, TB_TYPES_F32_F64_, [&] {
+  TB_DISPATCH(log_probs.dtype(), kBw, TB_TYPES_F32_F64, [&] {
     using T = scalar_t;
     constexpr T kNegInf = -std::numeric_limits<T>::infinity();
     const T* lp = p.log_probs.data_as<const T>();

@@ -15,12 +15,13 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/loss_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
 
-enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+using namespace kernels::loss;  // NOLINT(build/namespaces): Reduction, CheckReduction
 
 struct Frame {
   int64_t n, c;  // samples, classes
@@ -38,8 +39,7 @@ Frame Prepare(const Tensor& self, const Tensor& target, int64_t reduction, bool 
       << op << ": expected a floating-point input, got " << DTypeName(self.dtype());
   TB_CHECK(target.dtype() == DType::kInt64, TypeError)
       << op << ": expected an int64 target, got " << DTypeName(target.dtype());
-  TB_CHECK(reduction >= kNone && reduction <= kSum, ValueError)
-      << op << ": reduction must be 0 (none), 1 (mean) or 2 (sum), got " << reduction;
+  CheckReduction(op, reduction);
   TB_CHECK(self.ndim() <= 2 && (self.ndim() == 0 || self.numel() > 0 || self.ndim() == 2),
            ValueError)
       << op << ": expected a non-empty vector or matrix input, got shape "
@@ -130,6 +130,16 @@ Tensor MultiMarginLoss(const Tensor& self, const Tensor& target, const Scalar& p
   return out;
 }
 
+// grad_output in `dtype`, contiguous, checked to hold `numel` values (one per sample for an
+// unreduced 2-D input, else one).
+Tensor GradOutput(const Tensor& grad_output, DType dtype, int64_t numel, const char* op) {
+  Tensor go = Cast(grad_output, dtype).contiguous();
+  TB_CHECK(go.numel() == numel, ValueError)
+      << op << ": grad_output of shape " << ShapeString(grad_output.shape())
+      << " does not match the loss";
+  return go;
+}
+
 Tensor MultiMarginLossBackward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
                                const Scalar& p, const Scalar& margin,
                                const std::optional<Tensor>& weight, int64_t reduction) {
@@ -138,11 +148,8 @@ Tensor MultiMarginLossBackward(const Tensor& grad_output, const Tensor& self, co
   TB_CHECK(pv == 1 || pv == 2, ValueError) << kOp << ": only p == 1 and p == 2 supported";
   Frame f = Prepare(self, target, reduction, false, kOp);
   Tensor w = weight ? Cast(*weight, self.dtype()).contiguous() : Tensor();
-  Tensor go = Cast(grad_output, self.dtype()).contiguous();
   const bool per_sample = reduction == kNone && self.ndim() == 2;
-  TB_CHECK(go.numel() == (per_sample ? f.n : 1), ValueError)
-      << kOp << ": grad_output of shape " << ShapeString(grad_output.shape())
-      << " does not match the loss";
+  Tensor go = GradOutput(grad_output, self.dtype(), per_sample ? f.n : 1, kOp);
   Tensor gi = Tensor::Zeros(self.shape(), self.dtype());
   TB_DISPATCH(self.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
@@ -225,11 +232,8 @@ Tensor MultilabelMarginLossBackward(const Tensor& grad_output, const Tensor& sel
   constexpr const char* kOp = "aten::multilabel_margin_loss_backward";
   Frame f = Prepare(self, target, reduction, true, kOp);
   Tensor isr_t = Cast(is_target, self.dtype()).contiguous();
-  Tensor go = Cast(grad_output, self.dtype()).contiguous();
   const bool per_sample = reduction == kNone && self.ndim() == 2;
-  TB_CHECK(go.numel() == (per_sample ? f.n : 1), ValueError)
-      << kOp << ": grad_output of shape " << ShapeString(grad_output.shape())
-      << " does not match the loss";
+  Tensor go = GradOutput(grad_output, self.dtype(), per_sample ? f.n : 1, kOp);
   Tensor gi = Tensor::Zeros(self.shape(), self.dtype());
   TB_DISPATCH(self.dtype(), kOp, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;

@@ -22,12 +22,13 @@
 #include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
+#include "kernels/loss_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
 
-enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+using namespace kernels::loss;  // NOLINT(build/namespaces): Reduction, CheckReduction
 
 struct NllArgs {
   Tensor input;     // contiguous: [C], [N, C] or [N, C, H, W]
@@ -67,8 +68,7 @@ NllArgs Check(const char* op, bool spatial, const Tensor& self, const Tensor& ta
                target.dtype() == DType::kUInt8,
            TypeError)
       << op << ": target must be int64 (or int32, uint8), got " << DTypeName(target.dtype());
-  TB_CHECK(reduction >= kNone && reduction <= kSum, ValueError)
-      << op << ": reduction must be 0 (none), 1 (mean) or 2 (sum), got " << reduction;
+  CheckReduction(op, reduction);
   NllArgs a;
   if (spatial) {
     a.batch = self.size(0);

@@ -23,12 +23,13 @@
 #include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
+#include "kernels/loss_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
 
-enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
+using namespace kernels::loss;  // NOLINT(build/namespaces): Reduction, CheckReduction, Reduce
 
 struct Operands {
   Tensor a, b, g;  // contiguous, the common dtype and broadcast shape (g: the gradient, if any)
@@ -40,21 +41,13 @@ Operands Prepare(const char* op, const Tensor& input, const Tensor& target, int6
   TB_CHECK(IsFloatingPoint(input.dtype()) && IsFloatingPoint(target.dtype()), TypeError)
       << op << ": input and target must be floating point, got " << DTypeName(input.dtype())
       << " and " << DTypeName(target.dtype());
-  TB_CHECK(reduction >= kNone && reduction <= kSum, ValueError)
-      << op << ": reduction must be 0 (none), 1 (mean) or 2 (sum), got " << reduction;
+  CheckReduction(op, reduction);
   std::vector<IntArrayRef> shapes{input.shape(), target.shape()};
   if (grad != nullptr) shapes.push_back(grad->shape());
   const Dims shape = BroadcastShapes(shapes, op);
   const DType dt = PromoteTypes(input.dtype(), target.dtype());
   auto prepare = [&](const Tensor& t) { return Cast(t, dt).expand(shape).contiguous(); };
   return {prepare(input), prepare(target), grad != nullptr ? prepare(*grad) : Tensor()};
-}
-
-Tensor Reduce(const Tensor& loss, int64_t reduction) {
-  static const OpRef mean("aten::mean"), sum("aten::sum");
-  if (reduction == kMean) return mean(loss).tensor();
-  if (reduction == kSum) return sum(loss).tensor();
-  return loss;
 }
 
 // y[i] = f(a[i], b[i], g[i] (0 without a gradient), T()) over the operands, computed in T's

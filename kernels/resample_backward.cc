@@ -257,44 +257,38 @@ Tensor BilinearAA2dBackward(const Tensor& grad, const std::vector<int64_t>& outp
                         "aten::_upsample_bilinear2d_aa_backward");
 }
 
-Tensor BilinearAA2d(const Tensor& self, const std::vector<int64_t>& output_size, bool align_corners,
-                    OptD s0, OptD s1) {
-  constexpr const char* kOp = "aten::_upsample_bilinear2d_aa";
-  CheckFloat(self, kOp);
+// The checks of torch's 2-d upsampling forwards (a floating 4-D input, two output sizes, all
+// sizes positive), then the taps of `mode` along H and W.
+std::vector<Taps> Taps2d(const Tensor& self, const std::vector<int64_t>& output_size, Mode mode,
+                         bool align_corners, OptD s0, OptD s1, const char* op) {
+  CheckFloat(self, op);
   TB_CHECK(self.ndim() == 4 && output_size.size() == 2, ValueError)
-      << kOp << ": expected 4-D input and 2 output sizes, got input of shape "
+      << op << ": expected 4-D input and 2 output sizes, got input of shape "
       << ShapeString(self.shape()) << " and " << output_size.size() << " sizes";
   TB_CHECK(output_size[0] > 0 && output_size[1] > 0 && self.size(2) > 0 && self.size(3) > 0,
            ValueError)
-      << kOp
+      << op
       << ": input and output sizes should be greater than 0, but got input (H: " << self.size(2)
       << ", W: " << self.size(3) << ") output (H: " << output_size[0] << ", W: " << output_size[1]
       << ")";
-  const std::vector<int64_t> in{self.size(2), self.size(3)};
   const bool single = Single(self.dtype());
-  std::vector<Taps> taps{
-      MakeTaps(Mode::kLinearAA, in[0], output_size[0], align_corners, s0, single),
-      MakeTaps(Mode::kLinearAA, in[1], output_size[1], align_corners, s1, single)};
+  return {MakeTaps(mode, self.size(2), output_size[0], align_corners, s0, single),
+          MakeTaps(mode, self.size(3), output_size[1], align_corners, s1, single)};
+}
+
+Tensor BilinearAA2d(const Tensor& self, const std::vector<int64_t>& output_size, bool align_corners,
+                    OptD s0, OptD s1) {
+  constexpr const char* kOp = "aten::_upsample_bilinear2d_aa";
+  std::vector<Taps> taps = Taps2d(self, output_size, Mode::kLinearAA, align_corners, s0, s1, kOp);
+  const std::vector<int64_t> in{self.size(2), self.size(3)};
   return Separable(self, taps, in, false, kOp);
 }
 
 Tensor Bicubic2d(const Tensor& self, const std::vector<int64_t>& output_size, bool align_corners,
                  OptD s0, OptD s1) {
   constexpr const char* kOp = "aten::upsample_bicubic2d";
-  CheckFloat(self, kOp);
-  TB_CHECK(self.ndim() == 4 && output_size.size() == 2, ValueError)
-      << kOp << ": expected 4-D input and 2 output sizes, got input of shape "
-      << ShapeString(self.shape()) << " and " << output_size.size() << " sizes";
-  TB_CHECK(output_size[0] > 0 && output_size[1] > 0 && self.size(2) > 0 && self.size(3) > 0,
-           ValueError)
-      << kOp
-      << ": input and output sizes should be greater than 0, but got input (H: " << self.size(2)
-      << ", W: " << self.size(3) << ") output (H: " << output_size[0] << ", W: " << output_size[1]
-      << ")";
+  std::vector<Taps> taps = Taps2d(self, output_size, Mode::kCubic, align_corners, s0, s1, kOp);
   const std::vector<int64_t> in{self.size(2), self.size(3)};
-  const bool single = Single(self.dtype());
-  std::vector<Taps> taps{MakeTaps(Mode::kCubic, in[0], output_size[0], align_corners, s0, single),
-                         MakeTaps(Mode::kCubic, in[1], output_size[1], align_corners, s1, single)};
   // torch's forward stores the weights in the input's type: float16 / bfloat16 round them.
   for (Taps& t : taps) {
     for (auto& row : t) {

@@ -27,11 +27,6 @@
 #include "kernels/dtype_internal.h"
 #include "kernels/promote_broadcast.h"
 
-// float32 and float64 only (the dtypes torch's histogram kernels serve on the CPU).
-#define TB_TYPES_F32_F64_(...)                    \
-  TB_DISPATCH_CASE_(kFloat32, float, __VA_ARGS__) \
-  TB_DISPATCH_CASE_(kFloat64, double, __VA_ARGS__)
-
 namespace tb {
 namespace {
 
@@ -268,7 +263,7 @@ std::tuple<Tensor, Tensor> HistogramImpl(const Tensor& self, const Tensor& edges
   Tensor w = weight ? weight->contiguous() : Tensor();
   const int64_t bins = edges.numel() - 1;
   Tensor hist = Tensor::Zeros({bins}, self.dtype());
-  TB_DISPATCH(self.dtype(), op, TB_TYPES_F32_F64_, [&] {
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_F32_F64, [&] {
     using T = scalar_t;
     {
       const T* e = edges.data_as<const T>();
@@ -315,7 +310,7 @@ std::tuple<Tensor, Tensor> HistogramBinCt(const Tensor& self, int64_t bins,
     lo = (*range)[0];
     hi = (*range)[1];
   } else if (x.numel() > 0) {
-    TB_DISPATCH(self.dtype(), kOp, TB_TYPES_F32_F64_, [&] {
+    TB_DISPATCH(self.dtype(), kOp, TB_TYPES_F32_F64, [&] {
       using T = scalar_t;
       {
         auto [a, b] = DataRange(x.data_as<const T>(), x.numel());

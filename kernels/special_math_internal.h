@@ -16,7 +16,16 @@ inline constexpr double kPiD = 3.14159265358979323846264338327950288;
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// lgamma without the global signgam (a data race between threads).
+// lgamma without the global signgam (a data race between threads): the reentrant forms where
+// the C library has them.
+inline float LgammaR(float x) {
+#if defined(__GLIBC__)
+  int sign;
+  return ::lgammaf_r(x, &sign);
+#else
+  return std::lgamma(x);
+#endif
+}
 inline double LgammaR(double x) {
 #if defined(__GLIBC__)
   int sign;

@@ -89,30 +89,11 @@ struct ErfinvOp : FloatingUnary<ErfinvOp> {
 
 // ---- lgamma --------------------------------------------------------------------------------
 
-// The reentrant forms where the C library has them: std::lgamma writes the global signgam,
-// a data race between the loop's threads.
-inline float Lgamma(float x) {
-#if defined(__GLIBC__)
-  int sign;
-  return ::lgammaf_r(x, &sign);
-#else
-  return std::lgamma(x);
-#endif
-}
-inline double Lgamma(double x) {
-#if defined(__GLIBC__)
-  int sign;
-  return ::lgamma_r(x, &sign);
-#else
-  return std::lgamma(x);
-#endif
-}
-
 struct LgammaOp : FloatingUnary<LgammaOp> {
   static constexpr const char* kName = "aten::lgamma";
   template <typename T>
   T operator()(T x) const {
-    return Lgamma(x);
+    return kernels::special::LgammaR(x);
   }
 };
 

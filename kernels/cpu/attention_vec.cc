@@ -12,14 +12,8 @@
 #include <limits>
 #include <string>
 
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps() (`__m512 __Y = __Y;`), which
-// its own -W(maybe-)uninitialized then reports wherever they are inlined.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
 #include "kernels/attention_internal.h"
+#include "kernels/cpu/avx512_gcc_internal.h"
 #include "kernels/cpu/isa_internal.h"
 
 #if TB_X86_DISPATCH

@@ -321,6 +321,16 @@ def program(g: Group) -> str:
     return ";".join(lines)
 
 
+def _scaled(x: str, alpha, new, code: list) -> str:
+    """Operand ``x`` times ``alpha`` (add / sub / rsub's alpha): ``x`` itself when alpha is 1,
+    else a new register holding the product."""
+    if alpha == 1:
+        return x
+    tmp = new()
+    code.append(f"mul {tmp} {x} {_const(alpha)}")
+    return tmp
+
+
 def _lower(m: torch.fx.Node, args: list, opnd, d: str, new, code: list) -> None:
     t = m.target
     if t in _UNARY:
@@ -333,21 +343,11 @@ def _lower(m: torch.fx.Node, args: list, opnd, d: str, new, code: list) -> None:
         operands = " ".join(opnd(a) for a in args[: 1 if _LOGICAL[t] == "not" else 2])
         code.append(f"{_LOGICAL[t]} {d} {operands}")
     elif t in _ADD_SUB:
-        a, b, alpha = args[0], args[1], args[2]
-        b = opnd(b)
-        if alpha != 1:
-            tmp = new()
-            code.append(f"mul {tmp} {b} {_const(alpha)}")
-            b = tmp
-        code.append(f"{_ADD_SUB[t]} {d} {opnd(a)} {b}")
+        b = _scaled(opnd(args[1]), args[2], new, code)
+        code.append(f"{_ADD_SUB[t]} {d} {opnd(args[0])} {b}")
     elif t in (_aten.rsub.Scalar, _aten.rsub.Tensor):
-        a, b, alpha = args[0], args[1], args[2]
-        x = opnd(a)
-        if alpha != 1:
-            tmp = new()
-            code.append(f"mul {tmp} {x} {_const(alpha)}")
-            x = tmp
-        code.append(f"sub {d} {opnd(b)} {x}")
+        x = _scaled(opnd(args[0]), args[2], new, code)
+        code.append(f"sub {d} {opnd(args[1])} {x}")
     elif t is _aten.pow.Tensor_Scalar:
         x, e = opnd(args[0]), args[1]
         if e == 2:

@@ -17,20 +17,10 @@
 namespace tb {
 namespace {
 
+using ::tb::testing::Call;
 using ::tb::testing::Contains;
 using ::tb::testing::FromValues;
-
-template <typename T>
-std::vector<T> Contents(const Tensor& t) {
-  Tensor c = t.contiguous();
-  const T* p = c.data_as<const T>();
-  return std::vector<T>(p, p + c.numel());
-}
-
-Stack Call(const char* op, Stack stack) {
-  OpTable::Global().Call(op, stack);
-  return stack;
-}
+using ::tb::testing::Values;
 
 void ExpectNear(const std::vector<double>& got, const std::vector<double>& want) {
   ASSERT_EQ(got.size(), want.size());
@@ -41,9 +31,9 @@ TEST(LinalgTest, CholeskyBatchReportsTheMatrixThatIsNotPositiveDefinite) {
   // [[4, 2], [2, 3]] = L L^T with L = [[2, 0], [1, sqrt 2]]; [[-1, 0], [0, 1]] fails at order 1.
   Tensor a = FromValues<double>({2, 2, 2}, DType::kFloat64, {4, 2, 2, 3, -1, 0, 0, 1});
   Stack r = Call("aten::linalg_cholesky_ex", {a, false, false});
-  const std::vector<double> l = Contents<double>(r[0].to_tensor());
+  const std::vector<double> l = Values<double>(r[0].to_tensor());
   ExpectNear({l[0], l[1], l[2], l[3]}, {2, 0, 1, std::sqrt(2.0)});
-  EXPECT_EQ(Contents<int32_t>(r[1].to_tensor()), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(Values<int32_t>(r[1].to_tensor()), (std::vector<int32_t>{0, 1}));
   try {
     Call("aten::linalg_cholesky_ex", {a, false, true});
     FAIL() << "expected an error";
@@ -60,24 +50,24 @@ TEST(LinalgTest, SolveInverseAndDeterminant) {
   Tensor b = FromValues<double>({2}, DType::kFloat64, {3, 5});
   Stack x = Call("aten::_linalg_solve_ex", {a, b, true, false});
   EXPECT_EQ(x[0].to_tensor().shape(), (Dims{2}));
-  ExpectNear(Contents<double>(x[0].to_tensor()), {0.8, 1.4});
+  ExpectNear(Values<double>(x[0].to_tensor()), {0.8, 1.4});
   Stack inv = Call("aten::linalg_inv_ex", {a, false});
-  ExpectNear(Contents<double>(inv[0].to_tensor()), {0.6, -0.2, -0.2, 0.4});
+  ExpectNear(Values<double>(inv[0].to_tensor()), {0.6, -0.2, -0.2, 0.4});
   Stack det = Call("aten::_linalg_det", {a});
-  ExpectNear(Contents<double>(det[0].to_tensor()), {5});
+  ExpectNear(Values<double>(det[0].to_tensor()), {5});
   // The transposed view (not C-contiguous) has the same determinant.
   Stack det_t = Call("aten::_linalg_det", {a.transpose(0, 1)});
-  ExpectNear(Contents<double>(det_t[0].to_tensor()), {5});
+  ExpectNear(Values<double>(det_t[0].to_tensor()), {5});
   Stack sl =
       Call("aten::_linalg_slogdet", {FromValues<double>({2, 2}, DType::kFloat64, {0, 1, 1, 0})});
-  ExpectNear(Contents<double>(sl[0].to_tensor()), {-1});
-  ExpectNear(Contents<double>(sl[1].to_tensor()), {0});
+  ExpectNear(Values<double>(sl[0].to_tensor()), {-1});
+  ExpectNear(Values<double>(sl[1].to_tensor()), {0});
 }
 
 TEST(LinalgTest, SingularInverseRaisesWhenAskedTo) {
   Tensor z = Tensor::Zeros({2, 2}, DType::kFloat32);
   Stack r = Call("aten::linalg_inv_ex", {z, false});
-  EXPECT_EQ(Contents<int32_t>(r[1].to_tensor()), (std::vector<int32_t>{1}));
+  EXPECT_EQ(Values<int32_t>(r[1].to_tensor()), (std::vector<int32_t>{1}));
   try {
     Call("aten::linalg_inv_ex", {z, true});
     FAIL() << "expected an error";
@@ -98,8 +88,8 @@ TEST(LinalgTest, QrReconstructsAndEighSvdGiveTheSpectrum) {
   // A = [[3, 0], [4, 5]]: R's first column has norm 5.
   Tensor a = FromValues<double>({2, 2}, DType::kFloat64, {3, 0, 4, 5});
   Stack qr = Call("aten::linalg_qr", {a, std::string("reduced")});
-  const std::vector<double> q = Contents<double>(qr[0].to_tensor());
-  const std::vector<double> r = Contents<double>(qr[1].to_tensor());
+  const std::vector<double> q = Values<double>(qr[0].to_tensor());
+  const std::vector<double> r = Values<double>(qr[1].to_tensor());
   EXPECT_NEAR(std::abs(r[0]), 5, 1e-12);
   EXPECT_EQ(r[2], 0);
   for (int i = 0; i < 2; ++i) {
@@ -109,16 +99,16 @@ TEST(LinalgTest, QrReconstructsAndEighSvdGiveTheSpectrum) {
   }
   Tensor s = FromValues<double>({2, 2}, DType::kFloat64, {2, 1, 1, 2});
   Stack eig = Call("aten::_linalg_eigh", {s, std::string("L"), true});
-  ExpectNear(Contents<double>(eig[0].to_tensor()), {1, 3});
+  ExpectNear(Values<double>(eig[0].to_tensor()), {1, 3});
   Stack svd = Call("aten::_linalg_svd", {FromValues<double>({2, 2}, DType::kFloat64, {3, 0, 0, -2}),
                                          false, true, std::nullopt});
-  ExpectNear(Contents<double>(svd[1].to_tensor()), {3, 2});
+  ExpectNear(Values<double>(svd[1].to_tensor()), {3, 2});
 }
 
 TEST(LinalgTest, MatrixExpOfNilpotentAndDiagonal) {
   Tensor a = FromValues<double>({2, 2, 2}, DType::kFloat64, {0, 1, 0, 0, 1, 0, 0, 2});
   Stack e = Call("aten::linalg_matrix_exp", {a});
-  const std::vector<double> v = Contents<double>(e[0].to_tensor());
+  const std::vector<double> v = Values<double>(e[0].to_tensor());
   ExpectNear(v, {1, 1, 0, 1, std::exp(1.0), 0, 0, std::exp(2.0)});
 }
 

@@ -16,20 +16,10 @@
 namespace tb {
 namespace {
 
+using ::tb::testing::Call;
 using ::tb::testing::Contains;
 using ::tb::testing::FromValues;
-
-template <typename T>
-std::vector<T> Contents(const Tensor& t) {
-  Tensor c = t.contiguous();
-  const T* p = c.data_as<const T>();
-  return std::vector<T>(p, p + c.numel());
-}
-
-Stack Call(const char* op, Stack stack) {
-  OpTable::Global().Call(op, stack);
-  return stack;
-}
+using ::tb::testing::Values;
 
 // x[i, c] = 10 * i + c: the picked entries are easy to read.
 Tensor Rows(int64_t n, int64_t c) {
@@ -45,17 +35,17 @@ TEST(NllLossTest, ReductionsWeightsAndIgnoredRows) {
   Tensor t = FromValues<int64_t>({3}, DType::kInt64, {1, -100, 3});
   // none: one loss per row, 0 for the ignored one; total_weight 0
   Stack none = Call("aten::nll_loss_forward", {x, t, std::nullopt, int64_t{0}, int64_t{-100}});
-  EXPECT_EQ(Contents<float>(none[0].to_tensor()), (std::vector<float>{-1, 0, -23}));
-  EXPECT_EQ(Contents<float>(none[1].to_tensor()), (std::vector<float>{0}));
+  EXPECT_EQ(Values<float>(none[0].to_tensor()), (std::vector<float>{-1, 0, -23}));
+  EXPECT_EQ(Values<float>(none[1].to_tensor()), (std::vector<float>{0}));
   // mean over the two counted rows
   Stack mean = Call("aten::nll_loss_forward", {x, t, std::nullopt, int64_t{1}, int64_t{-100}});
-  EXPECT_EQ(Contents<float>(mean[0].to_tensor()), (std::vector<float>{-12}));
-  EXPECT_EQ(Contents<float>(mean[1].to_tensor()), (std::vector<float>{2}));
+  EXPECT_EQ(Values<float>(mean[0].to_tensor()), (std::vector<float>{-12}));
+  EXPECT_EQ(Values<float>(mean[1].to_tensor()), (std::vector<float>{2}));
   // class weights: sum = -(0.5 * 1 + 2 * 23), total_weight 2.5
   Tensor w = FromValues<float>({4}, DType::kFloat32, {1, 0.5f, 1, 2});
   Stack ws = Call("aten::nll_loss_forward", {x, t, w, int64_t{2}, int64_t{-100}});
-  EXPECT_EQ(Contents<float>(ws[0].to_tensor()), (std::vector<float>{-46.5f}));
-  EXPECT_EQ(Contents<float>(ws[1].to_tensor()), (std::vector<float>{2.5f}));
+  EXPECT_EQ(Values<float>(ws[0].to_tensor()), (std::vector<float>{-46.5f}));
+  EXPECT_EQ(Values<float>(ws[1].to_tensor()), (std::vector<float>{2.5f}));
   // backward of the weighted mean: -w[t] * g / total_weight at each counted row's target
   Tensor g = FromValues<float>({}, DType::kFloat32, {5});
   Stack gi =
@@ -63,7 +53,7 @@ TEST(NllLossTest, ReductionsWeightsAndIgnoredRows) {
   std::vector<float> expected(12, 0.f);
   expected[1] = -0.5f * 2.f;  // row 0, class 1: -(5 / 2.5) * 0.5
   expected[11] = -2.f * 2.f;  // row 2, class 3
-  EXPECT_EQ(Contents<float>(gi[0].to_tensor()), expected);
+  EXPECT_EQ(Values<float>(gi[0].to_tensor()), expected);
 }
 
 TEST(NllLossTest, SpatialRowsArePixels) {
@@ -72,14 +62,14 @@ TEST(NllLossTest, SpatialRowsArePixels) {
   Tensor t = FromValues<int64_t>({1, 2, 2}, DType::kInt64, {1, 0, 5, 1});  // 5: ignored
   Stack none = Call("aten::nll_loss2d_forward", {x, t, std::nullopt, int64_t{0}, int64_t{5}});
   EXPECT_EQ(none[0].to_tensor().shape(), (Dims{1, 2, 2}));
-  EXPECT_EQ(Contents<float>(none[0].to_tensor()), (std::vector<float>{-10, -1, 0, -13}));
+  EXPECT_EQ(Values<float>(none[0].to_tensor()), (std::vector<float>{-10, -1, 0, -13}));
   Stack sum = Call("aten::nll_loss2d_forward", {x, t, std::nullopt, int64_t{2}, int64_t{5}});
-  EXPECT_EQ(Contents<float>(sum[0].to_tensor()), (std::vector<float>{-24}));
-  EXPECT_EQ(Contents<float>(sum[1].to_tensor()), (std::vector<float>{3}));
+  EXPECT_EQ(Values<float>(sum[0].to_tensor()), (std::vector<float>{-24}));
+  EXPECT_EQ(Values<float>(sum[1].to_tensor()), (std::vector<float>{3}));
   Tensor g = FromValues<float>({1, 2, 2}, DType::kFloat32, {1, 2, 3, 4});
   Stack gi = Call("aten::nll_loss2d_backward",
                   {g, x, t, std::nullopt, int64_t{0}, int64_t{5}, none[1].to_tensor()});
-  EXPECT_EQ(Contents<float>(gi[0].to_tensor()), (std::vector<float>{0, -2, 0, 0, -1, 0, 0, -4}));
+  EXPECT_EQ(Values<float>(gi[0].to_tensor()), (std::vector<float>{0, -2, 0, 0, -1, 0, 0, -4}));
 }
 
 TEST(NllLossTest, ManyRowsTakeTheCascade) {
@@ -94,8 +84,8 @@ TEST(NllLossTest, ManyRowsTakeTheCascade) {
   Stack out = Call("aten::nll_loss_forward",
                    {FromValues({n, c}, DType::kFloat32, v), FromValues({n}, DType::kInt64, tv),
                     std::nullopt, int64_t{2}, int64_t{-100}});
-  EXPECT_EQ(Contents<float>(out[0].to_tensor()), (std::vector<float>{-1000}));
-  EXPECT_EQ(Contents<float>(out[1].to_tensor()), (std::vector<float>{1000}));
+  EXPECT_EQ(Values<float>(out[0].to_tensor()), (std::vector<float>{-1000}));
+  EXPECT_EQ(Values<float>(out[1].to_tensor()), (std::vector<float>{1000}));
 }
 
 TEST(NllLossTest, Errors) {
@@ -117,14 +107,14 @@ TEST(PointwiseLossTest, MseAndSmoothL1) {
   Tensor a = FromValues<float>({4}, DType::kFloat32, {0, 1, 3, -2});
   Tensor b = FromValues<float>({4}, DType::kFloat32, {0, 0.5f, 0, 0});
   Stack mse = Call("aten::mse_loss", {a, b, int64_t{0}});
-  EXPECT_EQ(Contents<float>(mse[0].to_tensor()), (std::vector<float>{0, 0.25f, 9, 4}));
+  EXPECT_EQ(Values<float>(mse[0].to_tensor()), (std::vector<float>{0, 0.25f, 9, 4}));
   Stack sl1 = Call("aten::smooth_l1_loss", {a, b, int64_t{2}, 1.0});
-  EXPECT_EQ(Contents<float>(sl1[0].to_tensor()), (std::vector<float>{0.125f + 2.5f + 1.5f}));
+  EXPECT_EQ(Values<float>(sl1[0].to_tensor()), (std::vector<float>{0.125f + 2.5f + 1.5f}));
   Tensor g = FromValues<float>({}, DType::kFloat32, {1});
   Stack dmse = Call("aten::mse_loss_backward", {g, a, b, int64_t{1}});  // 2 / 4 * d
-  EXPECT_EQ(Contents<float>(dmse[0].to_tensor()), (std::vector<float>{0, 0.25f, 1.5f, -1}));
+  EXPECT_EQ(Values<float>(dmse[0].to_tensor()), (std::vector<float>{0, 0.25f, 1.5f, -1}));
   Stack dsl1 = Call("aten::smooth_l1_loss_backward", {g, a, b, int64_t{2}, 1.0});
-  EXPECT_EQ(Contents<float>(dsl1[0].to_tensor()), (std::vector<float>{0, 0.5f, 1, -1}));
+  EXPECT_EQ(Values<float>(dsl1[0].to_tensor()), (std::vector<float>{0, 0.5f, 1, -1}));
   std::string msg =
       EXPECT_TB_ERROR(kValueError, "aten::smooth_l1_loss: beta must be non-negative, got -1",
                       Call("aten::smooth_l1_loss", {a, b, int64_t{1}, -1.0}));
@@ -135,10 +125,10 @@ TEST(SelectSliceBackwardTest, GradientsLandInZeros) {
   Tensor g = FromValues<float>({2}, DType::kFloat32, {7, 8});
   Stack sel =
       Call("aten::select_backward", {g, std::vector<int64_t>{2, 3}, int64_t{1}, int64_t{-1}});
-  EXPECT_EQ(Contents<float>(sel[0].to_tensor()), (std::vector<float>{0, 0, 7, 0, 0, 8}));
+  EXPECT_EQ(Values<float>(sel[0].to_tensor()), (std::vector<float>{0, 0, 7, 0, 0, 8}));
   Stack sl = Call("aten::slice_backward",
                   {g, std::vector<int64_t>{5}, int64_t{0}, int64_t{1}, int64_t{5}, int64_t{2}});
-  EXPECT_EQ(Contents<float>(sl[0].to_tensor()), (std::vector<float>{0, 7, 0, 8, 0}));
+  EXPECT_EQ(Values<float>(sl[0].to_tensor()), (std::vector<float>{0, 7, 0, 8, 0}));
 }
 
 }  // namespace

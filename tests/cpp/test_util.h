@@ -1,5 +1,6 @@
 // Helpers shared by the GoogleTest files: checking that a statement throws a tb::Error of a
-// given kind and reading its message; a tensor made from a list of values.
+// given kind and reading its message; a tensor made from a list of values and the values of a
+// tensor; an op called through the global table.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 
 #include "bridge/error.h"
 #include "bridge/tensor.h"
+#include "dispatch/op_table.h"
 
 namespace tb::testing {
 
@@ -65,6 +67,13 @@ std::vector<T> Values(const Tensor& t) {
     }
   }
   return out;
+}
+
+// Calls `op` ("aten::add.Tensor") with `stack` through OpTable::Global(), as users reach it;
+// returns the stack of results.
+inline Stack Call(const char* op, Stack stack) {
+  OpTable::Global().Call(op, stack);
+  return stack;
 }
 
 }  // namespace tb::testing

@@ -50,3 +50,26 @@ def check_family_samples(r, family_ops, bar=0.95):
         pytest.skip(f"every sample of {r.op} needs ops of other families: {sorted(r.fallbacks)}")
     failed = [(i, m) for i, m in r.failures if not m.startswith("fell back")]
     assert r.passed / judged >= bar, f"{r.passed}/{judged} passed; first failures: {failed[:5]}"
+
+
+def opinfo_cases(names, dtypes):
+    """pytest params (OpInfo, dtype): each OpInfo `names` finds (every variant of a bare name) in
+    each of `dtypes`, with ids like ``index_add-float32`` and ``div.trunc_rounding-float64``."""
+    from tensorbridge._opinfo import find_opinfos, opinfo_id
+
+    return [
+        pytest.param(o, dt, id=f"{opinfo_id(o)}-{str(dt).replace('torch.', '')}")
+        for o in find_opinfos(names)
+        for dt in dtypes
+    ]
+
+
+def check_opinfo_samples(opinfo, dtype, family_ops, max_samples):
+    """Runs up to `max_samples` of the OpInfo's samples in `dtype` (gradients too in float64)
+    and judges them with ``check_family_samples`` at bar 1.0: every judged sample must pass."""
+    import torch
+
+    from tensorbridge._opinfo import run_samples
+
+    r = run_samples(opinfo, dtype, max_samples=max_samples, grad=dtype == torch.float64)
+    check_family_samples(r, family_ops, bar=1.0)

@@ -12,10 +12,9 @@ import threading
 
 import pytest
 import torch
-from conftest import check_family_samples
+from conftest import check_opinfo_samples, opinfo_cases
 
 import tensorbridge as tb
-from tensorbridge._opinfo import find_opinfos, run_samples
 
 # Kernel tests: an op the table lost raises rather than running torch's own kernel.
 pytestmark = pytest.mark.usefixtures("no_fallback")
@@ -40,21 +39,12 @@ OPINFOS = [
     "unique_consecutive", "masked_scatter", "_unsafe_masked_index_put_accumulate",
     "_segment_reduce", "histogramdd",
 ]  # fmt: skip
-CASES = [
-    (info, dt)
-    for info in find_opinfos(OPINFOS)
-    for dt in (torch.float32, torch.float64, torch.int64, torch.bool)
-]
+OPINFO_DTYPES = (torch.float32, torch.float64, torch.int64, torch.bool)
 
 
-@pytest.mark.parametrize(
-    ("info", "dtype"),
-    CASES,
-    ids=[f"{i.name}.{i.variant_test_name}-{str(d)[6:]}".replace(".-", "-") for i, d in CASES],
-)
+@pytest.mark.parametrize(("info", "dtype"), opinfo_cases(OPINFOS, OPINFO_DTYPES))
 def test_opinfo_samples(info, dtype):
-    r = run_samples(info, dtype, max_samples=12, grad=dtype == torch.float64)
-    check_family_samples(r, FAMILY, bar=1.0)
+    check_opinfo_samples(info, dtype, FAMILY, max_samples=12)
 
 
 def _tb(x):

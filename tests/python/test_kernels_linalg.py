@@ -16,10 +16,9 @@ import threading
 
 import pytest
 import torch
-from conftest import check_family_samples
+from conftest import check_opinfo_samples, opinfo_cases
 
 import tensorbridge as tb
-from tensorbridge._opinfo import find_opinfos, opinfo_id, run_samples
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
@@ -442,14 +441,8 @@ SWEEP = [
     "pinverse",
     "logdet",
 ]
-CASES = [(o, dt) for o in find_opinfos(SWEEP) for dt in DTYPES]
 
 
-@pytest.mark.parametrize(
-    ("opinfo", "dtype"),
-    CASES,
-    ids=[f"{opinfo_id(o)}-{dt}".replace("torch.", "") for o, dt in CASES],
-)
+@pytest.mark.parametrize(("opinfo", "dtype"), opinfo_cases(SWEEP, DTYPES))
 def test_opinfo_linalg(opinfo, dtype):
-    r = run_samples(opinfo, dtype, max_samples=8, grad=dtype == torch.float64)
-    check_family_samples(r, FAMILY, bar=1.0)
+    check_opinfo_samples(opinfo, dtype, FAMILY, max_samples=8)
