@@ -57,9 +57,9 @@ class Config:
     reports ``time_ns`` per op.
 
     ``host_cache_limit``: the most bytes of freed large blocks kept for reuse (0: none); setting
-    it trims the cache. Its first value comes from ``TB_HOST_CACHE_MB`` (default 512 MiB); once
-    plans are built, the cache holds at most what one compiled step allocates, unless this
-    setting or ``TB_HOST_CACHE_MB`` was given.
+    it trims the cache. Its first value comes from ``TB_HOST_CACHE_MB`` (default 512 MiB); a
+    compiled step that allocates more raises it to that, unless this setting or
+    ``TB_HOST_CACHE_MB`` was given.
     """
 
     def __init__(self) -> None:

@@ -2,11 +2,12 @@
 summed by the plan's liveness into ``Plan.peak_bytes``, and the buffer cache sized by them.
 
 A plan run allocates its results from tensorbridge's cache of freed blocks. In a steady state
-the blocks a step frees are those it allocated, so holding more than the bytes of every result
-of one compilation's plans (forward and backward run as one step) serves no allocation and only
-raises the process's memory: once plans exist the cache keeps at most the largest such total
-(``TB_HOST_CACHE_MB`` in the environment or ``config.host_cache_limit``, when set, decides
-instead).
+the blocks a step frees are those it allocated, so the cache must hold the bytes of every result
+of one compilation's plans (forward and backward run as one step): a compilation that needs more
+than the cache's limit raises the limit to that (``TB_HOST_CACHE_MB`` in the environment or
+``config.host_cache_limit``, when set, decides instead). The limit is never lowered below its
+default: a step allocates blocks besides its plans' results (copies, the optimizer's reads), and
+a cache sized to the results alone misses on them.
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ def record(plan, outs: list, node: torch.fx.Node) -> None:
 
 
 def plan_built(plans: list) -> None:
-    """Sizes the buffer cache by the plans of one compilation just built: at most the bytes of
-    all their results, the largest such total over the compilations so far."""
+    """Raises the buffer cache's limit to the bytes of all the results of one compilation's
+    plans just built, when they need more than the limit."""
     global _need
     need = sum(_totals.get(p, 0) for p in plans)
     if need <= _need:
@@ -71,4 +72,5 @@ def plan_built(plans: list) -> None:
     _need = need
     if os.environ.get("TB_HOST_CACHE_MB") or config._host_cache_limit_set:
         return
-    _C.set_host_cache_limit(_need)
+    if _need > _C.memory_stats()["cache_limit_bytes"]:
+        _C.set_host_cache_limit(_need)
