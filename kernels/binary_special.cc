@@ -279,14 +279,20 @@ T LegendreP(T x, int64_t n) {
   return r;
 }
 
+// The highest degree evaluated. torch runs the recurrences n steps whatever n is (hours for
+// n near 1e12, where a fuzzer's or a bug's n lands); degrees above this give NaN instead of
+// holding the thread.
+constexpr double kMaxPolyDegree = double{1 << 24};
+
 // NaN n gives NaN; otherwise n is truncated to an integer, as torch casts it.
-#define TB_POLY(FN, NAME, F)              \
-  template <typename T>                   \
-  T FN##Of(T x, T n) {                    \
-    if (std::isnan(n)) return n;          \
-    return F(x, static_cast<int64_t>(n)); \
-  }                                       \
-  TB_BINARY_FN(FN, NAME, FN##Of)          \
+#define TB_POLY(FN, NAME, F)                                                                 \
+  template <typename T>                                                                      \
+  T FN##Of(T x, T n) {                                                                       \
+    if (std::isnan(n)) return n;                                                             \
+    if (static_cast<double>(n) > kMaxPolyDegree) return std::numeric_limits<T>::quiet_NaN(); \
+    return F(x, static_cast<int64_t>(n));                                                    \
+  }                                                                                          \
+  TB_BINARY_FN(FN, NAME, FN##Of)                                                             \
   TB_BINARY_SCALARS(FN, NAME, FN##Of, "x_scalar", "n_scalar")
 
 TB_POLY(ChebT, "special_chebyshev_polynomial_t", ChebyshevT)
