@@ -220,9 +220,12 @@ Tensor LinalgCross(const Tensor& self, const Tensor& other, int64_t dim) {
         const int64_t p = i * 3 * inner + j;
         const M x0 = M(x[p]), x1 = M(x[p + inner]), x2 = M(x[p + 2 * inner]);
         const M y0 = M(y[p]), y1 = M(y[p + inner]), y2 = M(y[p + 2 * inner]);
-        o[p] = T(x1 * y2 - x2 * y1);
-        o[p + inner] = T(x2 * y0 - x0 * y2);
-        o[p + 2 * inner] = T(x0 * y1 - x1 * y0);
+        // Each product rounded to T, then their difference, as torch's kernel computes in
+        // T (a no-op for float and double).
+        auto r = [](M v) { return M(T(v)); };
+        o[p] = T(r(x1 * y2) - r(x2 * y1));
+        o[p + inner] = T(r(x2 * y0) - r(x0 * y2));
+        o[p + 2 * inner] = T(r(x0 * y1) - r(x1 * y0));
       }
     }
   });

@@ -22,6 +22,9 @@ Tensor AddrImpl(const char* op, const Tensor& self, const Tensor& vec1, const Te
   TB_CHECK(vec1.ndim() == 1 && vec2.ndim() == 1, ValueError)
       << op << ": vec1 and vec2 should be 1-dimensional vectors, got " << vec1.ndim() << "-D and "
       << vec2.ndim() << "-D";
+  // In place, torch's addr_ checks self's rank before broadcasting (a RuntimeError there).
+  TB_CHECK(dest != &self || self.ndim() == 2, RuntimeError)
+      << op << ": 2D tensor expected, got " << self.ndim() << "D tensor for input";
   const DType dt = ResultType({Operand(self), Operand(vec1), Operand(vec2)});
   if (dt != DType::kBool) {
     kernels::CheckAlpha(op, dt, beta, "beta");
