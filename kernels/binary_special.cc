@@ -290,6 +290,7 @@ constexpr double kMaxPolyDegree = double{1 << 24};
   T FN##Of(T x, T n) {                                                                       \
     if (std::isnan(n)) return n;                                                             \
     if (static_cast<double>(n) > kMaxPolyDegree) return std::numeric_limits<T>::quiet_NaN(); \
+    if (n <= T(-1)) return T(0); /* every polynomial here is 0 for a truncated n < 0 */      \
     return F(x, static_cast<int64_t>(n));                                                    \
   }                                                                                          \
   TB_BINARY_FN(FN, NAME, FN##Of)                                                             \
