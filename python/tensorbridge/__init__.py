@@ -83,23 +83,7 @@ __all__ = [
 # Names this package had at its top level before they moved, kept because the documentation of
 # earlier versions used them: old name -> (module, name) of its home now. Each use warns.
 _MOVED = {
-    **{
-        n: ("tensorbridge.diagnostics", n)
-        for n in (
-            "call_torch_metrics",
-            "dump",
-            "empty_cache",
-            "explain",
-            "memory_stats",
-            "metrics",
-            "metrics_report",
-            "onednn_info",
-            "plan_metrics",
-            "profile",
-            "reset_metrics",
-            "reset_plan_metrics",
-        )
-    },
+    **{n: ("tensorbridge.diagnostics", n) for n in diagnostics.__all__},
     **{
         n: ("tensorbridge.cpp", n)
         for n in ("cmake_prefix_path", "get_include", "get_library", "load_library")
