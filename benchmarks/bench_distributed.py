@@ -7,6 +7,9 @@ Measured in one run, on this machine's CPU, with gloo over loopback:
   then the root) training steps -- forward, MSE loss, backward with the collectives, SGD step --
   of an MLP (4 x Linear 512, GELU, 64 rows per process) and of ``tensorbridge.zoo``'s LLaMA at
   size "small" (hidden 128, 2 layers, 2 x 32 tokens per process);
+* ``ddpc``: DDP over a compiled model, ``DDP(torch.compile(model, backend=...))`` (dynamo splits
+  the graph at bucket boundaries): tensorbridge's backend on wrapped parameters beside inductor
+  on plain ones, both compiled once in the warm-up;
 * each with the parameters wrapped in place (``tb.wrap_module``) and inputs wrapped
   (``tb.wrap``), and with plain torch tensors: the baseline;
 * at 1 and at 2 processes (weak scaling: the batch per process is fixed, so 2 processes do
@@ -40,7 +43,7 @@ import torch.multiprocessing as mp
 
 import tensorbridge as tb
 
-CONFIGS = ["ddp-mlp", "ddp-llama", "fsdp-mlp", "fsdp-llama"]
+CONFIGS = ["ddp-mlp", "ddp-llama", "ddpc-mlp", "ddpc-llama", "fsdp-mlp", "fsdp-llama"]
 
 
 def _model(kind):
@@ -74,6 +77,8 @@ def _setup(config, wrap, rank):
         tb.wrap_module(model)
     if engine == "ddp":
         run = DDP(model)
+    elif engine == "ddpc":
+        run = DDP(torch.compile(model, backend="tensorbridge" if wrap else "inductor"))
     else:
         blocks = list(model) if kind == "mlp" else list(model.model.layers)
         for b in blocks:

@@ -575,9 +575,51 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any
     needs_autograd = torch.is_grad_enabled() and any(
         isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
     )
-    return aot_autograd(
+    compiled = aot_autograd(
         fw_compiler=fw, bw_compiler=bw, decompositions=_decompositions(needs_autograd)
     )(gm, example_inputs)
+    return _wrapped_tangents(compiled) if needs_autograd else compiled
+
+
+class _WrapTangents(torch.autograd.Function):
+    """Identity on a compiled graph's tensorbridge.Tensor outputs whose backward turns plain
+    gradients into tensorbridge.Tensors (zero-copy). AOT autograd traced these outputs'
+    tangents as tensorbridge.Tensors, but the autograd engine makes the zero gradient of an
+    output that the loss does not use (a model's key/value cache beside its logits) as a
+    plain tensor, which AOT autograd's backward refuses."""
+
+    @staticmethod
+    def forward(ctx, *outs):
+        return tuple(o.view_as(o) for o in outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        from tensorbridge._tensor import Tensor
+
+        return tuple(
+            Tensor(_C.from_dlpack(g.detach())) if type(g) in _PLAIN_TENSORS else g for g in grads
+        )
+
+
+def _wrapped_tangents(compiled: Callable[..., Any]) -> Callable[..., Any]:
+    """``compiled`` with _WrapTangents over its outputs when two or more of them are
+    tensorbridge.Tensors that require grad (with one, the loss is that output)."""
+    from tensorbridge._tensor import Tensor
+
+    def run(*args):
+        outs = compiled(*args)
+        if not torch.is_grad_enabled() or not isinstance(outs, (list, tuple)):
+            return outs
+        at = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+        if len(at) < 2:
+            return outs
+        new = list(outs)
+        for i, o in zip(at, _WrapTangents.apply(*(outs[i] for i in at))):
+            new[i] = o
+        return type(outs)(new) if isinstance(outs, tuple) else new
+
+    run._boxed_call = getattr(compiled, "_boxed_call", False)  # type: ignore[attr-defined]
+    return run
 
 
 def _codes_of(fn):

@@ -307,3 +307,50 @@ def test_wrapped_numpy_parameters_are_used_in_place():
     torch.optim.SGD(model.parameters(), lr=0.1).step()
     np.testing.assert_allclose(w, before - 0.1 * np.tile(x.sum(0).numpy(), (3, 1)), rtol=1e-5)
     assert tb.to_torch(model.weight).data_ptr() == w.ctypes.data
+
+
+def test_backward_through_one_of_several_outputs_that_require_grad():
+    # The engine's zero gradient of an output the loss does not use is a plain tensor where
+    # AOT autograd traced a tensorbridge.Tensor tangent (torch raised "Expected a Tensor
+    # tangent but got a plain Tensor"); a decoder's key/value cache beside its logits is such
+    # an output.
+    tb.config.fallback = "error"
+    rng = np.random.default_rng(0)
+    w_np, x_np = rng.random((4, 4), np.float32), rng.random((3, 4), np.float32)
+
+    def f(x, w):
+        h = x @ w
+        return h.relu(), h.sin()
+
+    w = tb.wrap(w_np.copy()).requires_grad_(True)
+    out, unused = torch.compile(f, backend="tensorbridge")(tb.wrap(x_np), w)
+    assert unused.requires_grad
+    out.sum().backward()
+    wt = torch.from_numpy(w_np.copy()).requires_grad_(True)
+    f(torch.from_numpy(x_np), wt)[0].sum().backward()
+    assert isinstance(w.grad, tb.Tensor)
+    torch.testing.assert_close(tb.to_torch(w.grad), wt.grad)
+
+
+def test_compiled_decoder_training_with_its_kv_cache_output():
+    # transformers' LLaMA returns its key/value cache (use_cache=True, the default) beside the
+    # logits; the loss reads the logits only.
+    from tensorbridge import zoo
+
+    tb.config.fallback = "error"
+    ref, inputs = zoo.build("llama", "tiny")
+    ref.train()
+    ours = copy.deepcopy(ref)
+    assert ours.config.use_cache
+    tb.wrap_module(ours)
+    compiled = torch.compile(ours, backend="tensorbridge")
+    ids = inputs["input_ids"]
+    for m, x in ((ref, ids), (compiled, tb.wrap(ids))):
+        out = m(input_ids=x)
+        assert out.past_key_values is not None
+        out.logits.square().mean().backward()
+    scale = max(p.grad.abs().max() for p in ref.parameters())
+    for (n, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
+        torch.testing.assert_close(
+            tb.to_torch(p.grad) / scale, q.grad / scale, rtol=1e-4, atol=1e-5, msg=n
+        )
