@@ -614,7 +614,7 @@ def _wrapped_tangents(compiled: Callable[..., Any]) -> Callable[..., Any]:
         if len(at) < 2:
             return outs
         new = list(outs)
-        for i, o in zip(at, _WrapTangents.apply(*(outs[i] for i in at))):
+        for i, o in zip(at, _WrapTangents.apply(*(outs[i] for i in at)), strict=True):
             new[i] = o
         return type(outs)(new) if isinstance(outs, tuple) else new
 
