@@ -54,6 +54,13 @@ struct EagerState {
   py::tuple wrapper_kwnames;     // ("strides", "dtype", "device") for a vectorcall
   py::tuple strides_kwnames;     // ("strides",)
   std::unordered_map<PyObject*, FuncInfo> funcs;  // holds a reference to each func key
+  // The libtorch-linked maker of result wrappers (python/torch_device/wrapper.cc) where it
+  // was loaded: (cls, ndim, sizes, strides or nullptr, torch.dtype) -> a new reference, or
+  // nullptr with an exception set. Unset: torch.Tensor._make_wrapper_subclass.
+  using MakeWrapperFn = PyObject* (*)(PyObject*, int64_t, const int64_t*, const int64_t*,
+                                      PyObject*);
+  MakeWrapperFn fast_wrapper = nullptr;
+  PyTypeObject* array_type = nullptr;  // tensorbridge.Array (_C.Array)
 };
 
 // Stage timers of the eager path, read by benchmarks/bench_eager.py --breakdown through
@@ -135,6 +142,19 @@ bool ExactInt(PyObject* obj, int64_t* v) {
   return true;
 }
 
+// The Tensor of an Array object. An exact tensorbridge.Array is read in place, without
+// pybind11's type caster and its registry lookups; anything else goes through the caster
+// (whose TypeError names what it got).
+const Tensor& ArrayTensor(py::handle arr) {
+  if (Py_TYPE(arr.ptr()) == State().array_type) {
+    auto* inst = reinterpret_cast<py::detail::instance*>(arr.ptr());
+    void* value =
+        inst->simple_layout ? inst->simple_value_holder[0] : inst->nonsimple.values_and_holders[0];
+    if (value != nullptr) return static_cast<PyArray*>(value)->tensor;
+  }
+  return arr.cast<PyArray&>().tensor;
+}
+
 // Unwraps one argument. Returns false when a tensorbridge.Tensor without data (a tracer's
 // stand-in) is met: the Python path handles tracing.
 bool Unwrap(py::handle obj, Value* out) {
@@ -152,7 +172,7 @@ bool Unwrap(py::handle obj, Value* out) {
             : py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), st.array_attr.ptr()));
     if (!arr) throw py::error_already_set();
     if (arr.is_none()) return false;
-    *out = Value(arr.cast<PyArray&>().tensor);
+    *out = Value(ArrayTensor(arr));
     return true;
   }
   if (PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(st.torch_tensor.ptr()))) {
@@ -260,8 +280,19 @@ bool IsDefaultDtype(const py::object& dtype) {
   return d == dtype.ptr();
 }
 
-// A new tensorbridge.Tensor over `t`: torch.Tensor._make_wrapper_subclass called with one
-// vectorcall (no kwargs dict), and the Array set as its `_array`.
+// Sets a new wrapper's `_array` to an Array over `t` and returns the wrapper.
+py::object Attach(py::object obj, const Tensor& t, int64_t* since) {
+  // The new object's `_array` slot is empty: the reference moves into it.
+  PyObject** slot =
+      reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj.ptr()) + State().array_offset);
+  Py_XSETREF(*slot, py::cast(PyArray{t}).release().ptr());
+  Lap(kWrapAttach, since);
+  return obj;
+}
+
+// A new tensorbridge.Tensor over `t`: made by the libtorch-linked maker where it is loaded,
+// otherwise by torch.Tensor._make_wrapper_subclass called with one vectorcall (no kwargs
+// dict); the Array is set as its `_array`.
 py::object Wrap(const Value& v) {
   EagerState& st = State();
   if (v.is_tensor()) {
@@ -281,11 +312,19 @@ py::object Wrap(const Value& v) {
       contiguous &= t.strides()[i] == expected;
       expected *= std::max<int64_t>(t.shape()[i], 1);
     }
+    py::object obj;
+    if (st.fast_wrapper != nullptr) {
+      obj = py::reinterpret_steal<py::object>(
+          st.fast_wrapper(st.tensor_cls.ptr(), nd, t.shape().data(),
+                          contiguous ? nullptr : t.strides().data(), dtype.ptr()));
+      if (!obj) throw py::error_already_set();
+      Lap(kWrapMake, &since);
+      return Attach(std::move(obj), t, &since);
+    }
     py::tuple shape(nd);
     for (Py_ssize_t i = 0; i < nd; ++i) {
       PyTuple_SET_ITEM(shape.ptr(), i, NewInt(t.shape()[i]).release().ptr());
     }
-    py::object obj;
     // torch's defaults (the default dtype, device cpu, contiguous strides) are left out: each
     // keyword costs torch's argument parser, the first one a third of the call.
     const bool default_dtype = IsDefaultDtype(dtype);
@@ -310,12 +349,7 @@ py::object Wrap(const Value& v) {
     }
     if (!obj) throw py::error_already_set();
     Lap(kWrapMake, &since);
-    // The new object's `_array` slot is empty: the reference moves into it.
-    PyObject** slot =
-        reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj.ptr()) + st.array_offset);
-    Py_XSETREF(*slot, py::cast(PyArray{t}).release().ptr());
-    Lap(kWrapAttach, &since);
-    return obj;
+    return Attach(std::move(obj), t, &since);
   }
   if (v.tag() == Value::Tag::kTensorList) {
     py::list out;
@@ -370,17 +404,21 @@ py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs
   return result;
 }
 
-// tensorbridge.Tensor.__torch_dispatch__ itself, a classmethod over this function:
-// (cls, func, types, args=(), kwargs=None). A plain CPython fast-call function, as it runs
-// once per op. Ops on traced stand-ins go to the Python path (_traced_dispatch).
+// tensorbridge.Tensor.__torch_dispatch__ itself: ([cls,] func, types, args=(), kwargs=None). A
+// plain CPython fast-call function, as it runs once per op. Ops on traced stand-ins go to the
+// Python path (_traced_dispatch).
 PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t nargs,
                         PyObject* kwnames) {
   try {
     const int64_t start = Now();
     static const char* const kNames[] = {"cls", "func", "types", "args", "kwargs"};
     PyObject* bound[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
-    if (nargs > 5) throw py::type_error("__torch_dispatch__ takes at most 5 arguments");
-    for (Py_ssize_t i = 0; i < nargs; ++i) bound[i] = argv[i];
+    // The class comes first where the function is called as a classmethod; torch calls it
+    // through the instance, where it is a plain builtin (no bound method made per op):
+    // (func, types, args, kwargs). An op is never a type.
+    const Py_ssize_t first = nargs > 0 && PyType_Check(argv[0]) ? 0 : 1;
+    if (nargs + first > 5) throw py::type_error("__torch_dispatch__ takes at most 5 arguments");
+    for (Py_ssize_t i = 0; i < nargs; ++i) bound[first + i] = argv[i];
     const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t k = 0; k < nkw; ++k) {
       const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
@@ -456,6 +494,7 @@ void BindEager(py::module_& m) {
     TB_CHECK(member->type == T_OBJECT_EX, TypeError)
         << "tensorbridge.Tensor._array: not an object slot";
     st.array_offset = member->offset;
+    st.array_type = reinterpret_cast<PyTypeObject*>(py::type::of<PyArray>().ptr());
     st.torch_tensor = torch_tensor;
     st.parameter = py::module_::import("torch").attr("nn").attr("Parameter");
     st.stand_in = stand_in;
@@ -493,6 +532,15 @@ void BindEager(py::module_& m) {
     g_timed_ops = 0;
     g_timing = on;
     return d;
+  });
+  // The libtorch-linked maker of result wrappers: the address of tb_torch_make_wrapper
+  // (python/torch_device/wrapper.cc), or 0 for torch.Tensor._make_wrapper_subclass. Returns
+  // whether a maker was set before.
+  m.def("_eager_fast_wrapper", [](uintptr_t address) {
+    EagerState& st = State();
+    const bool was = st.fast_wrapper != nullptr;
+    st.fast_wrapper = reinterpret_cast<EagerState::MakeWrapperFn>(address);
+    return was;
   });
   m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
     return EagerDispatch(func, args, kwargs);

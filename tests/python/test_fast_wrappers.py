@@ -1,0 +1,130 @@
+"""Result wrappers of eager ops, made by the libtorch-linked maker (python/torch_device/
+wrapper.cc) and by torch.Tensor._make_wrapper_subclass: both must give the same tensors."""
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import tensorbridge as tb
+from tensorbridge import _tensor
+
+_ADDRESS, _WHY = _tensor._wrapper_library()
+
+
+@pytest.fixture(params=["fast", "torch"])
+def maker(request):
+    """Runs a test with each maker of result wrappers, and restores the default after."""
+    if request.param == "fast" and _ADDRESS is None:
+        pytest.skip(f"no libtorch-linked wrapper maker in this build: {_WHY}")
+    _tensor._fast_wrappers(request.param == "fast")
+    yield request.param
+    _tensor._fast_wrappers(True)
+
+
+def _reference(r: torch.Tensor) -> torch.Tensor:
+    """What torch.Tensor._make_wrapper_subclass makes for r's Array."""
+    a = r.array
+    dtype = r.dtype
+    return torch.Tensor._make_wrapper_subclass(tb.Tensor, a.shape, strides=a.strides, dtype=dtype)
+
+
+DTYPES = [np.float32, np.float64, np.float16, np.int8, np.int16, np.int32, np.int64, np.uint8]
+
+
+@pytest.mark.parametrize("np_dtype", [*DTYPES, np.bool_, np.complex64])
+def test_results_describe_their_array(maker, np_dtype):
+    x = (np.arange(24) % 5).astype(np_dtype).reshape(2, 3, 4)
+    a = tb.wrap(x)
+    results = [
+        a.clone(),
+        a.transpose(0, 2),
+        a[:, 1:, ::2],
+        a[:, None].expand(2, 5, 3, 4),
+        a[0, 0, 0],
+        a[:, :0],
+        a.reshape(24)[3:4],
+        a.permute(2, 0, 1).contiguous(),
+    ]
+    for r in results:
+        assert type(r) is tb.Tensor
+        want = _reference(r)
+        assert r.shape == want.shape == tuple(r.array.shape)
+        assert r.stride() == want.stride() == tuple(r.array.strides)
+        assert r.dtype == want.dtype and r.device == torch.device("cpu")
+        assert r.is_contiguous() == want.is_contiguous()
+        assert r.storage_offset() == 0 and not r.requires_grad
+        assert torch._C._dispatch_keys(r) == torch._C._dispatch_keys(want)
+        nbytes = torch.Tensor.untyped_storage(r).nbytes()
+        assert nbytes == torch.Tensor.untyped_storage(want).nbytes()
+        np.testing.assert_array_equal(tb.to_numpy(r), tb.to_torch(r).numpy())
+
+
+def test_views_share_memory_and_results_compute(maker):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = tb.wrap(x)
+    v = a.t()
+    assert v.data_ptr() == a.data_ptr() == x.ctypes.data
+    s = a[1:, 2:]
+    assert s.data_ptr() == x.ctypes.data + (4 + 2) * 4
+    v[0, 1] = 100.0  # writes the numpy array through the view
+    assert x[1, 0] == 100.0
+    r = (a * 2 + 1).sum(dim=0)
+    np.testing.assert_array_equal(tb.to_numpy(r), (x * 2 + 1).sum(axis=0))
+    assert type(r + 1) is tb.Tensor  # results dispatch to tensorbridge like any wrapper
+
+
+def test_autograd_through_results(maker):
+    gen = torch.Generator().manual_seed(0)
+    w0, x0 = torch.randn(5, 3, generator=gen), torch.randn(4, 3, generator=gen)
+    w = tb.wrap(w0.clone(), requires_grad=True)
+    y = torch.nn.functional.linear(tb.wrap(x0.clone()), w).relu().t().sum()
+    y.backward()
+    wt = w0.clone().requires_grad_()
+    torch.nn.functional.linear(x0, wt).relu().t().sum().backward()
+    assert type(w.grad) is tb.Tensor
+    torch.testing.assert_close(tb.to_torch(w.grad), wt.grad)
+    assert float(y.detach()) == pytest.approx(
+        float(torch.nn.functional.linear(x0, w0).relu().sum())
+    )
+
+
+def test_errors_are_the_same(maker):
+    a = tb.wrap(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"aten::add.Tensor: shapes \[2, 3\] \[4\]"):
+        torch.add(a, tb.wrap(np.ones(4, np.float32)))
+    with pytest.raises(ValueError, match=r"view: shape \[4\] is invalid for 6 elements"):
+        a.view(4)
+
+
+def test_threads_make_results_concurrently(maker):
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    errors = []
+
+    def work(k):
+        try:
+            a = tb.wrap(x + k)
+            for _ in range(200):
+                r = (a.t() + 1)[k % 8]
+                assert r.shape == (8,) and r.stride() == (8,)
+                np.testing.assert_array_equal(tb.to_numpy(r), (x + k).T[k % 8] + 1)
+        except Exception as e:  # reported in the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_switching_the_maker():
+    assert _tensor._fast_wrappers(False) == "switched off"
+    try:
+        assert type(tb.wrap(np.ones(3)) + 1) is tb.Tensor
+    finally:
+        why = _tensor._fast_wrappers(True)
+    assert why == _WHY
+    assert (why == "") == (_ADDRESS is not None)
