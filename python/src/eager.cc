@@ -61,6 +61,7 @@ struct EagerState {
                                       PyObject*);
   MakeWrapperFn fast_wrapper = nullptr;
   PyTypeObject* array_type = nullptr;  // tensorbridge.Array (_C.Array)
+  py::object rule_registry;            // torch._library.simple_registry.singleton
 };
 
 // Stage timers of the eager path, read by benchmarks/bench_eager.py --breakdown through
@@ -472,6 +473,47 @@ PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t na
   }
 }
 
+// torch._library.simple_registry.find_torch_dispatch_rule(op, cls), which torch calls from C++
+// before every __torch_dispatch__ of a tensor subclass, in C++: the rule registered for
+// `cls` on `op` (torch.library.register_torch_dispatch), or None. Ops without an entry in
+// the registry have no rule; the original makes an empty entry for them on the way (three
+// Python calls per op), this answers None without one. Ops with an entry ask its holder.
+PyObject* FindTorchDispatchRule(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t nargs) {
+  try {
+    TB_CHECK(nargs == 2, TypeError) << "find_torch_dispatch_rule(op, torch_dispatch_class)";
+    EagerState& st = State();
+    static PyObject* const kQualname = PyUnicode_InternFromString("__qualname__");
+    static PyObject* const kData = PyUnicode_InternFromString("_data");
+    static PyObject* const kRules = PyUnicode_InternFromString("torch_dispatch_rules");
+    static PyObject* const kFind = PyUnicode_InternFromString("find");
+    py::object name = py::reinterpret_steal<py::object>(PyObject_GetAttr(argv[0], kQualname));
+    if (!name) throw py::error_already_set();
+    py::object data =
+        py::reinterpret_steal<py::object>(PyObject_GetAttr(st.rule_registry.ptr(), kData));
+    if (!data) throw py::error_already_set();
+    TB_CHECK(PyDict_Check(data.ptr()), TypeError) << "simple_registry.singleton._data: not a dict";
+    PyObject* entry = PyDict_GetItemWithError(data.ptr(), name.ptr());  // borrowed
+    if (entry == nullptr) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      Py_RETURN_NONE;
+    }
+    py::object rules = py::reinterpret_steal<py::object>(PyObject_GetAttr(entry, kRules));
+    if (!rules) throw py::error_already_set();
+    PyObject* call_args[] = {rules.ptr(), argv[1]};
+    return PyObject_VectorcallMethod(kFind, call_args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+PyMethodDef kFindRuleDef = {
+    "_find_torch_dispatch_rule",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FindTorchDispatchRule)),
+    METH_FASTCALL,
+    "_find_torch_dispatch_rule(op, torch_dispatch_class): "
+    "torch._library.simple_registry.find_torch_dispatch_rule without Python frames."};
+
 PyMethodDef kTorchDispatchDef = {
     "_torch_dispatch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(TorchDispatch)),
     METH_FASTCALL | METH_KEYWORDS,
@@ -549,6 +591,13 @@ void BindEager(py::module_& m) {
       PyCFunction_NewEx(&kTorchDispatchDef, nullptr, m.attr("__name__").ptr()));
   if (!dispatch) throw py::error_already_set();
   m.attr("_torch_dispatch") = dispatch;
+  // The registry _find_torch_dispatch_rule reads (torch._library.simple_registry.singleton).
+  m.def("_set_dispatch_rule_registry",
+        [](py::object registry) { State().rule_registry = std::move(registry); });
+  py::object find_rule = py::reinterpret_steal<py::object>(
+      PyCFunction_NewEx(&kFindRuleDef, nullptr, m.attr("__name__").ptr()));
+  if (!find_rule) throw py::error_already_set();
+  m.attr("_find_torch_dispatch_rule") = find_rule;
 }
 
 }  // namespace tb::py

@@ -1,5 +1,6 @@
-"""Result wrappers of eager ops, made by the libtorch-linked maker (python/torch_device/
-wrapper.cc) and by torch.Tensor._make_wrapper_subclass: both must give the same tensors."""
+"""The fast paths of the eager route: result wrappers made by the libtorch-linked maker
+(python/torch_device/wrapper.cc) and by torch.Tensor._make_wrapper_subclass, which must give
+the same tensors; torch's lookup of torch_dispatch rules done in C++."""
 
 import threading
 
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 import tensorbridge as tb
-from tensorbridge import _tensor
+from tensorbridge import _C, _tensor
 
 _ADDRESS, _WHY = _tensor._wrapper_library()
 
@@ -128,3 +129,50 @@ def test_switching_the_maker():
         why = _tensor._fast_wrappers(True)
     assert why == _WHY
     assert (why == "") == (_ADDRESS is not None)
+
+
+# ---- torch_dispatch rules (torch.library.register_torch_dispatch) --------------------------
+
+
+def test_rule_lookup_is_installed_and_answers_as_torch():
+    from torch._library import simple_registry
+
+    assert simple_registry.find_torch_dispatch_rule is _C._find_torch_dispatch_rule
+    find = _C._find_torch_dispatch_rule
+    add = torch.ops.aten.add.Tensor
+    simple_registry.singleton.find(add.__qualname__)  # an entry without rules
+    assert find(add, tb.Tensor) is None
+    assert find(torch.ops.aten.sub.Tensor, tb.Tensor) is None  # maybe no entry at all
+    with pytest.raises(TypeError, match="find_torch_dispatch_rule"):
+        find(add)
+    with pytest.raises(AttributeError, match="__qualname__"):
+        find(object(), tb.Tensor)
+
+
+def test_registered_rule_runs_for_wrapped_tensors():
+    lib = torch.library.Library("tbfastpath", "FRAGMENT")
+    try:
+        lib.define("twice(Tensor x) -> Tensor")
+        lib.impl("twice", lambda x: x * 2, "CompositeExplicitAutograd")
+        op = torch.ops.tbfastpath.twice.default
+        x = tb.wrap(np.arange(3, dtype=np.float32))
+        calls = []
+
+        def rule(cls, func, types, args, kwargs):
+            calls.append((cls, func))
+            return args[0] + 100
+
+        assert _C._find_torch_dispatch_rule(op, tb.Tensor) is None
+        rules = torch.library.Library("tbfastpath", "FRAGMENT")  # destroyed: the rule goes
+        rules._register_torch_dispatch_rule("twice", tb.Tensor, rule)
+        assert _C._find_torch_dispatch_rule(op, tb.Tensor) is rule
+        r = op(x)
+        assert calls == [(tb.Tensor, op)]
+        np.testing.assert_array_equal(tb.to_numpy(r), np.arange(3) + 100)
+        rules._destroy()
+        assert _C._find_torch_dispatch_rule(op, tb.Tensor) is None
+        r = op(x)
+        assert len(calls) == 1 and type(r) is tb.Tensor
+        np.testing.assert_array_equal(tb.to_numpy(r), np.arange(3) * 2)
+    finally:
+        lib._destroy()
