@@ -477,11 +477,14 @@ PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t na
 // before every __torch_dispatch__ of a tensor subclass, in C++: the rule registered for
 // `cls` on `op` (torch.library.register_torch_dispatch), or None. Ops without an entry in
 // the registry have no rule; the original makes an empty entry for them on the way (three
-// Python calls per op), this answers None without one. Ops with an entry ask its holder.
+// Python calls per op), this answers None without one. Ops with an entry look `cls` up in
+// their holder's dict, as the holder's find() does.
 PyObject* FindTorchDispatchRule(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t nargs) {
   try {
     TB_CHECK(nargs == 2, TypeError) << "find_torch_dispatch_rule(op, torch_dispatch_class)";
     EagerState& st = State();
+    TB_CHECK(st.rule_registry, RuntimeError)
+        << "_find_torch_dispatch_rule: no registry set (_set_dispatch_rule_registry)";
     static PyObject* const kQualname = PyUnicode_InternFromString("__qualname__");
     static PyObject* const kData = PyUnicode_InternFromString("_data");
     static PyObject* const kRules = PyUnicode_InternFromString("torch_dispatch_rules");
@@ -499,6 +502,14 @@ PyObject* FindTorchDispatchRule(PyObject* /*self*/, PyObject* const* argv, Py_ss
     }
     py::object rules = py::reinterpret_steal<py::object>(PyObject_GetAttr(entry, kRules));
     if (!rules) throw py::error_already_set();
+    // The holder's find(cls) is its dict's get(cls) (checked when this was installed).
+    py::object by_class = py::reinterpret_steal<py::object>(PyObject_GetAttr(rules.ptr(), kData));
+    if (!by_class) throw py::error_already_set();
+    if (PyDict_CheckExact(by_class.ptr())) {
+      PyObject* rule = PyDict_GetItemWithError(by_class.ptr(), argv[1]);  // borrowed
+      if (rule == nullptr && PyErr_Occurred()) throw py::error_already_set();
+      return Py_NewRef(rule != nullptr ? rule : Py_None);
+    }
     PyObject* call_args[] = {rules.ptr(), argv[1]};
     return PyObject_VectorcallMethod(kFind, call_args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
   } catch (...) {

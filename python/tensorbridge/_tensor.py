@@ -536,18 +536,20 @@ def _install_rule_lookup() -> bool:
     """Before every ``__torch_dispatch__`` of a tensor subclass, torch calls
     ``torch._library.simple_registry.find_torch_dispatch_rule(op, cls)`` (the rules of
     ``torch.library.register_torch_dispatch``): three Python calls per op. This puts the same
-    lookup in C++ (``_C._find_torch_dispatch_rule``) in its place, where the function is the
-    one it replaces (its names as below); torch keeps the function it finds at the first
+    lookup in C++ (``_C._find_torch_dispatch_rule``) in its place, where the function and the
+    rule holder's ``find`` are the ones it replaces (their names as below); torch keeps the function it finds at the first
     subclass dispatch of the process. Returns whether it was installed."""
     from torch._library import simple_registry
 
     original = simple_registry.find_torch_dispatch_rule
     code = getattr(original, "__code__", None)
-    if code is None or code.co_names != (
-        "singleton",
-        "find",
-        "__qualname__",
-        "torch_dispatch_rules",
+    holder = getattr(simple_registry, "GenericTorchDispatchRuleHolder", None)
+    holder_find = getattr(getattr(holder, "find", None), "__code__", None)
+    if (
+        code is None
+        or code.co_names != ("singleton", "find", "__qualname__", "torch_dispatch_rules")
+        or holder_find is None
+        or holder_find.co_names != ("_data", "get")
     ):
         return original is _C._find_torch_dispatch_rule
     _C._set_dispatch_rule_registry(simple_registry.singleton)

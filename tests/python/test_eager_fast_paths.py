@@ -143,6 +143,21 @@ def test_rule_lookup_is_installed_and_answers_as_torch():
     simple_registry.singleton.find(add.__qualname__)  # an entry without rules
     assert find(add, tb.Tensor) is None
     assert find(torch.ops.aten.sub.Tensor, tb.Tensor) is None  # maybe no entry at all
+
+    class Other(torch.Tensor):
+        pass
+
+    def rule(*args):
+        return None
+
+    handle = simple_registry.singleton.find(add.__qualname__).torch_dispatch_rules.register(
+        Other, rule
+    )
+    try:
+        assert find(add, Other) is rule and find(add, tb.Tensor) is None
+    finally:
+        handle.destroy()
+    assert find(add, Other) is None
     with pytest.raises(TypeError, match="find_torch_dispatch_rule"):
         find(add)
     with pytest.raises(AttributeError, match="__qualname__"):
