@@ -25,6 +25,9 @@ of dispatching into ``__torch_dispatch__``) measured in the same run. Per window
 timers are summed and divided by the calls; the window with the least total time is shown.
 The device route's 4x4 op is timed in the same windows.
 
+The result wrappers come from the libtorch-linked maker (``python/torch_device/wrapper.cc``)
+where the build has it; ``TB_NO_FAST_WRAPPERS=1`` times ``_make_wrapper_subclass`` instead.
+
 ``--models`` instead runs small ``transformers`` models (tensorbridge.zoo, size "small": hidden
 128, batch 2 x 32 tokens) eagerly: inference under ``no_grad`` and one training step (forward,
 loss, backward), torch eager vs the subclass (``tb.wrap_module``) vs the device route
@@ -285,6 +288,14 @@ def main() -> None:
 
 # ---- --breakdown ------------------------------------------------------------------------------
 
+# Which maker of result wrappers the eager path uses (tensorbridge/_tensor.py: the
+# libtorch-linked one where built, unless TB_NO_FAST_WRAPPERS is set).
+WRAPPER_MAKER = (
+    "_make_wrapper_subclass"
+    if os.environ.get("TB_NO_FAST_WRAPPERS") or tb._tensor._wrapper_library()[0] is None
+    else "libtorch-linked maker"
+)
+
 
 class _NoOp(torch.Tensor):
     """A wrapper subclass whose __torch_dispatch__ returns a prepared result: what torch itself
@@ -365,7 +376,7 @@ def breakdown() -> None:
             ("  C++: unwrap arguments", s["unwrap"]),
             ("  C++: table bind/resolve/metrics/GIL", s["table"] - s["kernel"]),
             ("  C++: kernel", s["kernel"]),
-            ("  C++: _make_wrapper_subclass", s["wrap_make"]),
+            (f"  C++: result wrapper ({WRAPPER_MAKER})", s["wrap_make"]),
             ("  C++: Array object + _array attribute", s["wrap_attach"]),
             (
                 "  C++: other",

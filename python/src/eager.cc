@@ -54,6 +54,14 @@ struct EagerState {
   py::tuple wrapper_kwnames;     // ("strides", "dtype", "device") for a vectorcall
   py::tuple strides_kwnames;     // ("strides",)
   std::unordered_map<PyObject*, FuncInfo> funcs;  // holds a reference to each func key
+  // The libtorch-linked maker of result wrappers (python/torch_device/wrapper.cc) where it
+  // was loaded: (cls, ndim, sizes, strides or nullptr, torch.dtype) -> a new reference, or
+  // nullptr with an exception set. Unset: torch.Tensor._make_wrapper_subclass.
+  using MakeWrapperFn = PyObject* (*)(PyObject*, int64_t, const int64_t*, const int64_t*,
+                                      PyObject*);
+  MakeWrapperFn fast_wrapper = nullptr;
+  PyTypeObject* array_type = nullptr;  // tensorbridge.Array (_C.Array)
+  py::object rule_registry;            // torch._library.simple_registry.singleton
 };
 
 // Stage timers of the eager path, read by benchmarks/bench_eager.py --breakdown through
@@ -135,6 +143,19 @@ bool ExactInt(PyObject* obj, int64_t* v) {
   return true;
 }
 
+// The Tensor of an Array object. An exact tensorbridge.Array is read in place, without
+// pybind11's type caster and its registry lookups; anything else goes through the caster
+// (whose TypeError names what it got).
+const Tensor& ArrayTensor(py::handle arr) {
+  if (Py_TYPE(arr.ptr()) == State().array_type) {
+    auto* inst = reinterpret_cast<py::detail::instance*>(arr.ptr());
+    void* value =
+        inst->simple_layout ? inst->simple_value_holder[0] : inst->nonsimple.values_and_holders[0];
+    if (value != nullptr) return static_cast<PyArray*>(value)->tensor;
+  }
+  return arr.cast<PyArray&>().tensor;
+}
+
 // Unwraps one argument. Returns false when a tensorbridge.Tensor without data (a tracer's
 // stand-in) is met: the Python path handles tracing.
 bool Unwrap(py::handle obj, Value* out) {
@@ -152,7 +173,7 @@ bool Unwrap(py::handle obj, Value* out) {
             : py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), st.array_attr.ptr()));
     if (!arr) throw py::error_already_set();
     if (arr.is_none()) return false;
-    *out = Value(arr.cast<PyArray&>().tensor);
+    *out = Value(ArrayTensor(arr));
     return true;
   }
   if (PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(st.torch_tensor.ptr()))) {
@@ -260,8 +281,19 @@ bool IsDefaultDtype(const py::object& dtype) {
   return d == dtype.ptr();
 }
 
-// A new tensorbridge.Tensor over `t`: torch.Tensor._make_wrapper_subclass called with one
-// vectorcall (no kwargs dict), and the Array set as its `_array`.
+// Sets a new wrapper's `_array` to an Array over `t` and returns the wrapper.
+py::object Attach(py::object obj, const Tensor& t, int64_t* since) {
+  // The new object's `_array` slot is empty: the reference moves into it.
+  PyObject** slot =
+      reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj.ptr()) + State().array_offset);
+  Py_XSETREF(*slot, py::cast(PyArray{t}).release().ptr());
+  Lap(kWrapAttach, since);
+  return obj;
+}
+
+// A new tensorbridge.Tensor over `t`: made by the libtorch-linked maker where it is loaded,
+// otherwise by torch.Tensor._make_wrapper_subclass called with one vectorcall (no kwargs
+// dict); the Array is set as its `_array`.
 py::object Wrap(const Value& v) {
   EagerState& st = State();
   if (v.is_tensor()) {
@@ -281,11 +313,19 @@ py::object Wrap(const Value& v) {
       contiguous &= t.strides()[i] == expected;
       expected *= std::max<int64_t>(t.shape()[i], 1);
     }
+    py::object obj;
+    if (st.fast_wrapper != nullptr) {
+      obj = py::reinterpret_steal<py::object>(
+          st.fast_wrapper(st.tensor_cls.ptr(), nd, t.shape().data(),
+                          contiguous ? nullptr : t.strides().data(), dtype.ptr()));
+      if (!obj) throw py::error_already_set();
+      Lap(kWrapMake, &since);
+      return Attach(std::move(obj), t, &since);
+    }
     py::tuple shape(nd);
     for (Py_ssize_t i = 0; i < nd; ++i) {
       PyTuple_SET_ITEM(shape.ptr(), i, NewInt(t.shape()[i]).release().ptr());
     }
-    py::object obj;
     // torch's defaults (the default dtype, device cpu, contiguous strides) are left out: each
     // keyword costs torch's argument parser, the first one a third of the call.
     const bool default_dtype = IsDefaultDtype(dtype);
@@ -310,12 +350,7 @@ py::object Wrap(const Value& v) {
     }
     if (!obj) throw py::error_already_set();
     Lap(kWrapMake, &since);
-    // The new object's `_array` slot is empty: the reference moves into it.
-    PyObject** slot =
-        reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj.ptr()) + st.array_offset);
-    Py_XSETREF(*slot, py::cast(PyArray{t}).release().ptr());
-    Lap(kWrapAttach, &since);
-    return obj;
+    return Attach(std::move(obj), t, &since);
   }
   if (v.tag() == Value::Tag::kTensorList) {
     py::list out;
@@ -370,17 +405,21 @@ py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs
   return result;
 }
 
-// tensorbridge.Tensor.__torch_dispatch__ itself, a classmethod over this function:
-// (cls, func, types, args=(), kwargs=None). A plain CPython fast-call function, as it runs
-// once per op. Ops on traced stand-ins go to the Python path (_traced_dispatch).
+// tensorbridge.Tensor.__torch_dispatch__ itself: ([cls,] func, types, args=(), kwargs=None). A
+// plain CPython fast-call function, as it runs once per op. Ops on traced stand-ins go to the
+// Python path (_traced_dispatch).
 PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t nargs,
                         PyObject* kwnames) {
   try {
     const int64_t start = Now();
     static const char* const kNames[] = {"cls", "func", "types", "args", "kwargs"};
     PyObject* bound[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
-    if (nargs > 5) throw py::type_error("__torch_dispatch__ takes at most 5 arguments");
-    for (Py_ssize_t i = 0; i < nargs; ++i) bound[i] = argv[i];
+    // The class comes first where the function is called as a classmethod; torch calls it
+    // through the instance, where it is a plain builtin (no bound method made per op):
+    // (func, types, args, kwargs). An op is never a type.
+    const Py_ssize_t first = nargs > 0 && PyType_Check(argv[0]) ? 0 : 1;
+    if (nargs + first > 5) throw py::type_error("__torch_dispatch__ takes at most 5 arguments");
+    for (Py_ssize_t i = 0; i < nargs; ++i) bound[first + i] = argv[i];
     const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t k = 0; k < nkw; ++k) {
       const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
@@ -434,6 +473,58 @@ PyObject* TorchDispatch(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t na
   }
 }
 
+// torch._library.simple_registry.find_torch_dispatch_rule(op, cls), which torch calls from C++
+// before every __torch_dispatch__ of a tensor subclass, in C++: the rule registered for
+// `cls` on `op` (torch.library.register_torch_dispatch), or None. Ops without an entry in
+// the registry have no rule; the original makes an empty entry for them on the way (three
+// Python calls per op), this answers None without one. Ops with an entry look `cls` up in
+// their holder's dict, as the holder's find() does.
+PyObject* FindTorchDispatchRule(PyObject* /*self*/, PyObject* const* argv, Py_ssize_t nargs) {
+  try {
+    TB_CHECK(nargs == 2, TypeError) << "find_torch_dispatch_rule(op, torch_dispatch_class)";
+    EagerState& st = State();
+    TB_CHECK(st.rule_registry, RuntimeError)
+        << "_find_torch_dispatch_rule: no registry set (_set_dispatch_rule_registry)";
+    static PyObject* const kQualname = PyUnicode_InternFromString("__qualname__");
+    static PyObject* const kData = PyUnicode_InternFromString("_data");
+    static PyObject* const kRules = PyUnicode_InternFromString("torch_dispatch_rules");
+    static PyObject* const kFind = PyUnicode_InternFromString("find");
+    py::object name = py::reinterpret_steal<py::object>(PyObject_GetAttr(argv[0], kQualname));
+    if (!name) throw py::error_already_set();
+    py::object data =
+        py::reinterpret_steal<py::object>(PyObject_GetAttr(st.rule_registry.ptr(), kData));
+    if (!data) throw py::error_already_set();
+    TB_CHECK(PyDict_Check(data.ptr()), TypeError) << "simple_registry.singleton._data: not a dict";
+    PyObject* entry = PyDict_GetItemWithError(data.ptr(), name.ptr());  // borrowed
+    if (entry == nullptr) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      Py_RETURN_NONE;
+    }
+    py::object rules = py::reinterpret_steal<py::object>(PyObject_GetAttr(entry, kRules));
+    if (!rules) throw py::error_already_set();
+    // The holder's find(cls) is its dict's get(cls) (checked when this was installed).
+    py::object by_class = py::reinterpret_steal<py::object>(PyObject_GetAttr(rules.ptr(), kData));
+    if (!by_class) throw py::error_already_set();
+    if (PyDict_CheckExact(by_class.ptr())) {
+      PyObject* rule = PyDict_GetItemWithError(by_class.ptr(), argv[1]);  // borrowed
+      if (rule == nullptr && PyErr_Occurred()) throw py::error_already_set();
+      return Py_NewRef(rule != nullptr ? rule : Py_None);
+    }
+    PyObject* call_args[] = {rules.ptr(), argv[1]};
+    return PyObject_VectorcallMethod(kFind, call_args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+PyMethodDef kFindRuleDef = {
+    "_find_torch_dispatch_rule",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FindTorchDispatchRule)),
+    METH_FASTCALL,
+    "_find_torch_dispatch_rule(op, torch_dispatch_class): "
+    "torch._library.simple_registry.find_torch_dispatch_rule without Python frames."};
+
 PyMethodDef kTorchDispatchDef = {
     "_torch_dispatch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(TorchDispatch)),
     METH_FASTCALL | METH_KEYWORDS,
@@ -456,6 +547,7 @@ void BindEager(py::module_& m) {
     TB_CHECK(member->type == T_OBJECT_EX, TypeError)
         << "tensorbridge.Tensor._array: not an object slot";
     st.array_offset = member->offset;
+    st.array_type = reinterpret_cast<PyTypeObject*>(py::type::of<PyArray>().ptr());
     st.torch_tensor = torch_tensor;
     st.parameter = py::module_::import("torch").attr("nn").attr("Parameter");
     st.stand_in = stand_in;
@@ -494,6 +586,15 @@ void BindEager(py::module_& m) {
     g_timing = on;
     return d;
   });
+  // The libtorch-linked maker of result wrappers: the address of tb_torch_make_wrapper
+  // (python/torch_device/wrapper.cc), or 0 for torch.Tensor._make_wrapper_subclass. Returns
+  // whether a maker was set before.
+  m.def("_eager_fast_wrapper", [](uintptr_t address) {
+    EagerState& st = State();
+    const bool was = st.fast_wrapper != nullptr;
+    st.fast_wrapper = reinterpret_cast<EagerState::MakeWrapperFn>(address);
+    return was;
+  });
   m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
     return EagerDispatch(func, args, kwargs);
   });
@@ -501,6 +602,13 @@ void BindEager(py::module_& m) {
       PyCFunction_NewEx(&kTorchDispatchDef, nullptr, m.attr("__name__").ptr()));
   if (!dispatch) throw py::error_already_set();
   m.attr("_torch_dispatch") = dispatch;
+  // The registry _find_torch_dispatch_rule reads (torch._library.simple_registry.singleton).
+  m.def("_set_dispatch_rule_registry",
+        [](py::object registry) { State().rule_registry = std::move(registry); });
+  py::object find_rule = py::reinterpret_steal<py::object>(
+      PyCFunction_NewEx(&kFindRuleDef, nullptr, m.attr("__name__").ptr()));
+  if (!find_rule) throw py::error_already_set();
+  m.attr("_find_torch_dispatch_rule") = find_rule;
 }
 
 }  // namespace tb::py

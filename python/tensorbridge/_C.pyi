@@ -197,6 +197,8 @@ def _define(schema: str) -> str:
     """
 def _eager_dispatch(arg0: typing.Any, arg1: typing.Any, arg2: typing.Any) -> typing.Any:
     ...
+def _eager_fast_wrapper(arg0: typing.SupportsInt | typing.SupportsIndex) -> bool:
+    ...
 def _eager_init(arg0: typing.Any, arg1: typing.Any, arg2: dict, arg3: typing.Any, arg4: typing.Any, arg5: typing.Any) -> None:
     ...
 def _eager_route(arg0: collections.abc.Sequence[str], arg1: typing.Any) -> None:
@@ -219,6 +221,10 @@ def _ffi_set_threads(n: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
     OpenMP threads of one FFI handler call (0: OpenMP's default).
     """
+def _find_torch_dispatch_rule(*args: typing.Any, **kwargs: typing.Any):
+    """
+    _find_torch_dispatch_rule(op, torch_dispatch_class): torch._library.simple_registry.find_torch_dispatch_rule without Python frames.
+    """
 def _import_path(x: typing.Any, *, device: typing.Any = None, copy: typing.Any = None) -> str:
     """
     Debugging: imports `x` as from_dlpack would and says how: 'array', 'capsule', 'exchange_api', 'dlpack' or 'dlpack_legacy'.
@@ -226,6 +232,8 @@ def _import_path(x: typing.Any, *, device: typing.Any = None, copy: typing.Any =
 def _parse_schema(arg0: str) -> str:
     ...
 def _register_python_kernel(op: str, fn: typing.Any, where: str) -> KernelRegistration:
+    ...
+def _set_dispatch_rule_registry(arg0: typing.Any) -> None:
     ...
 def _set_fallback(fn: typing.Any) -> None:
     """

@@ -10,6 +10,7 @@ through ``__torch_dispatch__`` like any other op.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -131,8 +132,11 @@ class Tensor(torch.Tensor):
     __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
     # One C++ call per op (python/src/eager.cc): unwraps the arguments, runs the table with the
-    # GIL released and wraps the results; traced stand-ins go to _traced_dispatch.
-    __torch_dispatch__ = classmethod(_C._torch_dispatch)
+    # GIL released and wraps the results; traced stand-ins go to _traced_dispatch. A builtin,
+    # not a classmethod: torch looks it up on the instance for every op, and a builtin is not
+    # bound (no method object made and freed per op); it takes the class as an optional first
+    # argument, so calls written for a classmethod work too.
+    __torch_dispatch__ = _C._torch_dispatch
 
     def __repr__(self, *, tensor_contents: object = None) -> str:  # type: ignore[override]
         if self._array is None:  # a tracer's stand-in: no data to show
@@ -489,3 +493,68 @@ def _register_pickling() -> None:
 _register_pickling()
 
 _C._eager_init(Tensor, torch.Tensor, TORCH_DTYPES, _traced_dispatch, _metadata_dispatch, _stand_in)
+
+_WRAPPER_LIB = "libtb_torch_wrapper.so"
+_wrapper_lib: Any = None  # the loaded ctypes library, kept alive while its function is in use
+
+
+def _wrapper_library() -> tuple[Any, str]:
+    """(the address of tb_torch_make_wrapper, "") where this build has the libtorch-linked
+    maker of result wrappers (python/torch_device/wrapper.cc) for the running torch release,
+    else (None, why not)."""
+    global _wrapper_lib
+    import ctypes
+    from pathlib import Path
+
+    here = Path(os.path.realpath(_C.__file__)).parent
+    path = here / _WRAPPER_LIB
+    if not path.is_file():
+        return None, "not built (no torch CMake config at build time)"
+    version = here / "libtb_torch_device.torch_version"
+    built = version.read_text().strip() if version.is_file() else "unknown"
+    if built != torch.__version__.split("+")[0]:
+        return None, f"built against torch {built}, running {torch.__version__}"
+    if _wrapper_lib is None:
+        _wrapper_lib = ctypes.CDLL(str(path))
+    return ctypes.cast(_wrapper_lib.tb_torch_make_wrapper, ctypes.c_void_p).value, ""
+
+
+def _fast_wrappers(on: bool = True) -> str:
+    """Makes the results of eager ops with the libtorch-linked maker (``on``, where this build
+    has one for the running torch: see ``_wrapper_library``) or with
+    ``torch.Tensor._make_wrapper_subclass``. Returns "" when the maker is in use, else why not."""
+    address, why = _wrapper_library() if on else (None, "switched off")
+    _C._eager_fast_wrapper(address or 0)
+    return why
+
+
+if not os.environ.get("TB_NO_FAST_WRAPPERS"):
+    _fast_wrappers(True)
+
+
+def _install_rule_lookup() -> bool:
+    """Before every ``__torch_dispatch__`` of a tensor subclass, torch calls
+    ``torch._library.simple_registry.find_torch_dispatch_rule(op, cls)`` (the rules of
+    ``torch.library.register_torch_dispatch``): three Python calls per op. This puts the same
+    lookup in C++ (``_C._find_torch_dispatch_rule``) in its place, where the function and the
+    rule holder's ``find`` are the ones it replaces (their names as below); torch keeps the function it finds at the first
+    subclass dispatch of the process. Returns whether it was installed."""
+    from torch._library import simple_registry
+
+    original = simple_registry.find_torch_dispatch_rule
+    code = getattr(original, "__code__", None)
+    holder = getattr(simple_registry, "GenericTorchDispatchRuleHolder", None)
+    holder_find = getattr(getattr(holder, "find", None), "__code__", None)
+    if (
+        code is None
+        or code.co_names != ("singleton", "find", "__qualname__", "torch_dispatch_rules")
+        or holder_find is None
+        or holder_find.co_names != ("_data", "get")
+    ):
+        return original is _C._find_torch_dispatch_rule
+    _C._set_dispatch_rule_registry(simple_registry.singleton)
+    simple_registry.find_torch_dispatch_rule = _C._find_torch_dispatch_rule
+    return True
+
+
+_install_rule_lookup()
