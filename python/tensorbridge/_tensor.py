@@ -537,8 +537,9 @@ def _install_rule_lookup() -> bool:
     ``torch._library.simple_registry.find_torch_dispatch_rule(op, cls)`` (the rules of
     ``torch.library.register_torch_dispatch``): three Python calls per op. This puts the same
     lookup in C++ (``_C._find_torch_dispatch_rule``) in its place, where the function and the
-    rule holder's ``find`` are the ones it replaces (their names as below); torch keeps the function it finds at the first
-    subclass dispatch of the process. Returns whether it was installed."""
+    rule holder's ``find`` are the ones it replaces (their names as below); torch keeps the
+    function it finds at the first subclass dispatch of the process. ``TB_NO_FAST_RULE_LOOKUP=1``
+    at import leaves torch's function alone. Returns whether it was installed."""
     from torch._library import simple_registry
 
     original = simple_registry.find_torch_dispatch_rule
@@ -557,4 +558,5 @@ def _install_rule_lookup() -> bool:
     return True
 
 
-_install_rule_lookup()
+if not os.environ.get("TB_NO_FAST_RULE_LOOKUP"):
+    _install_rule_lookup()
