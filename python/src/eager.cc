@@ -30,14 +30,18 @@ struct FuncInfo {
   bool metadata = false;
   // Its namespace goes to a Python handler (the collectives: c10d::, _c10d_functional::, ...).
   bool routed = false;
+  // Returns a view of its first argument (view, t, slice, ...).
+  bool view = false;
 };
 
 struct EagerState {
-  py::object tensor_cls;     // tensorbridge.Tensor
-  py::object make_wrapper;   // torch.Tensor._make_wrapper_subclass
-  py::object default_dtype;  // torch.get_default_dtype
-  py::object torch_tensor;   // torch.Tensor
-  py::object parameter;      // torch.nn.Parameter
+  py::object tensor_cls;         // tensorbridge.Tensor
+  py::object make_wrapper;       // torch.Tensor._make_wrapper_subclass
+  py::object default_dtype;      // torch.get_default_dtype
+  py::object torch_tensor;       // torch.Tensor
+  py::object parameter;          // torch.nn.Parameter
+  py::object inference_enabled;  // torch.is_inference_mode_enabled
+  py::object inference_guard;    // torch._C._InferenceMode: a guard object, (mode) -> guard
   py::object stand_in;  // f(tensor) -> bool: a tracer's tensor without memory (FakeTensor, ...)
   py::object traced;    // the Python path for traced stand-ins: f(func, args, kwargs)
   py::object metadata;  // the Python path of in-place metadata ops: f(func, args, kwargs)
@@ -126,6 +130,7 @@ const FuncInfo& Info(py::handle func) {
       break;
     }
   }
+  info.view = returns_alias && info.mutated_index < 0;
   // The attribute reads above may run Python code and let another thread fill the entry
   // first: the reference is taken once, by the thread that inserts.
   auto [it_new, inserted] = st.funcs.emplace(func.ptr(), std::move(info));
@@ -399,6 +404,17 @@ py::object EagerDispatch(py::handle func, py::handle args_obj, py::handle kwargs
     return args[info.mutated_index];
   }
   if (out.empty()) return py::none();  // a schema returning () (aten::_linalg_check_errors)
+  if (info.view && out.size() == 1 && args.size() > 0) {
+    // A view of a normal tensor is a normal tensor, also in inference mode (torch builds
+    // views with their base's dispatch keys): its wrapper is made outside inference mode,
+    // where autograd can give it its base's version counter.
+    EagerState& st = State();
+    if (PyObject_IsTrue(st.inference_enabled().ptr()) &&
+        !PyObject_IsTrue(args[0].attr("is_inference")().ptr())) {
+      py::object guard = st.inference_guard(false);
+      return Wrap(out[0]);
+    }
+  }
   if (out.size() == 1) return Wrap(out[0]);
   py::tuple result(out.size());
   for (size_t i = 0; i < out.size(); ++i) result[i] = Wrap(out[i]);
@@ -550,6 +566,8 @@ void BindEager(py::module_& m) {
     st.array_type = reinterpret_cast<PyTypeObject*>(py::type::of<PyArray>().ptr());
     st.torch_tensor = torch_tensor;
     st.parameter = py::module_::import("torch").attr("nn").attr("Parameter");
+    st.inference_enabled = py::module_::import("torch").attr("is_inference_mode_enabled");
+    st.inference_guard = py::module_::import("torch").attr("_C").attr("_InferenceMode");
     st.stand_in = stand_in;
     st.make_wrapper = torch_tensor.attr("_make_wrapper_subclass");
     st.default_dtype = py::module_::import("torch").attr("get_default_dtype");

@@ -366,3 +366,28 @@ def test_threads_on_separate_and_shared_read_only_inputs():
     for t in threads:
         t.join()
     assert errors == []
+
+
+def _inference_kinds(x):
+    with torch.inference_mode():
+        v, r = x.view(16), x + 1
+        results = (v, r, r.t(), *x.split(2))
+        return v, [t.is_inference() for t in results], results
+
+
+@pytest.mark.usefixtures("no_fallback")
+def test_inference_mode_views_and_results_are_what_torch_makes():
+    # A view of a normal tensor stays a normal tensor in inference mode (its wrapper used to be
+    # made as an inference tensor, and autograd's "Cannot set version_counter for inference
+    # tensor" followed); other results are inference tensors, as torch's.
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    _, expected, _ = _inference_kinds(torch.from_numpy(a.copy()))
+    assert expected == [False, True, True, False, False]
+    src = a.copy()
+    x = tb.wrap(src)
+    v, kinds, results = _inference_kinds(x)
+    assert kinds == expected
+    assert tb.to_torch(v).data_ptr() == src.ctypes.data
+    np.testing.assert_array_equal(tb.to_numpy(results[2]), a.T + 1)
+    x[0, 0] = 7  # outside inference mode, the view sees a write through its base
+    assert v[0].item() == 7
