@@ -90,7 +90,7 @@ void* HostAllocate(size_t nbytes) {
     Cache& c = TheCache();
     std::lock_guard<std::mutex> lock(c.mu);
     // The block of this class freed last; for a large request without one, the smallest
-    // cached block of a class up to twice as large: memory already resident and idle, where
+    // cached block of a class up to four times as large: memory already resident and idle, where
     // the C library would fault in fresh pages and the cache would grow by the request.
     // (an empty list is only left by a failed push_back in HostFree)
     auto it = c.free.find(size);
@@ -98,7 +98,7 @@ void* HostAllocate(size_t nbytes) {
     if (it == c.free.end() && size >= kCachedMinBytes) {
       it = c.free.upper_bound(size);
       while (it != c.free.end() && it->second.empty()) ++it;
-      if (it != c.free.end() && it->first > 2 * size) it = c.free.end();
+      if (it != c.free.end() && it->first > 4 * size) it = c.free.end();
     }
     if (it != c.free.end()) {
       const size_t block = it->first;

@@ -8,7 +8,7 @@
 // by size class (up to 1 KiB a multiple of 64 bytes, above sizes rounded up to 1/8 of their
 // power of two, so a block serves any request within 12.5% below its class; at most
 // 64 blocks of one small class), and handed to the next request of that class; a large request
-// whose class has no block takes the smallest cached block up to twice its class instead (idle
+// whose class has no block takes the smallest cached block up to four times its class instead (idle
 // resident memory rather than fresh pages, so a step's footprint stays near its live bytes), and
 // the block returns to its own class when freed. The cache holds
 // at most a byte limit (TB_HOST_CACHE_MB in the environment at first use, default 512; 0 turns

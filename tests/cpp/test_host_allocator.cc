@@ -61,24 +61,24 @@ TEST_F(HostAllocatorTest, ALargeRequestTakesACachedBlockUpToTwiceItsClass) {
   SetHostCacheLimit(uint64_t{64} << 20);
   const size_t mib = size_t{1} << 20;
   void* big = HostAllocate(3 * mib / 2);  // class 1.5 MiB
-  void* huge = HostAllocate(4 * mib);
+  void* huge = HostAllocate(5 * mib);
   HostFree(big, 3 * mib / 2);
-  HostFree(huge, 4 * mib);
+  HostFree(huge, 5 * mib);
   HostCacheStats s = HostCache();
-  // 1 MiB has no block of its class: it takes the 1.5 MiB one (no miss), not the 4 MiB one.
+  // 1 MiB has no block of its class: it takes the 1.5 MiB one (no miss), not the 5 MiB one.
   void* a = HostAllocate(mib);
   EXPECT_EQ(a, big);
   EXPECT_EQ(HostCache().hits, s.hits + 1);
   EXPECT_EQ(HostCache().misses, s.misses);
-  EXPECT_EQ(HostCache().cached_bytes, 4 * mib);
+  EXPECT_EQ(HostCache().cached_bytes, 5 * mib);
   std::memset(a, 2, mib);
   // Freed, it goes back to its own class: a 1.5 MiB request gets it again.
   HostFree(a, mib);
-  EXPECT_EQ(HostCache().cached_bytes, 4 * mib + 3 * mib / 2);
+  EXPECT_EQ(HostCache().cached_bytes, 5 * mib + 3 * mib / 2);
   void* b = HostAllocate(3 * mib / 2);
   EXPECT_EQ(b, big);
   HostFree(b, 3 * mib / 2);
-  // 1 MiB again takes the 1.5 MiB block; a second 1 MiB finds only the 4 MiB one (over twice
+  // 1 MiB again takes the 1.5 MiB block; a second 1 MiB finds only the 5 MiB one (over four times
   // its class): a miss.
   a = HostAllocate(mib);
   EXPECT_EQ(a, big);

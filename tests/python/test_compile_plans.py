@@ -315,9 +315,9 @@ def test_host_cache_limit_and_empty_cache():
         tb.config.host_cache_limit = limit
 
 
-def test_a_large_request_takes_an_idle_cached_block_up_to_twice_its_size():
+def test_a_large_request_takes_an_idle_cached_block_of_a_larger_class():
     # A request whose size class has no cached block takes a cached block of a larger class
-    # (up to twice) rather than fresh pages; freed, that block returns to its own class.
+    # (up to four times) rather than fresh pages; freed, that block returns to its own class.
     from tensorbridge import _C
 
     limit = tb.diagnostics.memory_stats()["cache_limit_bytes"]
