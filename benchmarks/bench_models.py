@@ -408,14 +408,20 @@ def _memory_child(name: str, size: str, backend: str, threads, conn) -> None:
             reset = True
         except OSError:
             reset = False
+        tb._C.reset_peak_memory()
         step()
         peak = _proc_status()["VmHWM"]
+        stats = tb.diagnostics.memory_stats()
         conn.send(
             {
                 "peak_mb": (peak - built) / _MB,
                 "resident_mb": (resident - built) / _MB,
                 "model_rss_mb": built / _MB,
                 "hwm_reset": reset,
+                # tensorbridge's buffers in that step: the most handed out at once, and that
+                # plus the cache's idle blocks
+                "tb_peak_live_mb": stats["peak_live_bytes"] / 2**20,
+                "tb_peak_footprint_mb": stats["peak_footprint_bytes"] / 2**20,
             }
         )
     except BaseException as e:

@@ -1,6 +1,8 @@
 #include "bridge/host_allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -46,8 +48,19 @@ uint64_t LimitFromEnv() {
 
 struct Cache {
   std::mutex mu;
-  std::unordered_map<size_t, std::vector<void*>> free;  // class size -> blocks
+  std::map<size_t, std::vector<void*>> free;  // class size -> blocks (no empty lists)
+  // Blocks handed out for a request of a smaller class (see HostAllocate) -> their class.
+  std::unordered_map<void*, size_t> larger;
   uint64_t cached = 0, limit = LimitFromEnv(), hits = 0, misses = 0;
+  // Bytes handed out and not freed (by class size), and the most of them, and of them plus
+  // the cached bytes, held at once since the last ResetHostPeaks().
+  uint64_t live = 0, peak_live = 0, peak_footprint = 0;
+
+  // Called with mu held after `live` or `cached` grew.
+  void NotePeaks() {
+    peak_live = std::max(peak_live, live);
+    peak_footprint = std::max(peak_footprint, live + cached);
+  }
 
   // Frees cached blocks until at most `keep` bytes are held. Called with mu held.
   void TrimTo(uint64_t keep) {
@@ -76,14 +89,40 @@ void* HostAllocate(size_t nbytes) {
   {
     Cache& c = TheCache();
     std::lock_guard<std::mutex> lock(c.mu);
+    // The block of this class freed last; for a large request without one, the smallest
+    // cached block of a class up to four times as large: memory already resident and idle, where
+    // the C library would fault in fresh pages and the cache would grow by the request.
+    // (an empty list is only left by a failed push_back in HostFree)
     auto it = c.free.find(size);
-    if (it != c.free.end() && !it->second.empty()) {
+    if (it != c.free.end() && it->second.empty()) it = c.free.end();
+    if (it == c.free.end() && size >= kCachedMinBytes) {
+      it = c.free.upper_bound(size);
+      while (it != c.free.end() && it->second.empty()) ++it;
+      if (it != c.free.end() && it->first > 4 * size) it = c.free.end();
+    }
+    if (it != c.free.end()) {
+      const size_t block = it->first;
       void* p = it->second.back();
       it->second.pop_back();
-      c.cached -= size;
-      ++c.hits;
-      TB_UNPOISON(p, size);
-      return p;
+      if (it->second.empty()) c.free.erase(it);
+      if (block != size) {
+        try {
+          c.larger.emplace(p, block);
+        } catch (...) {  // no memory for the entry: give the block back, allocate below
+          TB_UNPOISON(p, block);
+          std::free(p);
+          c.cached -= block;
+          p = nullptr;
+        }
+      }
+      if (p != nullptr) {
+        c.cached -= block;
+        c.live += block;
+        ++c.hits;
+        c.NotePeaks();
+        TB_UNPOISON(p, block);
+        return p;
+      }
     }
     if (size >= kCachedMinBytes) ++c.misses;
   }
@@ -95,15 +134,27 @@ void* HostAllocate(size_t nbytes) {
   }
   TB_CHECK(p != nullptr, RuntimeError)
       << "tensorbridge: out of memory allocating " << nbytes << " bytes";
+  Cache& c = TheCache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.live += size;
+  c.NotePeaks();
   return p;
 }
 
 void HostFree(void* p, size_t nbytes) noexcept {
   if (p == nullptr) return;
-  const size_t size = ClassSize(nbytes);
+  size_t size = ClassSize(nbytes);
   {
     Cache& c = TheCache();
     std::lock_guard<std::mutex> lock(c.mu);
+    if (!c.larger.empty()) {
+      auto it = c.larger.find(p);
+      if (it != c.larger.end()) {
+        size = it->second;
+        c.larger.erase(it);
+      }
+    }
+    c.live -= std::min<uint64_t>(c.live, size);
     if (size <= c.limit) {
       // A full cache gives up older blocks for this one: the blocks a step frees are the ones
       // the next step allocates, so blocks of sizes no plan asks for any more do not keep the
@@ -131,7 +182,14 @@ void HostFree(void* p, size_t nbytes) noexcept {
 HostCacheStats HostCache() {
   Cache& c = TheCache();
   std::lock_guard<std::mutex> lock(c.mu);
-  return {c.hits, c.misses, c.cached, c.limit};
+  return {c.hits, c.misses, c.cached, c.limit, c.live, c.peak_live, c.peak_footprint};
+}
+
+void ResetHostPeaks() {
+  Cache& c = TheCache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.peak_live = c.live;
+  c.peak_footprint = c.live + c.cached;
 }
 
 void EmptyHostCache() {

@@ -30,11 +30,20 @@ void BindMemory(py::module_& m) {
         d["cache_misses"] = c.misses;
         d["cached_bytes"] = c.cached_bytes;
         d["cache_limit_bytes"] = c.limit_bytes;
+        d["live_bytes"] = c.live_bytes;
+        d["peak_live_bytes"] = c.peak_live_bytes;
+        d["peak_footprint_bytes"] = c.peak_footprint_bytes;
         return d;
       },
       "tensorbridge's buffers: allocations and their bytes (monotonic), and the cache of freed "
       "large blocks: requests it served (hits), large requests it could not (misses), bytes it "
-      "holds now and its limit.");
+      "holds now and its limit; live_bytes: buffers handed out and not freed (by their size "
+      "class), "
+      "peak_live_bytes and peak_footprint_bytes (live plus cached) the most held at once since "
+      "reset_peak_memory().");
+  m.def("reset_peak_memory", &ResetHostPeaks,
+        "Starts memory_stats()'s peak_live_bytes and peak_footprint_bytes over from the bytes "
+        "held now.");
   m.def("empty_cache", &EmptyHostCache,
         "Returns the freed large blocks tensorbridge keeps for reuse to the C library.");
   m.def(

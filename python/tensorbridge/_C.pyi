@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections.abc
 import typing
 import typing_extensions
-__all__: list[str] = ['Array', 'KernelRegistration', 'Plan', 'call', 'dump', 'empty_cache', 'explain', 'from_dlpack', 'has_kernel', 'memory_stats', 'metrics', 'onednn_info', 'ops', 'reset_metrics', 'schema', 'set_host_cache_limit', 'set_profiling', 'storage_allocations']
+__all__: list[str] = ['Array', 'KernelRegistration', 'Plan', 'call', 'dump', 'empty_cache', 'explain', 'from_dlpack', 'has_kernel', 'memory_stats', 'metrics', 'onednn_info', 'ops', 'reset_metrics', 'reset_peak_memory', 'schema', 'set_host_cache_limit', 'set_profiling', 'storage_allocations']
 class Array:
     """
     A tensor over memory that tensorbridge or another framework owns, described by shape,
@@ -277,7 +277,7 @@ def has_kernel(op: str) -> bool:
     """
 def memory_stats() -> dict:
     """
-    tensorbridge's buffers: allocations and their bytes (monotonic), and the cache of freed large blocks: requests it served (hits), large requests it could not (misses), bytes it holds now and its limit.
+    tensorbridge's buffers: allocations and their bytes (monotonic), and the cache of freed large blocks: requests it served (hits), large requests it could not (misses), bytes it holds now and its limit; live_bytes: buffers handed out and not freed (by their size class), peak_live_bytes and peak_footprint_bytes (live plus cached) the most held at once since reset_peak_memory().
     """
 def metrics() -> dict:
     """
@@ -294,6 +294,10 @@ def ops() -> list:
 def reset_metrics() -> None:
     """
     Sets every per-op counter of metrics() back to zero.
+    """
+def reset_peak_memory() -> None:
+    """
+    Starts memory_stats()'s peak_live_bytes and peak_footprint_bytes over from the bytes held now.
     """
 def schema(op: str) -> typing.Any:
     """

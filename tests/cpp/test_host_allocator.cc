@@ -57,6 +57,63 @@ TEST_F(HostAllocatorTest, DifferentClassesAndSmallBlocksAreNotShared) {
   HostFree(b, (size_t{1} << 20) * 2);
 }
 
+TEST_F(HostAllocatorTest, ALargeRequestTakesACachedBlockUpToTwiceItsClass) {
+  SetHostCacheLimit(uint64_t{64} << 20);
+  const size_t mib = size_t{1} << 20;
+  void* big = HostAllocate(3 * mib / 2);  // class 1.5 MiB
+  void* huge = HostAllocate(5 * mib);
+  HostFree(big, 3 * mib / 2);
+  HostFree(huge, 5 * mib);
+  HostCacheStats s = HostCache();
+  // 1 MiB has no block of its class: it takes the 1.5 MiB one (no miss), not the 5 MiB one.
+  void* a = HostAllocate(mib);
+  EXPECT_EQ(a, big);
+  EXPECT_EQ(HostCache().hits, s.hits + 1);
+  EXPECT_EQ(HostCache().misses, s.misses);
+  EXPECT_EQ(HostCache().cached_bytes, 5 * mib);
+  std::memset(a, 2, mib);
+  // Freed, it goes back to its own class: a 1.5 MiB request gets it again.
+  HostFree(a, mib);
+  EXPECT_EQ(HostCache().cached_bytes, 5 * mib + 3 * mib / 2);
+  void* b = HostAllocate(3 * mib / 2);
+  EXPECT_EQ(b, big);
+  HostFree(b, 3 * mib / 2);
+  // 1 MiB again takes the 1.5 MiB block; a second 1 MiB finds only the 5 MiB one (over four times
+  // its class): a miss.
+  a = HostAllocate(mib);
+  EXPECT_EQ(a, big);
+  s = HostCache();
+  void* c = HostAllocate(mib);
+  EXPECT_NE(c, huge);
+  EXPECT_EQ(HostCache().misses, s.misses + 1);
+  HostFree(a, mib);
+  HostFree(c, mib);
+  // Small requests take only their own class.
+  void* small = HostAllocate(1000);
+  EXPECT_NE(small, big);
+  HostFree(small, 1000);
+}
+
+TEST_F(HostAllocatorTest, PeaksCountLiveAndCachedBytes) {
+  SetHostCacheLimit(uint64_t{64} << 20);
+  const size_t mib = size_t{1} << 20;
+  const uint64_t live0 = HostCache().live_bytes;
+  ResetHostPeaks();
+  void* a = HostAllocate(mib);
+  void* b = HostAllocate(2 * mib);
+  EXPECT_EQ(HostCache().live_bytes, live0 + 3 * mib);
+  HostFree(a, mib);
+  HostFree(b, 2 * mib);
+  HostCacheStats s = HostCache();
+  EXPECT_EQ(s.live_bytes, live0);
+  EXPECT_GE(s.peak_live_bytes, live0 + 3 * mib);
+  EXPECT_GE(s.peak_footprint_bytes, s.peak_live_bytes);
+  ResetHostPeaks();
+  s = HostCache();
+  EXPECT_EQ(s.peak_live_bytes, s.live_bytes);
+  EXPECT_EQ(s.peak_footprint_bytes, s.live_bytes + s.cached_bytes);
+}
+
 TEST_F(HostAllocatorTest, SmallBlocksAreReusedUpToACountPerClass) {
   SetHostCacheLimit(uint64_t{64} << 20);
   void* small = HostAllocate(1000);  // class 1024

@@ -315,6 +315,40 @@ def test_host_cache_limit_and_empty_cache():
         tb.config.host_cache_limit = limit
 
 
+def test_a_large_request_takes_an_idle_cached_block_of_a_larger_class():
+    # A request whose size class has no cached block takes a cached block of a larger class
+    # (up to four times) rather than fresh pages; freed, that block returns to its own class.
+    from tensorbridge import _C
+
+    limit = tb.diagnostics.memory_stats()["cache_limit_bytes"]
+    try:
+        tb.config.host_cache_limit = 1 << 30
+        tb.diagnostics.empty_cache()
+        a = tb.call("aten::zeros", [3 << 17])  # 1.5 MiB
+        pa = tb.to_torch(a).data_ptr()
+        del a
+        live = tb.diagnostics.memory_stats()["live_bytes"]
+        _C.reset_peak_memory()
+        before = tb.diagnostics.memory_stats()
+        b = tb.call("aten::ones", [1 << 18])  # 1 MiB: takes the 1.5 MiB block
+        after = tb.diagnostics.memory_stats()
+        assert tb.to_torch(b).data_ptr() == pa
+        assert after["cache_misses"] == before["cache_misses"]
+        assert after["cache_hits"] > before["cache_hits"]
+        assert after["live_bytes"] >= live + (3 << 19)  # counted at the block's size
+        # no fresh 1 MiB block: the footprint grew by small blocks at most
+        assert after["peak_footprint_bytes"] < before["peak_footprint_bytes"] + (64 << 10)
+        assert float(tb.to_torch(b).sum()) == float(1 << 18)
+        del b
+        c = tb.call("aten::zeros", [3 << 17])  # back in its own class
+        assert tb.to_torch(c).data_ptr() == pa
+        assert tb.diagnostics.memory_stats()["peak_live_bytes"] >= live + (3 << 19)
+        del c
+    finally:
+        tb.config.host_cache_limit = limit
+        tb.diagnostics.empty_cache()
+
+
 @pytest.mark.parametrize(
     "dtype, bias, transposed",
     [
