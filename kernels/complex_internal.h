@@ -11,6 +11,10 @@
 #include "bridge/tensor.h"
 #include "dispatch/value.h"
 
+namespace tb::kernels {
+struct ReduceDims;
+}  // namespace tb::kernels
+
 namespace tb::kernels::complex {
 
 // ---- element-wise (kernels/complex_elementwise.cc) -------------------------------------------
@@ -35,28 +39,34 @@ Tensor Where(const char* op, DType dt, const Tensor& condition, const Tensor& se
 // A bool tensor: element != 0 (nonzero's mask).
 Tensor NonzeroMask(const Tensor& self);
 
-// ---- reductions (kernels/complex_reduce.cc) --------------------------------------------------
+// ---- views (kernels/complex_views.cc) -------------------------------------------------------
 
-// sum / mean / prod of complex `self` over `dims` (empty: all), keepdim, cast to `dtype`.
-enum class SumKind { kSum, kMean, kProd };
-Tensor Reduce(const char* op, SumKind kind, const Tensor& self, const std::vector<int64_t>& dims,
-              bool keepdim, DType dtype);
-// cumsum / cumprod along `dim`, result dtype `dtype`.
-Tensor Scan(const char* op, bool prod, const Tensor& self, int64_t dim, DType dtype);
-// The vector norm (real result of the dtype's value type) of order `ord`.
-Tensor VectorNorm(const char* op, const Tensor& self, double ord, const std::vector<int64_t>& dims,
-                  bool keepdim, DType result);
-// var (std when `take_sqrt`) with `correction`; real result. With `mean_out` the complex mean too.
-Tensor VarStd(const char* op, bool take_sqrt, const Tensor& self, const std::vector<int64_t>& dims,
-              double correction, bool keepdim, Tensor* mean_out);
+// view_as_real: the same memory as [..., 2] of the value type (float32 / float64).
+Tensor AsReal(const Tensor& self);
+// view_as_complex of a [..., 2] float32 / float64 tensor (a contiguous copy first when the
+// layout does not allow a view).
+Tensor AsComplex(const Tensor& self);
+
+// ---- reductions (kernels/complex_reduce.cc) --------------------------------------------------
+// sum / mean / cumsum / var run on the real kernels over AsReal views (the two parts are
+// independent); the products and the pairing of the parts are here.
+
+// prod of complex `self` (contiguous or not) over `rd`, in self's dtype.
+Tensor Prod(const char* op, const Tensor& self, const ReduceDims& rd);
+// cumsum (cumprod when `prod`) of the contiguous complex `x` into `out` (same shape and
+// dtype), laid out as O rows of L scanned elements, each I apart.
+void Scan(bool prod, const Tensor& x, const Tensor& out, int64_t O, int64_t L, int64_t I);
+// out[...] = parts[..., 0] + parts[..., 1] (sqrt of it when `take_sqrt`) for a contiguous real
+// [..., 2] tensor: the variance of a complex tensor from its parts' variances.
+Tensor AddParts(const Tensor& parts, bool take_sqrt);
 
 // ---- matmul (kernels/complex_matmul.cc) -----------------------------------------------------
 
-// beta * bias + alpha * (a @ b) for batched (3-d) or plain (2-d) a and b on cgemm / zgemm;
-// without `bias` the product alone.
-Tensor Gemm(const char* op, const Tensor& a, const Tensor& b, const std::optional<Tensor>& bias,
-            double beta, double alpha);
-// sum(conj(a) * b) when `conj_a` (vdot), sum(a * b) otherwise; 1-d operands.
+// out = alpha * (a @ b) + beta * out for [B, M, K] a, [B, K, N] b and [B, M, N] out (any
+// strides; out uninitialised when beta is 0) on BLAS cgemm / zgemm.
+void Gemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
+          double beta);
+// sum(conj(a) * b) when `conj_a` (vdot), sum(a * b) otherwise, for 1-d a and b; a 0-d result.
 Tensor Dot(const char* op, const Tensor& a, const Tensor& b, bool conj_a);
 
 }  // namespace tb::kernels::complex

@@ -33,7 +33,9 @@ int64_t StorageOffset(const Tensor& t) {
   return (static_cast<const char*>(t.data()) - base) / t.element_size();
 }
 
-Tensor ViewAsReal(const Tensor& self) {
+}  // namespace
+
+Tensor kernels::complex::AsReal(const Tensor& self) {
   TB_CHECK(IsComplex(self.dtype()), RuntimeError)
       << "aten::view_as_real: is only supported for complex tensors, got "
       << DTypeName(self.dtype());
@@ -46,6 +48,10 @@ Tensor ViewAsReal(const Tensor& self) {
   return Tensor(self.storage(), self.data(), shape, strides, RealOf(self.dtype()), self.device(),
                 self.read_only());
 }
+
+namespace {
+
+Tensor ViewAsReal(const Tensor& self) { return kernels::complex::AsReal(self); }
 
 Tensor ViewAsComplex(const Tensor& self) {
   const std::optional<DType> c = ComplexOf(self.dtype());
@@ -71,6 +77,20 @@ Tensor ViewAsComplex(const Tensor& self) {
       << "aten::view_as_complex: Tensor must have a storage_offset divisible by 2";
   return Tensor(self.storage(), self.data(), shape, strides, *c, self.device(), self.read_only());
 }
+
+}  // namespace
+
+Tensor kernels::complex::AsComplex(const Tensor& self) {
+  const int64_t nd = self.ndim();
+  bool viewable = nd > 0 && self.strides()[nd - 1] == 1 && StorageOffset(self) % 2 == 0;
+  for (int64_t d = 0; d + 1 < nd; ++d) viewable = viewable && self.strides()[d] % 2 == 0;
+  if (viewable) return ViewAsComplex(self);
+  Tensor dense = Tensor::Empty(self.shape(), self.dtype());
+  dense.copy_from(self);
+  return ViewAsComplex(dense);
+}
+
+namespace {
 
 Tensor Conj(const Tensor& self) {
   if (!IsComplex(self.dtype())) return self;
