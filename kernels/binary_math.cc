@@ -95,7 +95,7 @@ Tensor PowTensorScalar(const char* op, const Tensor& self, const Scalar& exponen
       << op << ": integers to negative integer powers are not allowed (exponent "
       << exponent.to_int() << ", dtype " << DTypeName(dt) << ")";
   const double e = exponent.to_double();
-  if (IsComplex(dt) && e != 0) return kernels::complex::PowScalar(op, dt, self, e, dest);
+  if (IsComplex(dt)) return kernels::complex::PowScalar(op, dt, self, e, dest);
   return Elementwise(op, {{&self, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
     if (e == 0) return FillOnes(op, dt, out);
     TB_DISPATCH_T(dt, op, TB_TYPES_NUMERIC, [&](auto tag) {

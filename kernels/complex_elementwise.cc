@@ -199,6 +199,12 @@ Tensor PowScalar(const char* op, DType dt, const Tensor& self, double e, const T
     Dispatch(dt, op, [&](auto tag) {
       using T = typename decltype(tag)::type;
       // torch's pow_tensor_scalar: exact forms for the common exponents.
+      if (e == 0)
+        return Map<T, T>(
+            out, [](T) { return T(1); }, in[0]);
+      if (e == 1)
+        return Map<T, T>(
+            out, [](T x) { return x; }, in[0]);
       if (e == 2)
         return Map<T, T>(
             out, [](T x) { return Mul(x, x); }, in[0]);
