@@ -4,11 +4,13 @@
 // _conj / conj_physical / resolve_conj, angle (real dtypes too), complex and polar.
 //
 // Transcendental functions run in double (complex64 inputs widened exactly, the result rounded
-// once); + - * / follow c10::complex's formulas (torch's), so finite results match torch's.
+// once), except pow and sinc, which round as torch's complex<float> forms do; + - * / follow
+// c10::complex's formulas (torch's), so finite results match torch's.
 #include <cmath>
 #include <complex>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 
 #include "dispatch/op_table.h"
@@ -65,21 +67,27 @@ Z Sgn(Z z) {
   return z / std::abs(z);
 }
 
-Z Sinc(Z z) {
-  if (z == Z(0)) return 1;
-  const Z p = z * M_PI;
+template <typename C>
+C Sinc(C z) {
+  if (z == C(0)) return 1;
+  const C p = z * typename C::value_type(M_PI);
   return std::sin(p) / p;
 }
 
 enum class Kind { kSame, kReal, kBool };
+using Z32 = std::complex<float>;
 struct UnaryFn {
   Kind kind;
   Z (*same)(Z) = nullptr;
   double (*real)(Z) = nullptr;
   bool (*pred)(Z) = nullptr;
+  // complex64 in float where torch's result is float rounding (sinc's pi * z): matched.
+  Z32 (*same32)(Z32) = nullptr;
 };
 
-UnaryFn Same(Z (*f)(Z)) { return {Kind::kSame, f, nullptr, nullptr}; }
+UnaryFn Same(Z (*f)(Z), Z32 (*f32)(Z32) = nullptr) {
+  return {Kind::kSame, f, nullptr, nullptr, f32};
+}
 UnaryFn Real(double (*f)(Z)) { return {Kind::kReal, nullptr, f, nullptr}; }
 UnaryFn Pred(bool (*f)(Z)) { return {Kind::kBool, nullptr, nullptr, f}; }
 
@@ -112,7 +120,7 @@ const std::unordered_map<std::string_view, UnaryFn>& UnaryTable() {
       {"aten::atanh", Same([](Z z) { return std::atanh(z); })},
       {"aten::sigmoid", Same([](Z z) { return Div(Z(1), Z(1) + std::exp(-z)); })},
       {"aten::sgn", Same(&Sgn)},
-      {"aten::sinc", Same(&Sinc)},
+      {"aten::sinc", Same(&Sinc<Z>, &Sinc<Z32>)},
       {"aten::abs", Real([](Z z) { return std::abs(z); })},
       {"aten::angle", Real([](Z z) { return std::arg(z); })},
       {"aten::isnan", Pred([](Z z) { return std::isnan(z.real()) || std::isnan(z.imag()); })},
@@ -154,6 +162,9 @@ Tensor Unary(const char* name, const char* op, const Tensor& self, bool inplace)
       using R = typename T::value_type;
       switch (fn.kind) {
         case Kind::kSame:
+          if constexpr (std::is_same_v<T, Z32>) {
+            if (fn.same32 != nullptr) return Map<T, T>(out, fn.same32, src);
+          }
           return Map<T, T>(
               out, [f = fn.same](T x) { return T(f(Z(x))); }, src);
         case Kind::kReal:
@@ -187,8 +198,7 @@ Tensor Arithmetic(const char* op, Arith kind, DType dt, const Tensor& self, cons
             case Arith::kDiv:
               return BinaryMap<T, T, T>(out, in[0], in[1], [](T x, T y) { return Div(x, y); });
             case Arith::kPow:
-              return BinaryMap<T, T, T>(out, in[0], in[1],
-                                        [](T x, T y) { return T(std::pow(Z(x), Z(y))); });
+              return BinaryMap<T, T, T>(out, in[0], in[1], [](T x, T y) { return std::pow(x, y); });
           }
         });
       });
@@ -198,34 +208,20 @@ Tensor PowScalar(const char* op, DType dt, const Tensor& self, double e, const T
   return Elementwise(op, {{&self, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
     Dispatch(dt, op, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      // torch's pow_tensor_scalar: exact forms for the common exponents.
-      if (e == 0)
-        return Map<T, T>(
-            out, [](T) { return T(1); }, in[0]);
-      if (e == 1)
-        return Map<T, T>(
-            out, [](T x) { return x; }, in[0]);
-      if (e == 2)
-        return Map<T, T>(
-            out, [](T x) { return Mul(x, x); }, in[0]);
-      if (e == 3)
-        return Map<T, T>(
-            out, [](T x) { return Mul(Mul(x, x), x); }, in[0]);
-      if (e == 0.5)
-        return Map<T, T>(
-            out, [](T x) { return T(std::sqrt(Z(x))); }, in[0]);
-      if (e == -0.5) {
-        return Map<T, T>(
-            out, [](T x) { return T(Div(Z(1), std::sqrt(Z(x)))); }, in[0]);
-      }
-      if (e == -1)
-        return Map<T, T>(
-            out, [](T x) { return Div(T(1), x); }, in[0]);
-      if (e == -2)
-        return Map<T, T>(
-            out, [](T x) { return Div(T(1), Mul(x, x)); }, in[0]);
-      Map<T, T>(
-          out, [e](T x) { return T(std::pow(Z(x), Z(e))); }, in[0]);
+      using R = typename T::value_type;
+      auto run = [&](auto f) { Map<T, T>(out, f, in[0]); };
+      // torch's pow_tensor_scalar: exact forms for the common exponents, std::pow in the
+      // dtype's precision otherwise.
+      if (e == 0) return run([](T) { return T(1); });
+      if (e == 1) return run([](T x) { return x; });
+      if (e == 2) return run([](T x) { return Mul(x, x); });
+      if (e == 3) return run([](T x) { return Mul(Mul(x, x), x); });
+      if (e == 0.5) return run([](T x) { return std::sqrt(x); });
+      if (e == -0.5) return run([](T x) { return Div(T(1), std::sqrt(x)); });
+      if (e == -1) return run([](T x) { return Div(T(1), x); });
+      if (e == -2) return run([](T x) { return Div(T(1), Mul(x, x)); });
+      const T k(static_cast<R>(e));
+      run([k](T x) { return std::pow(x, k); });
     });
   });
 }

@@ -180,6 +180,9 @@ struct ShiftedExpReducer {
 
 Tensor LogSumExp(const Tensor& self, const std::vector<int64_t>& dim, bool keepdim) {
   constexpr const char* kOp = "aten::logsumexp";
+  // Not the float cast below: that would drop the imaginary parts.
+  TB_CHECK(!IsComplex(self.dtype()), NotImplementedError)
+      << kOp << ": dtype " << DTypeName(self.dtype()) << " is not supported";
   Tensor in = IsFloatingPoint(self.dtype()) ? self : Cast(self, DType::kFloat32);
   ReduceDims rd = kernels::ParseReduceDims(kOp, in, IntArrayRef(dim), keepdim);
   Tensor out = Tensor::Empty(rd.out_shape, in.dtype());
