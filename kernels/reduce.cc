@@ -191,7 +191,9 @@ Tensor ProdDim(const Tensor& self, int64_t dim, bool keepdim, const std::optiona
   return ProdLike("aten::prod.dim_int", self, rd, dtype);
 }
 
-Tensor CountNonZeroImpl(const char* op, const Tensor& self, IntArrayRef dims) {
+Tensor CountNonZeroImpl(const char* op, const Tensor& input, IntArrayRef dims) {
+  // Complex elements count by their != 0 mask.
+  const Tensor self = IsComplex(input.dtype()) ? kernels::complex::NonzeroMask(input) : input;
   auto rd = kernels::ParseReduceDims(op, self, dims, false);
   Tensor out = Tensor::Empty(rd.out_shape, DType::kInt64);
   TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {
@@ -210,7 +212,8 @@ Tensor CountNonZeroDims(const Tensor& self, const std::vector<int64_t>& dim) {
 }
 
 template <bool kAll>
-Tensor AnyAll(const char* op, const Tensor& self, const ReduceDims& rd) {
+Tensor AnyAll(const char* op, const Tensor& input, const ReduceDims& rd) {
+  const Tensor self = IsComplex(input.dtype()) ? kernels::complex::NonzeroMask(input) : input;
   const bool u8 = self.dtype() == DType::kUInt8;
   Tensor out = Tensor::Empty(rd.out_shape, u8 ? DType::kUInt8 : DType::kBool);
   TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {

@@ -231,3 +231,12 @@ def test_unserved_ops_name_op_and_dtype():
         torch.lt(w, w)
     with pytest.raises(NotImplementedError, match=r"aten::addcmul.*complex64"):
         torch.addcmul(w, w, w)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+def test_any_all_count_nonzero(dtype):
+    t = torch.tensor([[0, 1j, 0], [2, 0, 0], [0, 0, 0]], dtype=dtype)
+    _check(lambda x: x.any(), t)
+    _check(lambda x: x.all(1), t)
+    _check(lambda x: torch.count_nonzero(x, 0), t)
+    _check(lambda x: torch.count_nonzero(x), t)
