@@ -7,6 +7,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/binary_internal.h"
+#include "kernels/complex_internal.h"
 
 namespace tb {
 namespace {
@@ -21,6 +22,7 @@ using kernels::opmath_t;
 using kernels::WrapScalar;
 
 using In = std::vector<Tensor>;
+namespace cplx = kernels::complex;
 
 // torch's mul, div and rounded div read a broadcast-scalar second operand of a Half/BFloat16
 // op at its own precision (as float) instead of rounding it to the result type first.
@@ -105,6 +107,7 @@ Tensor AddImpl(const char* op, const Tensor& self, const Tensor& other, const Sc
                const Tensor* dest) {
   const DType dt = ResultType({Operand(self), Operand(other)});
   kernels::CheckAlpha(op, dt, alpha);
+  if (IsComplex(dt)) return cplx::Arithmetic(op, cplx::Arith::kAdd, dt, self, other, alpha, dest);
   return Elementwise(op, {{&self, dt}, {&other, dt}}, dt, dest,
                      [&](const Tensor& out, const In& in) { AddKernel(op, dt, alpha, out, in); });
 }
@@ -130,6 +133,7 @@ Tensor SubImpl(const char* op, const Tensor& self, const Tensor& other, const Sc
   const DType dt = ResultType({Operand(self), Operand(other)});
   kernels::CheckAlpha(op, dt, alpha);
   const Scalar neg = Negate(alpha);
+  if (IsComplex(dt)) return cplx::Arithmetic(op, cplx::Arith::kAdd, dt, self, other, neg, dest);
   return Elementwise(op, {{&self, dt}, {&other, dt}}, dt, dest,
                      [&](const Tensor& out, const In& in) { AddKernel(op, dt, neg, out, in); });
 }
@@ -189,6 +193,7 @@ Tensor RsubOut(const Tensor& self, const Tensor& other, const Scalar& alpha, con
 
 Tensor MulImpl(const char* op, const Tensor& self, const Tensor& other, const Tensor* dest) {
   const DType dt = ResultType({Operand(self), Operand(other)});
+  if (IsComplex(dt)) return cplx::Arithmetic(op, cplx::Arith::kMul, dt, self, other, 1, dest);
   if (auto b = ReducedScalar(other, dt)) {
     return ReducedScalarOp(op, self, other, dt, *b, dest, [](float x, float y) { return x * y; });
   }
@@ -241,6 +246,7 @@ Rounding ParseRounding(const char* op, const std::optional<std::string>& mode) {
 
 Tensor TrueDivide(const char* op, const Tensor& self, const Tensor& other, const Tensor* dest) {
   const DType dt = kernels::FloatResult(ResultType({Operand(self), Operand(other)}));
+  if (IsComplex(dt)) return cplx::Arithmetic(op, cplx::Arith::kDiv, dt, self, other, 1, dest);
   if (auto b = ReducedScalar(other, dt)) {
     return ReducedScalarOp(op, self, other, dt, *b, dest, [](float x, float y) { return x / y; });
   }

@@ -63,6 +63,8 @@ void CheckNotBool(const char* op, DType dtype) {
 }
 
 void CheckFloating(const char* op, DType dtype) {
+  TB_CHECK(!IsComplex(dtype), NotImplementedError)
+      << op << ": dtype " << DTypeName(dtype) << " is not supported";
   TB_CHECK(IsFloatingPoint(dtype), TypeError)
       << op << ": supports only floating-point tensors, got " << DTypeName(dtype);
 }

@@ -6,6 +6,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/binary_internal.h"
+#include "kernels/complex_internal.h"
 
 namespace tb {
 namespace {
@@ -67,6 +68,10 @@ Tensor PowTensorTensor(const char* op, const Tensor& self, const Tensor& exponen
                        const Tensor* dest) {
   const DType dt = Promote(self, exponent);
   kernels::CheckNotBool(op, dt);
+  if (IsComplex(dt)) {
+    return kernels::complex::Arithmetic(op, kernels::complex::Arith::kPow, dt, self, exponent, 1,
+                                        dest);
+  }
   return Binary(
       op, self, exponent, dt, dest, [&](const Tensor& out, const Tensor& a, const Tensor& b) {
         TB_DISPATCH_T(dt, op, TB_TYPES_NUMERIC, [&](auto tag) {
@@ -90,6 +95,7 @@ Tensor PowTensorScalar(const char* op, const Tensor& self, const Scalar& exponen
       << op << ": integers to negative integer powers are not allowed (exponent "
       << exponent.to_int() << ", dtype " << DTypeName(dt) << ")";
   const double e = exponent.to_double();
+  if (IsComplex(dt)) return kernels::complex::PowScalar(op, dt, self, e, dest);
   return Elementwise(op, {{&self, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
     if (e == 0) return FillOnes(op, dt, out);
     TB_DISPATCH_T(dt, op, TB_TYPES_NUMERIC, [&](auto tag) {

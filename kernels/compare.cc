@@ -8,6 +8,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/binary_internal.h"
+#include "kernels/complex_internal.h"
 
 namespace tb {
 namespace {
@@ -30,6 +31,9 @@ void CompareLoop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
 Tensor CompareImpl(const char* op, Cmp kind, const Tensor& self, const Tensor& other,
                    const Tensor* dest) {
   const DType dt = ResultType({Operand(self), Operand(other)});
+  if (IsComplex(dt) && (kind == Cmp::kEq || kind == Cmp::kNe)) {
+    return kernels::complex::Equality(op, kind == Cmp::kEq, dt, self, other, dest);
+  }
   return kernels::Elementwise(
       op, {{&self, dt}, {&other, dt}}, DType::kBool, dest, [&](const Tensor& out, const In& in) {
         TB_DISPATCH_T(dt, op, TB_TYPES_ALL, [&](auto tag) {

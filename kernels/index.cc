@@ -15,6 +15,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/common_internal.h"
+#include "kernels/complex_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/promote_broadcast.h"
@@ -46,7 +47,7 @@ bool NonzeroValue(T v) {
 // Coordinates of the nonzero elements of `self` in row-major order: [count, ndim] int64.
 Tensor NonzeroImpl(const Tensor& self, const char* op) {
   CheckHost(op, self);
-  Tensor c = self.contiguous();
+  Tensor c = IsComplex(self.dtype()) ? kernels::complex::NonzeroMask(self) : self.contiguous();
   const int64_t nd = c.ndim(), numel = c.numel();
   std::vector<uint8_t> nz(static_cast<size_t>(numel));
   TB_DISPATCH(c.dtype(), op, TB_TYPES_ALL, [&] {

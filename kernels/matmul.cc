@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include <Eigen/Core>
 
 #include "dispatch/op_table.h"
+#include "kernels/complex_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/linear_internal.h"
 #include "kernels/loops_internal.h"
@@ -36,8 +38,8 @@ void CheckSameDType(const char* op, const Tensor& a, const Tensor& b) {
 }
 
 void CheckComputable(const char* op, DType t) {
-  TB_CHECK(!IsComplex(t) && t != DType::kBool && !IsStorageOnly(t) && t != DType::kUInt16 &&
-               t != DType::kUInt32 && t != DType::kUInt64,
+  TB_CHECK(t != DType::kBool && !IsStorageOnly(t) && t != DType::kUInt16 && t != DType::kUInt32 &&
+               t != DType::kUInt64,
            NotImplementedError)
       << op << ": dtype " << DTypeName(t) << " is not supported";
 }
@@ -158,6 +160,7 @@ constexpr int64_t kSmallBmm = 400;
 
 void SmallBatchedGemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b,
                       double alpha, double beta) {
+  if (IsComplex(out.dtype())) return kernels::complex::Gemm(op, out, a, b, alpha, beta);
   const int64_t nb = out.size(0), m = out.size(1), n = out.size(2), k = a.size(2);
   TB_DISPATCH(out.dtype(), op, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
@@ -192,6 +195,7 @@ void SmallBatchedGemm(const char* op, const Tensor& out, const Tensor& a, const 
 void BatchedGemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
                  double beta) {
   const DType dt = out.dtype();
+  if (IsComplex(dt)) return kernels::complex::Gemm(op, out, a, b, alpha, beta);
   if (out.numel() == 0) return;
   if (a.size(2) == 0 || alpha == 0.0) {  // the product adds nothing
     TB_DISPATCH(dt, op, TB_TYPES_NUMERIC, [&] {
@@ -233,7 +237,7 @@ void BatchedGemm(const char* op, const Tensor& out, const Tensor& a, const Tenso
 // alpha / beta as the kernel uses them: integer dtypes truncate a float (as torch's
 // Scalar::to<int64_t>() does).
 double ScalarValue(const Scalar& s, DType dt) {
-  if (IsFloatingPoint(dt)) return s.to_double();
+  if (IsFloatingPoint(dt) || IsComplex(dt)) return s.to_double();
   return static_cast<double>(s.to_int());
 }
 
@@ -410,7 +414,7 @@ Tensor Mv(const Tensor& self, const Tensor& vec) {
   return out;
 }
 
-// dot, and vdot (which conjugates self: the same for the real dtypes served here).
+// dot, and vdot (which conjugates self: the same for the real dtypes).
 Tensor DotImpl(const char* op, const Tensor& self, const Tensor& tensor) {
   CheckDims(op, "self", self, 1);
   CheckDims(op, "tensor", tensor, 1);
@@ -419,6 +423,9 @@ Tensor DotImpl(const char* op, const Tensor& self, const Tensor& tensor) {
   TB_CHECK(self.size(0) == tensor.size(0), ValueError)
       << op << ": inconsistent tensor size, expected tensors of the same size, got " << self.size(0)
       << " and " << tensor.size(0);
+  if (IsComplex(self.dtype())) {
+    return kernels::complex::Dot(op, self, tensor, std::string_view(op) == "aten::vdot");
+  }
   Tensor out = Tensor::Empty({}, self.dtype());
   const int64_t n = self.size(0), sa = self.stride(0), sb = tensor.stride(0);
   TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {

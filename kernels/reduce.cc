@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/complex_internal.h"
 #include "kernels/cpu/simd_internal.h"
 #include "kernels/reduce_internal.h"
 
@@ -101,6 +102,14 @@ struct AnyAllReducer {
 Tensor SumLike(const char* op, SumKind kind, const Tensor& self, const ReduceDims& rd,
                const std::optional<DType>& dtype) {
   Tensor in = dtype ? Cast(self, *dtype) : self;
+  if (IsComplex(in.dtype()) && kind != SumKind::kNanSum) {
+    // The real and imaginary parts sum independently: a real sum over the [..., 2] view.
+    ReduceDims parts = rd;
+    parts.reduced.push_back(false);
+    parts.out_shape.push_back(2);
+    const Tensor re = SumLike(op, kind, kernels::complex::AsReal(in), parts, std::nullopt);
+    return kernels::complex::AsComplex(re);
+  }
   DType natural = kernels::SumDType(in, std::nullopt);
   Tensor out = Tensor::Empty(rd.out_shape, natural);
   TB_DISPATCH(in.dtype(), op, TB_TYPES_ALL, [&] {
@@ -140,7 +149,7 @@ Tensor NanSum(const Tensor& self, const std::optional<std::vector<int64_t>>& dim
 
 void CheckMeanDType(const char* op, const Tensor& self, const std::optional<DType>& dtype) {
   DType t = dtype ? *dtype : self.dtype();
-  TB_CHECK(IsFloatingPoint(t), RuntimeError)
+  TB_CHECK(IsFloatingPoint(t) || IsComplex(t), RuntimeError)
       << op << ": could not infer output dtype. Input dtype must be either a floating point "
       << "or complex dtype. Got: " << DTypeName(t);
 }
@@ -161,6 +170,7 @@ Tensor MeanDim(const Tensor& self, const std::optional<std::vector<int64_t>>& di
 Tensor ProdLike(const char* op, const Tensor& self, const ReduceDims& rd,
                 const std::optional<DType>& dtype) {
   Tensor in = dtype ? Cast(self, *dtype) : self;
+  if (IsComplex(in.dtype())) return kernels::complex::Prod(op, in, rd);
   DType natural = kernels::SumDType(in, std::nullopt);
   Tensor out = Tensor::Empty(rd.out_shape, natural);
   TB_DISPATCH(in.dtype(), op, TB_TYPES_ALL, [&] {
@@ -181,7 +191,9 @@ Tensor ProdDim(const Tensor& self, int64_t dim, bool keepdim, const std::optiona
   return ProdLike("aten::prod.dim_int", self, rd, dtype);
 }
 
-Tensor CountNonZeroImpl(const char* op, const Tensor& self, IntArrayRef dims) {
+Tensor CountNonZeroImpl(const char* op, const Tensor& input, IntArrayRef dims) {
+  // Complex elements count by their != 0 mask.
+  const Tensor self = IsComplex(input.dtype()) ? kernels::complex::NonzeroMask(input) : input;
   auto rd = kernels::ParseReduceDims(op, self, dims, false);
   Tensor out = Tensor::Empty(rd.out_shape, DType::kInt64);
   TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {
@@ -200,7 +212,8 @@ Tensor CountNonZeroDims(const Tensor& self, const std::vector<int64_t>& dim) {
 }
 
 template <bool kAll>
-Tensor AnyAll(const char* op, const Tensor& self, const ReduceDims& rd) {
+Tensor AnyAll(const char* op, const Tensor& input, const ReduceDims& rd) {
+  const Tensor self = IsComplex(input.dtype()) ? kernels::complex::NonzeroMask(input) : input;
   const bool u8 = self.dtype() == DType::kUInt8;
   Tensor out = Tensor::Empty(rd.out_shape, u8 ? DType::kUInt8 : DType::kBool);
   TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {

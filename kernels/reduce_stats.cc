@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dispatch/op_table.h"
+#include "kernels/complex_internal.h"
 #include "kernels/reduce_internal.h"
 
 namespace tb {
@@ -64,6 +65,20 @@ std::tuple<Tensor, Tensor> VarMeanImpl(const char* op, const Tensor& self,
                                        const std::optional<std::vector<int64_t>>& dim,
                                        double correction, bool keepdim, bool take_sqrt,
                                        bool with_mean) {
+  if (IsComplex(self.dtype())) {
+    // |z - mean|^2 = (re - mean_re)^2 + (im - mean_im)^2: the parts' variances, added.
+    const Tensor x = self.ndim() == 0 ? self.unsqueeze(0) : self;
+    std::vector<int64_t> dims;
+    if (dim && !dim->empty()) {
+      for (int64_t d : *dim) dims.push_back(WrapDim(d, x.ndim(), op));
+    } else {
+      for (int64_t d = 0; d < x.ndim(); ++d) dims.push_back(d);
+    }
+    auto [var, mean] = VarMeanImpl(op, kernels::complex::AsReal(x), dims, correction,
+                                   keepdim && self.ndim() > 0, false, with_mean);
+    return {kernels::complex::AddParts(var, take_sqrt),
+            with_mean ? kernels::complex::AsComplex(mean) : Tensor()};
+  }
   TB_CHECK(IsFloatingPoint(self.dtype()), RuntimeError)
       << op << ": std and var only support floating point and complex dtypes, got "
       << DTypeName(self.dtype());
@@ -165,6 +180,9 @@ struct ShiftedExpReducer {
 
 Tensor LogSumExp(const Tensor& self, const std::vector<int64_t>& dim, bool keepdim) {
   constexpr const char* kOp = "aten::logsumexp";
+  // Not the float cast below: that would drop the imaginary parts.
+  TB_CHECK(!IsComplex(self.dtype()), NotImplementedError)
+      << kOp << ": dtype " << DTypeName(self.dtype()) << " is not supported";
   Tensor in = IsFloatingPoint(self.dtype()) ? self : Cast(self, DType::kFloat32);
   ReduceDims rd = kernels::ParseReduceDims(kOp, in, IntArrayRef(dim), keepdim);
   Tensor out = Tensor::Empty(rd.out_shape, in.dtype());
@@ -219,6 +237,15 @@ struct NormReducer {
 Tensor VectorNormImpl(const char* op, const Tensor& self, double ord,
                       const std::optional<std::vector<int64_t>>& dim, bool keepdim,
                       const std::optional<DType>& dtype) {
+  if (IsComplex(self.dtype())) {
+    // The norm of the moduli, in the value type.
+    TB_CHECK(!dtype || IsComplex(*dtype), RuntimeError)
+        << "linalg.vector_norm: dtype should be complex for a complex input, got "
+        << DTypeName(*dtype);
+    const Tensor in = dtype ? Cast(self, *dtype) : self;
+    const Tensor mod = kernels::complex::Unary("aten::abs", op, in, false);
+    return VectorNormImpl(op, mod, ord, dim, keepdim, std::nullopt);
+  }
   TB_CHECK(IsFloatingPoint(self.dtype()), RuntimeError)
       << "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
       << DTypeName(self.dtype());

@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "dispatch/op_table.h"
+#include "kernels/complex_internal.h"
 #include "kernels/reduce_internal.h"
 
 namespace tb {
@@ -100,6 +101,10 @@ Tensor CumSumProd(const char* op, const Tensor& self, int64_t dim,
   if (out.numel() == 0) return out;
   Tensor x = (widen ? self : Cast(self, out_dtype)).contiguous();
   ScanShape s = ShapeOf(x, dim);
+  if (IsComplex(out_dtype)) {
+    kernels::complex::Scan(kProd, x, out, s.O, s.L, s.I);
+    return out;
+  }
   if (widen) {
     TB_DISPATCH(x.dtype(), op, TB_TYPES_INT_BOOL,
                 [&] { CumRun<scalar_t, int64_t, kProd>(x, out, s); });

@@ -10,6 +10,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/binary_internal.h"
+#include "kernels/complex_internal.h"
 
 namespace tb {
 namespace {
@@ -35,6 +36,7 @@ Tensor WhereImpl(const char* op, const Tensor& condition, const Tensor& self, co
       << op << ": expected condition to be a boolean tensor, but got a tensor with dtype "
       << DTypeName(condition.dtype());
   const DType dt = ResultType({Operand(self), Operand(other)});
+  if (IsComplex(dt)) return kernels::complex::Where(op, dt, condition, self, other, dest);
   return Elementwise(
       op, {{&condition, DType::kBool}, {&self, dt}, {&other, dt}}, dt, dest,
       [&](const Tensor& out, const In& in) {

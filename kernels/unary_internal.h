@@ -29,6 +29,7 @@
 #include <Eigen/Core>
 
 #include "bridge/tensor.h"
+#include "kernels/complex_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
@@ -226,6 +227,7 @@ template <typename Op, bool kInplace>
 Tensor Unary(const Tensor& self) {
   static const std::string name = std::string(Op::kName) + (kInplace ? "_" : "");
   const char* op = name.c_str();
+  if (IsComplex(self.dtype())) return complex::Unary(Op::kName, op, self, kInplace);
   return RunUnary(op, self, Op::Result(op, self.dtype()), kInplace,
                   [&](const Tensor& out, const Tensor& src) { Op::Run(op, out, src); });
 }

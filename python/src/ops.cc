@@ -36,6 +36,11 @@ Value ToValue(py::handle obj) {
   if (PyBool_Check(obj.ptr())) return Value(obj.cast<bool>());
   if (PyLong_Check(obj.ptr())) return Value(obj.cast<int64_t>());
   if (PyFloat_Check(obj.ptr())) return Value(obj.cast<double>());
+  // Values hold no complex numbers: a complex Python scalar argument (fill value, alpha, ...)
+  // is refused by name, not taken for an array.
+  TB_CHECK(!PyComplex_Check(obj.ptr()), NotImplementedError)
+      << "complex Python scalars (" << py::repr(obj).cast<std::string>()
+      << ") are not supported as op arguments; pass a complex tensor instead";
   if (py::isinstance<py::str>(obj)) return Value(obj.cast<std::string>());
   if (auto d = AsDType(obj)) return Value(*d);
   if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {

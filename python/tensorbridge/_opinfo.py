@@ -60,6 +60,8 @@ DTYPES = {
         "int8",
         "uint8",
         "bool",
+        "complex64",
+        "complex128",
     )
 }
 

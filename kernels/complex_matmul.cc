@@ -1,0 +1,142 @@
+// Complex matrix products (declared in kernels/complex_internal.h): batched GEMM on BLAS
+// cgemm / zgemm (OpenBLAS, as torch's CPU build), and dot / vdot accumulated in
+// complex<double>. Reached from kernels/matmul.cc's BatchedGemm, SmallBatchedGemm and DotImpl,
+// so mm, addmm, bmm, baddbmm, mv, addmv, dot and vdot (and what decomposes into them: matmul,
+// linear, einsum, ...) all take it.
+#include <algorithm>
+#include <complex>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
+#define LAPACK_COMPLEX_CPP
+#include <lapack.h>
+
+#include "kernels/complex_internal.h"
+
+extern "C" {
+void cgemm_(const char* transa, const char* transb, const lapack_int* m, const lapack_int* n,
+            const lapack_int* k, const std::complex<float>* alpha, const std::complex<float>* a,
+            const lapack_int* lda, const std::complex<float>* b, const lapack_int* ldb,
+            const std::complex<float>* beta, std::complex<float>* c, const lapack_int* ldc, size_t,
+            size_t);
+void zgemm_(const char* transa, const char* transb, const lapack_int* m, const lapack_int* n,
+            const lapack_int* k, const std::complex<double>* alpha, const std::complex<double>* a,
+            const lapack_int* lda, const std::complex<double>* b, const lapack_int* ldb,
+            const std::complex<double>* beta, std::complex<double>* c, const lapack_int* ldc,
+            size_t, size_t);
+}
+
+namespace tb::kernels::complex {
+namespace {
+
+// How BLAS reads a logical row-major R x C matrix with element strides (sr, sc): as stored
+// ('N', row-major with leading dimension ld) or transposed ('T', column-major); nullopt when
+// neither (a copy is needed).
+struct Layout {
+  char trans;
+  lapack_int ld;
+};
+
+std::optional<Layout> LayoutOf(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+  const int64_t max_ld = std::numeric_limits<lapack_int>::max();
+  if ((sc == 1 || cols <= 1) && (rows <= 1 || sr >= std::max<int64_t>(1, cols))) {
+    const int64_t ld = rows <= 1 ? std::max<int64_t>(1, cols) : sr;
+    if (ld <= max_ld) return Layout{'N', static_cast<lapack_int>(ld)};
+  }
+  if ((sr == 1 || rows <= 1) && (cols <= 1 || sc >= std::max<int64_t>(1, rows))) {
+    const int64_t ld = cols <= 1 ? std::max<int64_t>(1, rows) : sc;
+    if (ld <= max_ld) return Layout{'T', static_cast<lapack_int>(ld)};
+  }
+  return std::nullopt;
+}
+
+// A [B, R, C] operand BLAS can read per batch (a dense copy when the strides do not allow it).
+Tensor Readable(const Tensor& t) {
+  if (LayoutOf(t.size(1), t.size(2), t.stride(1), t.stride(2))) return t;
+  Tensor c = Tensor::Empty(t.shape(), t.dtype());
+  c.copy_from(t);
+  return c;
+}
+
+template <typename T>
+void GemmBatches(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T beta) {
+  const lapack_int m = static_cast<lapack_int>(out.size(1)),
+                   n = static_cast<lapack_int>(out.size(2)), k = static_cast<lapack_int>(a.size(2));
+  const Layout la = *LayoutOf(a.size(1), a.size(2), a.stride(1), a.stride(2));
+  const Layout lb = *LayoutOf(b.size(1), b.size(2), b.stride(1), b.stride(2));
+  const Layout lc = *LayoutOf(out.size(1), out.size(2), out.stride(1), out.stride(2));
+  const T* pa = a.data_as<const T>();
+  const T* pb = b.data_as<const T>();
+  T* pc = static_cast<T*>(out.mutable_data());
+  for (int64_t i = 0; i < out.size(0); ++i) {
+    // Row-major C = A B is column-major C^T = B^T A^T.
+    const T* ai = pa + i * a.stride(0);
+    const T* bi = pb + i * b.stride(0);
+    T* ci = pc + i * out.stride(0);
+    if constexpr (std::is_same_v<T, std::complex<float>>) {
+      cgemm_(&lb.trans, &la.trans, &n, &m, &k, &alpha, bi, &lb.ld, ai, &la.ld, &beta, ci, &lc.ld, 1,
+             1);
+    } else {
+      zgemm_(&lb.trans, &la.trans, &n, &m, &k, &alpha, bi, &lb.ld, ai, &la.ld, &beta, ci, &lc.ld, 1,
+             1);
+    }
+  }
+}
+
+}  // namespace
+
+void Gemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
+          double beta) {
+  if (out.numel() == 0) return;
+  const DType dt = out.dtype();
+  TB_CHECK(dt == DType::kComplex64 || dt == DType::kComplex128, NotImplementedError)
+      << op << ": dtype " << DTypeName(dt) << " is not supported";
+  const int64_t limit = std::numeric_limits<lapack_int>::max();
+  TB_CHECK(out.size(1) <= limit && out.size(2) <= limit && a.size(2) <= limit, ValueError)
+      << op << ": matrix sizes beyond " << limit << " are not supported";
+  const Tensor ra = Readable(a), rb = Readable(b);
+  // C must be written row-major ('N'): otherwise into a dense temporary, copied back.
+  const std::optional<Layout> lc = LayoutOf(out.size(1), out.size(2), out.stride(1), out.stride(2));
+  const bool direct = lc && lc->trans == 'N' && out.stride(0) != 0;
+  Tensor c = out;
+  if (!direct) {
+    c = Tensor::Empty(out.shape(), dt);
+    if (beta != 0) c.copy_from(out);
+  }
+  if (dt == DType::kComplex64) {
+    GemmBatches<std::complex<float>>(c, ra, rb, static_cast<float>(alpha),
+                                     static_cast<float>(beta));
+  } else {
+    GemmBatches<std::complex<double>>(c, ra, rb, alpha, beta);
+  }
+  if (!direct) out.copy_from(c);
+}
+
+Tensor Dot(const char* op, const Tensor& a, const Tensor& b, bool conj_a) {
+  Tensor out = Tensor::Empty({}, a.dtype());
+  const int64_t n = a.size(0), sa = a.stride(0), sb = b.stride(0);
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    const T* x = a.data_as<const T>();
+    const T* y = b.data_as<const T>();
+    std::complex<double> acc = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const std::complex<double> u(x[i * sa]), v(y[i * sb]);
+      acc += (conj_a ? std::conj(u) : u) * v;
+    }
+    *out.data_as<T>() = T(acc);
+  };
+  if (a.dtype() == DType::kComplex64) {
+    run(std::complex<float>());
+  } else if (a.dtype() == DType::kComplex128) {
+    run(std::complex<double>());
+  } else {
+    TB_THROW(NotImplementedError) << op << ": dtype " << DTypeName(a.dtype())
+                                  << " is not supported";
+  }
+  return out;
+}
+
+}  // namespace tb::kernels::complex
