@@ -147,14 +147,15 @@ def compile_speedups(doc: dict) -> list[tuple[str, float | None, float | None]]:
 
 
 def dlpack_times(doc: dict) -> list[tuple[str, str, float]]:
-    """(section, path, ns per tensor) for the rows measured from Python."""
+    """(section, path, ns per tensor) for the rows measured from Python (not the loops run
+    from C: "called from C" sections, "C++ loop" in older results)."""
     t = _table(doc, "bench_dlpack.py", "DLPack import and export")
     if t is None:
         return []
     return [
         (r[0], r[1].split("[")[0].strip(), float(r[2]))
         for r in t["rows"]
-        if "C++ loop" not in r[0] and _num(r[2]) is not None
+        if "C++ loop" not in r[0] and "called from C" not in r[0] and _num(r[2]) is not None
     ]
 
 

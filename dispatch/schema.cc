@@ -154,16 +154,19 @@ std::optional<Value> ParseDefault(std::string_view text, const ArgType& type) {
     if (items.size() == 1 && items[0].empty()) items.clear();
     if (type.kind == TypeKind::kFloat) {
       std::vector<double> v;
+      v.reserve(items.size());
       for (auto x : items) v.push_back(std::strtod(std::string(x).c_str(), nullptr));
       return Value(std::move(v));
     }
     if (type.kind == TypeKind::kBool) {
       std::vector<bool> v;
+      v.reserve(items.size());
       for (auto x : items) v.push_back(x == "True");
       return Value(std::move(v));
     }
     if (type.kind == TypeKind::kTensor) return Value(std::vector<Tensor>());
     std::vector<int64_t> v;
+    v.reserve(items.size());
     for (auto x : items) v.push_back(std::strtoll(std::string(x).c_str(), nullptr, 10));
     return Value(std::move(v));
   }

@@ -262,7 +262,7 @@ struct Geom3 {
 };
 
 Geom3 Geom(const ConvParams& p) {
-  Geom3 g;
+  Geom3 g{};
   for (int i = 0; i < 3; ++i) {
     const int64_t j = i - (3 - p.nsp);
     const bool has = j >= 0;

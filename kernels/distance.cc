@@ -102,6 +102,27 @@ void Cdist(const Tensor& a, const Tensor& b, const Tensor& out, int64_t nb, int6
   });
 }
 
+// The shapes of cdist(x1 [..., r1, m], x2 [..., r2, m]): the batch dimensions broadcast, nb
+// batches; x1 and x2 expanded to them (e1, e2) and the result's shape [..., r1, r2].
+struct CdistShapes {
+  int64_t r1, r2, m, nb;
+  std::vector<int64_t> e1, e2, shape;
+};
+
+CdistShapes BroadcastCdist(const char* op, const Tensor& x1, const Tensor& x2) {
+  CdistShapes cs{x1.size(-2), x2.size(-2), x1.size(-1), 1, {}, {}, {}};
+  const std::vector<int64_t> b1(x1.shape().begin(), x1.shape().end() - 2);
+  const std::vector<int64_t> b2(x2.shape().begin(), x2.shape().end() - 2);
+  const Dims bs = BroadcastShapes({IntArrayRef(b1), IntArrayRef(b2)}, op);
+  cs.shape.assign(bs.begin(), bs.end());
+  for (auto s : cs.shape) cs.nb *= s;
+  cs.e1 = cs.e2 = cs.shape;
+  cs.e1.insert(cs.e1.end(), {cs.r1, cs.m});
+  cs.e2.insert(cs.e2.end(), {cs.r2, cs.m});
+  cs.shape.insert(cs.shape.end(), {cs.r1, cs.r2});
+  return cs;
+}
+
 Tensor CdistForward(const Tensor& x1, const Tensor& x2, double p,
                     std::optional<int64_t> compute_mode) {
   constexpr const char* kOp = "aten::_cdist_forward";
@@ -123,21 +144,13 @@ Tensor CdistForward(const Tensor& x1, const Tensor& x2, double p,
   const int64_t mode = compute_mode.value_or(0);
   TB_CHECK(mode >= 0 && mode <= 2, ValueError)
       << kOp << ": compute_mode must be None, 0, 1 or 2, got " << mode;
-  const int64_t r1 = x1.size(-2), r2 = x2.size(-2), m = x1.size(-1);
-  const std::vector<int64_t> b1(x1.shape().begin(), x1.shape().end() - 2);
-  const std::vector<int64_t> b2(x2.shape().begin(), x2.shape().end() - 2);
-  const Dims bs = BroadcastShapes({IntArrayRef(b1), IntArrayRef(b2)}, kOp);
-  const std::vector<int64_t> batch(bs.begin(), bs.end());
-  int64_t nb = 1;
-  for (auto s : batch) nb *= s;
-  std::vector<int64_t> e1 = batch, e2 = batch, shape = batch;
-  e1.insert(e1.end(), {r1, m});
-  e2.insert(e2.end(), {r2, m});
-  shape.insert(shape.end(), {r1, r2});
+  const CdistShapes cs = BroadcastCdist(kOp, x1, x2);
+  const int64_t r1 = cs.r1, r2 = cs.r2, m = cs.m, nb = cs.nb;
+  const std::vector<int64_t>& shape = cs.shape;
   if (nb == 0 || r1 == 0 || r2 == 0) return Tensor::Empty(shape, x1.dtype());
   if (m == 0) return Tensor::Zeros(shape, x1.dtype());
-  const Tensor a = x1.expand(e1).contiguous();
-  const Tensor b = x2.expand(e2).contiguous();
+  const Tensor a = x1.expand(cs.e1).contiguous();
+  const Tensor b = x2.expand(cs.e2).contiguous();
   Tensor out = Tensor::Empty(shape, x1.dtype());
   const bool use_mm = p == 2 && (mode == 1 || (mode == 0 && (r1 > 25 || r2 > 25)));
   if (x1.dtype() == DType::kFloat32) {
@@ -231,17 +244,9 @@ Tensor CdistBackward(const Tensor& grad, const Tensor& x1, const Tensor& x2, dou
         << kOp << ": expected all tensors to have dtype " << DTypeName(x1.dtype()) << ", got "
         << DTypeName(t->dtype());
   }
-  const int64_t r1 = x1.size(-2), r2 = x2.size(-2), m = x1.size(-1);
-  const std::vector<int64_t> b1(x1.shape().begin(), x1.shape().end() - 2);
-  const std::vector<int64_t> b2(x2.shape().begin(), x2.shape().end() - 2);
-  const Dims bs = BroadcastShapes({IntArrayRef(b1), IntArrayRef(b2)}, kOp);
-  const std::vector<int64_t> batch(bs.begin(), bs.end());
-  int64_t nb = 1;
-  for (auto s : batch) nb *= s;
-  std::vector<int64_t> e1 = batch, e2 = batch, shape = batch;
-  e1.insert(e1.end(), {r1, m});
-  e2.insert(e2.end(), {r2, m});
-  shape.insert(shape.end(), {r1, r2});
+  const CdistShapes cs = BroadcastCdist(kOp, x1, x2);
+  const int64_t r1 = cs.r1, r2 = cs.r2, m = cs.m, nb = cs.nb;
+  const std::vector<int64_t>& shape = cs.shape;
   TB_CHECK(grad.shape() == IntArrayRef(shape) && cdist.shape() == IntArrayRef(shape), ValueError)
       << kOp << ": expected grad and cdist of shape " << ShapeString(shape) << ", got "
       << ShapeString(grad.shape()) << " and " << ShapeString(cdist.shape());
@@ -250,10 +255,10 @@ Tensor CdistBackward(const Tensor& grad, const Tensor& x1, const Tensor& x2, dou
     z.copy_from(Tensor::Zeros({}, x1.dtype()));
     return z;
   }
-  if (p == 0) return Tensor::Zeros(e1, x1.dtype());
-  const Tensor a = x1.expand(e1).contiguous(), b = x2.expand(e2).contiguous();
+  if (p == 0) return Tensor::Zeros(cs.e1, x1.dtype());
+  const Tensor a = x1.expand(cs.e1).contiguous(), b = x2.expand(cs.e2).contiguous();
   const Tensor g = grad.contiguous(), d = cdist.contiguous();
-  Tensor out = Tensor::Empty(e1, x1.dtype());
+  Tensor out = Tensor::Empty(cs.e1, x1.dtype());
   if (x1.dtype() == DType::kFloat32) {
     CdistGrad<float>(g, a, b, d, out, nb, r1, r2, m, p);
   } else {

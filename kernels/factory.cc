@@ -241,6 +241,8 @@ Tensor ArangeImpl(const Scalar& start, const Scalar& end, const Scalar& step,
     double size_d;
     if constexpr (std::is_same_v<T, int64_t>) {
       const int64_t sgn = (xstep > 0) - (xstep < 0);
+      // The element count in integers, as torch's arange computes it for integral steps.
+      // NOLINTNEXTLINE(bugprone-integer-division)
       size_d = static_cast<double>((xend - xstart + xstep - sgn) / xstep);
     } else {
       size_d = std::ceil((end.to_double() - start.to_double()) / step.to_double());

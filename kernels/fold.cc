@@ -5,6 +5,7 @@
 // H, W). The accumulation order is torch's (per channel: kernel offset, then block row, then block
 // column), each addition done in the element type as torch's col2im does.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dispatch/op_table.h"
@@ -21,32 +22,66 @@ using kernels::ParallelFor;
 // The dtypes torch's im2col takes on CPU (complex aside).
 #define TB_TYPES_FLOAT_BOOL(...) TB_CASES_FLOAT_(__VA_ARGS__) TB_CASES_BOOL_(__VA_ARGS__)
 
+// The sliding blocks both ops walk: kernel size, dilation, padding and stride, 2 elements each.
+struct Blocks2d {
+  int64_t kh, kw, dh, dw, ph, pw, sh, sw;
+  // The extent of an image of h rows / w columns the blocks sweep, less one block (negative
+  // when no block fits); the number of blocks along it is this / stride + 1.
+  int64_t SweepH(int64_t h) const { return h + 2 * ph - (dh * (kh - 1) + 1); }
+  int64_t SweepW(int64_t w) const { return w + 2 * pw - (dw * (kw - 1) + 1); }
+};
+
+// The four parameters checked as torch checks them (each naming the one at fault).
+Blocks2d CheckBlocks(const char* op, const std::vector<int64_t>& kernel_size,
+                     const std::vector<int64_t>& dilation, const std::vector<int64_t>& padding,
+                     const std::vector<int64_t>& stride) {
+  const std::pair<const std::vector<int64_t>*, const char*> params[] = {
+      {&kernel_size, "kernel_size"},
+      {&dilation, "dilation"},
+      {&padding, "padding"},
+      {&stride, "stride"}};
+  for (const auto& [v, name] : params) {
+    TB_CHECK(v->size() == 2, ValueError)
+        << op << ": " << name << " must have 2 elements, got " << ShapeString(*v);
+  }
+  const Blocks2d b{kernel_size[0], kernel_size[1], dilation[0], dilation[1],
+                   padding[0],     padding[1],     stride[0],   stride[1]};
+  TB_CHECK(b.kh > 0 && b.kw > 0, ValueError)
+      << op << ": kernel size should be greater than zero, got " << ShapeString(kernel_size);
+  TB_CHECK(b.sh > 0 && b.sw > 0, ValueError)
+      << op << ": stride should be greater than zero, got " << ShapeString(stride);
+  TB_CHECK(b.dh > 0 && b.dw > 0, ValueError)
+      << op << ": dilation should be greater than zero, got " << ShapeString(dilation);
+  TB_CHECK(b.ph >= 0 && b.pw >= 0, ValueError)
+      << op << ": padding should be non-negative, got " << ShapeString(padding);
+  return b;
+}
+
+// f(column index, image row, image column) for every element of one plane's columns (kernel
+// offset, then block row, then block column: torch's order); the image position may lie in
+// the padding.
+template <typename F>
+void ForEachBlockElement(const Blocks2d& b, int64_t bh, int64_t bw, F&& f) {
+  for (int64_t k = 0; k < b.kh * b.kw; ++k) {
+    const int64_t wo = k % b.kw, ho = k / b.kw;
+    for (int64_t hc = 0; hc < bh; ++hc) {
+      const int64_t hi = hc * b.sh - b.ph + ho * b.dh;
+      for (int64_t wc = 0; wc < bw; ++wc) {
+        f((k * bh + hc) * bw + wc, hi, wc * b.sw - b.pw + wo * b.dw);
+      }
+    }
+  }
+}
+
 Tensor Col2Im(const Tensor& self, const std::vector<int64_t>& output_size,
               const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& dilation,
               const std::vector<int64_t>& padding, const std::vector<int64_t>& stride) {
   constexpr const char* kOp = "aten::col2im";
-  auto two = [&](const std::vector<int64_t>& v, const char* name) {
-    TB_CHECK(v.size() == 2, ValueError)
-        << kOp << ": " << name << " must have 2 elements, got " << ShapeString(v);
-  };
-  two(output_size, "output_size");
-  two(kernel_size, "kernel_size");
-  two(dilation, "dilation");
-  two(padding, "padding");
-  two(stride, "stride");
+  TB_CHECK(output_size.size() == 2, ValueError)
+      << kOp << ": output_size must have 2 elements, got " << ShapeString(output_size);
+  const Blocks2d b = CheckBlocks(kOp, kernel_size, dilation, padding, stride);
   const int64_t oh = output_size[0], ow = output_size[1];
-  const int64_t kh = kernel_size[0], kw = kernel_size[1];
-  const int64_t dh = dilation[0], dw = dilation[1];
-  const int64_t ph = padding[0], pw = padding[1];
-  const int64_t sh = stride[0], sw = stride[1];
-  TB_CHECK(kh > 0 && kw > 0, ValueError)
-      << kOp << ": kernel size should be greater than zero, got " << ShapeString(kernel_size);
-  TB_CHECK(sh > 0 && sw > 0, ValueError)
-      << kOp << ": stride should be greater than zero, got " << ShapeString(stride);
-  TB_CHECK(dh > 0 && dw > 0, ValueError)
-      << kOp << ": dilation should be greater than zero, got " << ShapeString(dilation);
-  TB_CHECK(ph >= 0 && pw >= 0, ValueError)
-      << kOp << ": padding should be non-negative, got " << ShapeString(padding);
+  const int64_t kh = b.kh, kw = b.kw;
   TB_CHECK(oh > 0 && ow > 0, ValueError)
       << kOp << ": output_size should be greater than zero, got " << ShapeString(output_size);
   const bool batched = self.ndim() == 3;
@@ -59,8 +94,7 @@ Tensor Col2Im(const Tensor& self, const std::vector<int64_t>& output_size,
   TB_CHECK(rows % (kh * kw) == 0, ValueError)
       << kOp << ": expected size of input's dimension 1 (" << rows
       << ") to be divisible by the product of kernel_size (" << kh * kw << ")";
-  const int64_t bh = (oh + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1;
-  const int64_t bw = (ow + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
+  const int64_t bh = b.SweepH(oh) / b.sh + 1, bw = b.SweepW(ow) / b.sw + 1;
   TB_CHECK(bh >= 1 && bw >= 1 && bh * bw == L, ValueError)
       << kOp << ": given output_size " << ShapeString(output_size) << ", kernel_size "
       << ShapeString(kernel_size) << ", dilation " << ShapeString(dilation) << ", padding "
@@ -84,19 +118,12 @@ Tensor Col2Im(const Tensor& self, const std::vector<int64_t>& output_size,
     ParallelFor(n * c, x.numel() > kernels::kGrain, [&](int64_t plane) {
       const T* col = px + plane * kh * kw * L;
       T* im = po + plane * oh * ow;
-      for (int64_t k = 0; k < kh * kw; ++k) {
-        const int64_t wo = k % kw, ho = k / kw;
-        for (int64_t hc = 0; hc < bh; ++hc) {
-          const int64_t hi = hc * sh - ph + ho * dh;
-          for (int64_t wc = 0; wc < bw; ++wc) {
-            const int64_t wi = wc * sw - pw + wo * dw;
-            if (hi >= 0 && hi < oh && wi >= 0 && wi < ow) {
-              T& dst = im[hi * ow + wi];
-              dst = dst + col[(k * bh + hc) * bw + wc];
-            }
-          }
+      ForEachBlockElement(b, bh, bw, [&](int64_t ci, int64_t hi, int64_t wi) {
+        if (hi >= 0 && hi < oh && wi >= 0 && wi < ow) {
+          T& dst = im[hi * ow + wi];
+          dst = dst + col[ci];
         }
-      }
+      });
     });
   });
   return out;
@@ -106,22 +133,8 @@ Tensor Im2Col(const Tensor& self, const std::vector<int64_t>& kernel_size,
               const std::vector<int64_t>& dilation, const std::vector<int64_t>& padding,
               const std::vector<int64_t>& stride) {
   constexpr const char* kOp = "aten::im2col";
-  for (const auto* v : {&kernel_size, &dilation, &padding, &stride}) {
-    TB_CHECK(v->size() == 2, ValueError)
-        << kOp << ": kernel_size, dilation, padding and stride must have 2 elements each";
-  }
-  const int64_t kh = kernel_size[0], kw = kernel_size[1];
-  const int64_t dh = dilation[0], dw = dilation[1];
-  const int64_t ph = padding[0], pw = padding[1];
-  const int64_t sh = stride[0], sw = stride[1];
-  TB_CHECK(kh > 0 && kw > 0, ValueError)
-      << kOp << ": kernel size should be greater than zero, got " << ShapeString(kernel_size);
-  TB_CHECK(sh > 0 && sw > 0, ValueError)
-      << kOp << ": stride should be greater than zero, got " << ShapeString(stride);
-  TB_CHECK(dh > 0 && dw > 0, ValueError)
-      << kOp << ": dilation should be greater than zero, got " << ShapeString(dilation);
-  TB_CHECK(ph >= 0 && pw >= 0, ValueError)
-      << kOp << ": padding should be non-negative, got " << ShapeString(padding);
+  const Blocks2d b = CheckBlocks(kOp, kernel_size, dilation, padding, stride);
+  const int64_t kh = b.kh, kw = b.kw;
   const bool batched = self.ndim() == 4;
   TB_CHECK((self.ndim() == 3 && self.size(0) != 0 && self.size(1) != 0 && self.size(2) != 0) ||
                (batched && self.size(1) != 0 && self.size(2) != 0 && self.size(3) != 0),
@@ -130,10 +143,8 @@ Tensor Im2Col(const Tensor& self, const std::vector<int64_t>& kernel_size,
       << "got shape " << ShapeString(self.shape());
   const int64_t n = batched ? self.size(0) : 1;
   const int64_t c = self.size(-3), h = self.size(-2), w = self.size(-1);
-  const int64_t bh = (h + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1;
-  const int64_t bw = (w + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
-  TB_CHECK(h + 2 * ph - (dh * (kh - 1) + 1) >= 0 && w + 2 * pw - (dw * (kw - 1) + 1) >= 0,
-           ValueError)
+  const int64_t bh = b.SweepH(h) / b.sh + 1, bw = b.SweepW(w) / b.sw + 1;
+  TB_CHECK(b.SweepH(h) >= 0 && b.SweepW(w) >= 0, ValueError)
       << kOp << ": given input of shape " << ShapeString(self.shape()) << ", kernel_size "
       << ShapeString(kernel_size) << ", dilation " << ShapeString(dilation) << ", padding "
       << ShapeString(padding) << ", stride " << ShapeString(stride)
@@ -153,17 +164,9 @@ Tensor Im2Col(const Tensor& self, const std::vector<int64_t>& kernel_size,
     ParallelFor(n * c, out.numel() > kernels::kGrain, [&](int64_t plane) {
       const T* im = px + plane * h * w;
       T* col = po + plane * kh * kw * L;
-      for (int64_t k = 0; k < kh * kw; ++k) {
-        const int64_t wo = k % kw, ho = k / kw;
-        for (int64_t hc = 0; hc < bh; ++hc) {
-          const int64_t hi = hc * sh - ph + ho * dh;
-          for (int64_t wc = 0; wc < bw; ++wc) {
-            const int64_t wi = wc * sw - pw + wo * dw;
-            col[(k * bh + hc) * bw + wc] =
-                hi >= 0 && hi < h && wi >= 0 && wi < w ? im[hi * w + wi] : zero;
-          }
-        }
-      }
+      ForEachBlockElement(b, bh, bw, [&](int64_t ci, int64_t hi, int64_t wi) {
+        col[ci] = hi >= 0 && hi < h && wi >= 0 && wi < w ? im[hi * w + wi] : zero;
+      });
     });
   });
   return out;

@@ -125,7 +125,8 @@ std::tuple<Tensor, Tensor> InvEx(const Tensor& a, bool check_errors) {
   auto [lu, piv, info] = Factor(a);
   if (check_errors) CheckErrors(info, "torch.linalg.inv_ex", a.ndim() == 2);
   Tensor inv = ColMajor(batch, n, n, a.dtype());
-  ForFloat(a.dtype(), [&](auto t) {
+  // Structured bindings captured by name: C++17 lets a lambda capture them only so.
+  ForFloat(a.dtype(), [&, &lu = lu, &piv = piv](auto t) {
     using T = decltype(t);
     T* p = inv.data_as<T>();
     for (int64_t b = 0; b < nb; ++b) {
@@ -151,7 +152,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> SlogdetParts(const Tensor& a, const c
   Tensor sign = Tensor::Empty(batch, a.dtype());
   Tensor logabs = Tensor::Empty(batch, a.dtype());
   if (want_det) *det = Tensor::Empty(batch, a.dtype());
-  ForFloat(a.dtype(), [&](auto t) {
+  // Structured bindings captured by name: C++17 lets a lambda capture them only so.
+  ForFloat(a.dtype(), [&, &lu = lu, &piv = piv](auto t) {
     using T = decltype(t);
     const T* p = lu.data_as<const T>();
     const Int* ip = piv.data_as<const Int>();

@@ -57,7 +57,8 @@ std::tuple<Tensor, Tensor, Tensor> Svd(const Tensor& a, bool full_matrices, bool
     }
     const char jobz = !compute_uv ? 'N' : (full_matrices ? 'A' : 'S');
     // gesdd wants ldu >= 1 and ldvt >= 1 even when it does not write them.
-    const Int ldu = compute_uv ? m : 1, ldvt = compute_uv ? vrows : 1;
+    const Int ldu = static_cast<Int>(compute_uv ? m : 1);
+    const Int ldvt = static_cast<Int>(compute_uv ? vrows : 1);
     T dummy_u[1], dummy_vt[1];
     std::vector<Int> iwork(8 * k);
     T query;
@@ -257,7 +258,7 @@ void ExpPade(const double* a_in, double* out, int64_t n) {
     const double* pw[] = {nullptr, a2.data(), a4.data(), a6.data(), a8.data()};
     for (int64_t k = 0; k < nn; ++k) {
       double odd = b[1] * eye(k), even = b[0] * eye(k);
-      for (int j = 1; 2 * j < m; ++j) {
+      for (int64_t j = 1; 2 * j < m; ++j) {
         odd += b[2 * j + 1] * pw[j][k];
         even += b[2 * j] * pw[j][k];
       }

@@ -176,22 +176,8 @@ bool OneDnnLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& me
       return dnnl::primitive(dnnl::layer_normalization_backward(
           dnnl::layer_normalization_backward::primitive_desc(d, onednn::Attr(), eng, hint)));
     });
-    Tensor mu = mean.contiguous(), var = VarianceFromRstd(rstd);
-    Tensor w = F32Param(weight, n, 1.f), shift = F32Param(std::nullopt, n, 0.f);
-    Tensor gx = Tensor::Empty(x.shape(), DType::kFloat32);
-    Tensor gw = Tensor::Empty({n}, DType::kFloat32), gb = Tensor::Empty({n}, DType::kFloat32);
-    Execute(prim, {{DNNL_ARG_SRC, onednn::Wrap(md, x.data())},
-                   {DNNL_ARG_DIFF_DST, onednn::Wrap(md, dy.data())},
-                   {DNNL_ARG_MEAN, onednn::Wrap(smd, mu.data())},
-                   {DNNL_ARG_VARIANCE, onednn::Wrap(smd, var.data())},
-                   {DNNL_ARG_SCALE, onednn::Wrap(pmd, w.data())},
-                   {DNNL_ARG_SHIFT, onednn::Wrap(pmd, shift.data())},
-                   {DNNL_ARG_DIFF_SRC, onednn::Wrap(md, gx.data())},
-                   {DNNL_ARG_DIFF_SCALE, onednn::Wrap(pmd, gw.data())},
-                   {DNNL_ARG_DIFF_SHIFT, onednn::Wrap(pmd, gb.data())}});
-    *dx = gx;
-    *dw = gw;
-    *db = gb;
+    ExecuteNormBackward(prim, md, smd, pmd, x, dy, mean.contiguous(), VarianceFromRstd(rstd),
+                        weight, n, dx, dw, db);
     return true;
   } catch (const dnnl::error&) {
     return false;

@@ -316,22 +316,8 @@ bool OneDnnBatchNormBackward(const Tensor& x, const Tensor& dy, const std::optio
           return dnnl::primitive(dnnl::batch_normalization_backward(
               dnnl::batch_normalization_backward::primitive_desc(d, onednn::Attr(), eng, hint)));
         });
-    Tensor mu = mean.contiguous(), v = var.contiguous();
-    Tensor w = F32Param(weight, sh.c, 1.f), shift = F32Param(std::nullopt, sh.c, 0.f);
-    Tensor gx = Tensor::Empty(x.shape(), DType::kFloat32);
-    Tensor gw = Tensor::Empty({sh.c}, DType::kFloat32), gb = Tensor::Empty({sh.c}, DType::kFloat32);
-    Execute(prim, {{DNNL_ARG_SRC, onednn::Wrap(md, x.data())},
-                   {DNNL_ARG_DIFF_DST, onednn::Wrap(md, dy.data())},
-                   {DNNL_ARG_MEAN, onednn::Wrap(pmd, mu.data())},
-                   {DNNL_ARG_VARIANCE, onednn::Wrap(pmd, v.data())},
-                   {DNNL_ARG_SCALE, onednn::Wrap(pmd, w.data())},
-                   {DNNL_ARG_SHIFT, onednn::Wrap(pmd, shift.data())},
-                   {DNNL_ARG_DIFF_SRC, onednn::Wrap(md, gx.data())},
-                   {DNNL_ARG_DIFF_SCALE, onednn::Wrap(pmd, gw.data())},
-                   {DNNL_ARG_DIFF_SHIFT, onednn::Wrap(pmd, gb.data())}});
-    *dx = gx;
-    *dw = gw;
-    *db = gb;
+    ExecuteNormBackward(prim, md, pmd, pmd, x, dy, mean.contiguous(), var.contiguous(), weight,
+                        sh.c, dx, dw, db);
     return true;
   } catch (const dnnl::error&) {
     return false;

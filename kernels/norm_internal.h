@@ -149,4 +149,30 @@ using Args = std::unordered_map<int, dnnl::memory>;
 
 using onednn::Execute;
 
+// Runs a layer or batch normalisation backward primitive built with use_scale | use_shift:
+// x and dy described by `md`, mean and var by `smd`, the [c] scale and its gradients by `pmd`
+// (the weight's values, 1 where absent; the shift is unused by the gradients and passed as 0).
+// Sets *dx, *dw and *db to new float32 tensors.
+inline void ExecuteNormBackward(const dnnl::primitive& prim, const dnnl::memory::desc& md,
+                                const dnnl::memory::desc& smd, const dnnl::memory::desc& pmd,
+                                const Tensor& x, const Tensor& dy, const Tensor& mean,
+                                const Tensor& var, const std::optional<Tensor>& weight, int64_t c,
+                                Tensor* dx, Tensor* dw, Tensor* db) {
+  Tensor w = F32Param(weight, c, 1.f), shift = F32Param(std::nullopt, c, 0.f);
+  Tensor gx = Tensor::Empty(x.shape(), DType::kFloat32);
+  Tensor gw = Tensor::Empty({c}, DType::kFloat32), gb = Tensor::Empty({c}, DType::kFloat32);
+  Execute(prim, {{DNNL_ARG_SRC, onednn::Wrap(md, x.data())},
+                 {DNNL_ARG_DIFF_DST, onednn::Wrap(md, dy.data())},
+                 {DNNL_ARG_MEAN, onednn::Wrap(smd, mean.data())},
+                 {DNNL_ARG_VARIANCE, onednn::Wrap(smd, var.data())},
+                 {DNNL_ARG_SCALE, onednn::Wrap(pmd, w.data())},
+                 {DNNL_ARG_SHIFT, onednn::Wrap(pmd, shift.data())},
+                 {DNNL_ARG_DIFF_SRC, onednn::Wrap(md, gx.data())},
+                 {DNNL_ARG_DIFF_SCALE, onednn::Wrap(pmd, gw.data())},
+                 {DNNL_ARG_DIFF_SHIFT, onednn::Wrap(pmd, gb.data())}});
+  *dx = gx;
+  *dw = gw;
+  *db = gb;
+}
+
 }  // namespace tb::kernels::norm

@@ -26,6 +26,29 @@ using namespace kernels::pool;  // NOLINT(build/namespaces): PoolGeom and its he
 
 // ---- average ------------------------------------------------------------------------------
 
+// f(src plane, dst plane) for every (batch, channel) plane of g, planes of src_size elements
+// in the contiguous `src` and of dst_size in `dst`, in parallel when the output is large.
+template <typename T, typename F>
+void ForEachPlane(const PoolGeom& g, const Tensor& src, int64_t src_size, const Tensor& dst,
+                  int64_t dst_size, F&& f) {
+  const T* ps = src.data_as<const T>();
+  T* pd = static_cast<T*>(dst.mutable_data());
+  ParallelFor(g.planes, g.planes * g.osz() > 4096,
+              [&](int64_t plane) { f(ps + plane * src_size, pd + plane * dst_size); });
+}
+
+// f(i) for the index i, within a plane of g.in, of every element of the window [lo, hi), in
+// C order.
+template <typename F>
+void ForEachInWindow(const PoolGeom& g, const Arr3& lo, const Arr3& hi, F&& f) {
+  for (int64_t id = lo[0]; id < hi[0]; ++id) {
+    for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
+      const int64_t row = (id * g.in[1] + ih) * g.in[2];
+      for (int64_t iw = lo[2]; iw < hi[2]; ++iw) f(row + iw);
+    }
+  }
+}
+
 // Visits each output position of `g` with its clipped window [lo, hi) and the divisor torch
 // uses; windows entirely in the padding get divisor 0.
 template <typename F>
@@ -115,13 +138,21 @@ Tensor LikeTorch(const Tensor& self, int64_t nsp, const Tensor& result) {
   return InFormat(result, SuggestMemoryFormat(self));
 }
 
+// The windows of average pooling (WindowGeom, no dilation), divisor_override checked.
+PoolGeom AvgGeom(const char* op, const Tensor& self, int64_t nsp,
+                 const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                 const std::vector<int64_t>& padding, bool ceil_mode,
+                 std::optional<int64_t> divisor_override) {
+  TB_CHECK(!divisor_override || *divisor_override != 0, ValueError)
+      << op << ": divisor must be not zero";
+  return WindowGeom(op, self, nsp, kernel_size, stride, padding, {1}, ceil_mode);
+}
+
 Tensor AvgPool(const char* op, const Tensor& self, int64_t nsp,
                const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad,
                std::optional<int64_t> divisor_override) {
-  TB_CHECK(!divisor_override || *divisor_override != 0, ValueError)
-      << op << ": divisor must be not zero";
-  PoolGeom g = WindowGeom(op, self, nsp, kernel_size, stride, padding, {1}, ceil_mode);
+  PoolGeom g = AvgGeom(op, self, nsp, kernel_size, stride, padding, ceil_mode, divisor_override);
   Tensor x = self.contiguous();
   Tensor out = Tensor::Empty(g.out_shape, self.dtype());
   if (OneDnnAvgPool(g, nsp, self, ceil_mode, count_include_pad, divisor_override, false, x, out)) {
@@ -130,12 +161,7 @@ Tensor AvgPool(const char* op, const Tensor& self, int64_t nsp,
   TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
     using Acc = opmath_t<T>;
-    const T* px = x.data_as<const T>();
-    T* po = static_cast<T*>(out.mutable_data());
-    const int64_t isz = g.isz(), osz = g.osz();
-    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
-      const T* in = px + plane * isz;
-      T* o = po + plane * osz;
+    ForEachPlane<T>(g, x, g.isz(), out, g.osz(), [&](const T* in, T* o) {
       ForEachAvgWindow(g, count_include_pad, divisor_override,
                        [&](int64_t oi, const Arr3& lo, const Arr3& hi, int64_t div) {
                          if (div == 0) {
@@ -143,14 +169,7 @@ Tensor AvgPool(const char* op, const Tensor& self, int64_t nsp,
                            return;
                          }
                          Acc sum = 0;
-                         for (int64_t id = lo[0]; id < hi[0]; ++id) {
-                           for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
-                             const T* row = in + (id * g.in[1] + ih) * g.in[2];
-                             for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
-                               sum += Convert<Acc>(row[iw]);
-                             }
-                           }
-                         }
+                         ForEachInWindow(g, lo, hi, [&](int64_t i) { sum += Convert<Acc>(in[i]); });
                          o[oi] = Convert<T>(static_cast<Acc>(sum / static_cast<Acc>(div)));
                        });
     });
@@ -178,9 +197,7 @@ Tensor AvgPoolBackward(const char* op, const Tensor& grad_output, const Tensor& 
                        const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                        const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad,
                        std::optional<int64_t> divisor_override) {
-  TB_CHECK(!divisor_override || *divisor_override != 0, ValueError)
-      << op << ": divisor must be not zero";
-  PoolGeom g = WindowGeom(op, self, nsp, kernel_size, stride, padding, {1}, ceil_mode);
+  PoolGeom g = AvgGeom(op, self, nsp, kernel_size, stride, padding, ceil_mode, divisor_override);
   TB_CHECK(grad_output.shape() == g.out_shape.ref(), ValueError)
       << op << ": expected grad_output of shape " << ShapeString(g.out_shape) << ", got "
       << ShapeString(grad_output.shape());
@@ -194,27 +211,16 @@ Tensor AvgPoolBackward(const char* op, const Tensor& grad_output, const Tensor& 
   TB_DISPATCH(self.dtype(), op, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
     using Acc = opmath_t<T>;
-    const T* pg = go.data_as<const T>();
-    T* px = static_cast<T*>(gi.mutable_data());
-    const int64_t isz = g.isz(), osz = g.osz();
-    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
-      T* gin = px + plane * isz;
-      const T* gout = pg + plane * osz;
+    ForEachPlane<T>(g, go, g.osz(), gi, g.isz(), [&](const T* gout, T* gin) {
       ForEachAvgWindow(
           g, count_include_pad, divisor_override,
           [&](int64_t oi, const Arr3& lo, const Arr3& hi, int64_t div) {
             if (div == 0) return;
             const T delta =
                 Convert<T>(static_cast<Acc>(Convert<Acc>(gout[oi]) / static_cast<Acc>(div)));
-            for (int64_t id = lo[0]; id < hi[0]; ++id) {
-              for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
-                T* row = gin + (id * g.in[1] + ih) * g.in[2];
-                for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
-                  row[iw] =
-                      Convert<T>(static_cast<Acc>(Convert<Acc>(row[iw]) + Convert<Acc>(delta)));
-                }
-              }
-            }
+            ForEachInWindow(g, lo, hi, [&](int64_t i) {
+              gin[i] = Convert<T>(static_cast<Acc>(Convert<Acc>(gin[i]) + Convert<Acc>(delta)));
+            });
           });
     });
   });
@@ -278,26 +284,16 @@ Tensor AdaptiveAvgPool(const char* op, const Tensor& self, int64_t nsp,
   TB_DISPATCH(self.dtype(), op, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     using Acc = opmath_t<T>;
-    const T* px = x.data_as<const T>();
-    T* po = static_cast<T*>(out.mutable_data());
-    const int64_t isz = g.isz(), osz = g.osz();
-    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
-      const T* in = px + plane * isz;
-      T* o = po + plane * osz;
+    ForEachPlane<T>(g, x, g.isz(), out, g.osz(), [&](const T* in, T* o) {
       ForEachAdaptiveWindow(g, [&](int64_t oi, const Arr3& lo, const Arr3& hi) {
         // torch's 3-d kernel sums float16 / bfloat16 in their own type and divides by each
         // window size in turn, rounding every step; its 2-d kernel sums in float.
         const bool round_steps = kernels::kIsReducedFloat<T> && nsp == 3;
         Acc sum = 0;
-        for (int64_t id = lo[0]; id < hi[0]; ++id) {
-          for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
-            const T* row = in + (id * g.in[1] + ih) * g.in[2];
-            for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
-              sum += Convert<Acc>(row[iw]);
-              if (round_steps) sum = Convert<Acc>(Convert<T>(sum));
-            }
-          }
-        }
+        ForEachInWindow(g, lo, hi, [&](int64_t i) {
+          sum += Convert<Acc>(in[i]);
+          if (round_steps) sum = Convert<Acc>(Convert<T>(sum));
+        });
         Acc v = sum;
         for (int i = 0; i < 3; ++i) {
           if (hi[i] - lo[i] != 1) v = v / static_cast<Acc>(hi[i] - lo[i]);
@@ -335,26 +331,16 @@ Tensor AdaptiveAvgPoolBackward(const char* op, const Tensor& grad_output, const 
   TB_DISPATCH(self.dtype(), op, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;
     using Acc = opmath_t<T>;
-    const T* pg = go.data_as<const T>();
-    T* px = static_cast<T*>(gi.mutable_data());
-    const int64_t isz = g.isz(), osz = g.osz();
-    ParallelFor(g.planes, g.planes * osz > 4096, [&](int64_t plane) {
-      T* gin = px + plane * isz;
-      const T* gout = pg + plane * osz;
+    ForEachPlane<T>(g, go, g.osz(), gi, g.isz(), [&](const T* gout, T* gin) {
       ForEachAdaptiveWindow(g, [&](int64_t oi, const Arr3& lo, const Arr3& hi) {
         Acc delta = Convert<Acc>(gout[oi]);
         for (int i = 0; i < 3; ++i) {
           if (hi[i] - lo[i] != 1) delta = delta / static_cast<Acc>(hi[i] - lo[i]);
         }
         const T dt = Convert<T>(delta);
-        for (int64_t id = lo[0]; id < hi[0]; ++id) {
-          for (int64_t ih = lo[1]; ih < hi[1]; ++ih) {
-            T* row = gin + (id * g.in[1] + ih) * g.in[2];
-            for (int64_t iw = lo[2]; iw < hi[2]; ++iw) {
-              row[iw] = Convert<T>(static_cast<Acc>(Convert<Acc>(row[iw]) + Convert<Acc>(dt)));
-            }
-          }
-        }
+        ForEachInWindow(g, lo, hi, [&](int64_t i) {
+          gin[i] = Convert<T>(static_cast<Acc>(Convert<Acc>(gin[i]) + Convert<Acc>(dt)));
+        });
       });
     });
   });

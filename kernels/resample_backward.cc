@@ -74,7 +74,10 @@ Taps MakeTaps(Mode mode, int64_t in, int64_t out, bool align_corners, std::optio
     const int64_t max_size = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
     for (int64_t o = 0; o < out; ++o) {
       const double center = Round(sc * (o + 0.5), single);
+      // Truncating x + 0.5, as torch's _compute_indices_min_size_weights_aa does.
+      // NOLINTNEXTLINE(bugprone-incorrect-roundings)
       const int64_t xmin = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5), 0);
+      // NOLINTNEXTLINE(bugprone-incorrect-roundings)
       int64_t xsize = std::min<int64_t>(static_cast<int64_t>(center + support + 0.5), in) - xmin;
       xsize = std::clamp<int64_t>(xsize, 0, max_size);
       double total = 0;

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -92,40 +93,54 @@ void ForEachLine(const Tensor& x, const Lines& s, F f) {
   }
 }
 
+// Values (self's dtype) and int64 indices of `shape`, written by f(q, t, vo, io, s) for every
+// line t of self along `dim`: q holds line t as (value, index) pairs (ForEachLine), vo and io
+// are the results' data, vo a T* of self's element type T (f is a generic lambda).
+template <typename F>
+std::tuple<Tensor, Tensor> PerLine(const char* op, const Tensor& self, int64_t dim,
+                                   const Dims& shape, F f) {
+  Tensor values = Tensor::Empty(shape, self.dtype());
+  Tensor indices = Tensor::Empty(shape, DType::kInt64);
+  if (values.numel() == 0) return {values, indices};
+  Tensor x = self.contiguous();
+  const Lines s = LinesOf(x, dim);
+  TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {
+    using T = scalar_t;
+    T* vo = values.data_as<T>();
+    int64_t* io = indices.data_as<int64_t>();
+    ForEachLine<T>(x, s, [&](auto& q, int64_t t) { f(q, t, vo, io, s); });
+  });
+  return {values, indices};
+}
+
 // ---- sort -------------------------------------------------------------------------------------
 
 std::tuple<Tensor, Tensor> SortImpl(const Tensor& self, bool stable, int64_t dim, bool descending) {
   constexpr const char* kOp = "aten::sort";
   dim = WrapDim(dim, self.ndim(), kOp);
-  Tensor values = Tensor::Empty(self.shape(), self.dtype());
-  Tensor indices = Tensor::Empty(self.shape(), DType::kInt64);
-  if (values.numel() == 0) return {values, indices};
-  Tensor x = self.contiguous();
-  Lines s = LinesOf(x, dim);
   // torch leaves lines read at stride 0 (all equal) in their order.
   const bool keep_order = self.ndim() > 0 && self.stride(dim) == 0;
-  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_ALL, [&] {
-    using T = scalar_t;
-    using P = std::pair<kernels::opmath_t<T>, int64_t>;
-    T* vo = values.data_as<T>();
-    int64_t* io = indices.data_as<int64_t>();
-    ForEachLine<T>(x, s, [&](std::vector<P>& q, int64_t t) {
-      auto asc = [](const P& a, const P& b) { return LessNanLast(a.first, b.first); };
-      auto desc = [](const P& a, const P& b) { return GreaterNanFirst(a.first, b.first); };
-      if (keep_order) {
-      } else if (stable) {
-        descending ? std::stable_sort(q.begin(), q.end(), desc)
-                   : std::stable_sort(q.begin(), q.end(), asc);
-      } else {
-        descending ? std::sort(q.begin(), q.end(), desc) : std::sort(q.begin(), q.end(), asc);
-      }
-      const int64_t b = s.base(t);
-      for (int64_t j = 0; j < s.L; ++j) {
-        vo[b + j * s.I] = kernels::Convert<T>(q[j].first);
-        io[b + j * s.I] = q[j].second;
-      }
-    });
-  });
+  auto [values, indices] = PerLine(
+      kOp, self, dim, Dims(self.shape()),
+      [&](auto& q, int64_t t, auto* vo, int64_t* io, const Lines& s) {
+        using T = std::remove_pointer_t<decltype(vo)>;
+        using P = typename std::decay_t<decltype(q)>::value_type;
+        auto asc = [](const P& a, const P& b) { return LessNanLast(a.first, b.first); };
+        auto desc = [](const P& a, const P& b) { return GreaterNanFirst(a.first, b.first); };
+        if (keep_order) {
+        } else if (stable) {
+          descending ? std::stable_sort(q.begin(), q.end(), desc)
+                     : std::stable_sort(q.begin(), q.end(), asc);
+        } else {
+          descending ? std::sort(q.begin(), q.end(), desc) : std::sort(q.begin(), q.end(), asc);
+        }
+        const int64_t b = s.base(t);
+        for (int64_t j = 0; j < s.L; ++j) {
+          vo[b + j * s.I] = kernels::Convert<T>(q[j].first);
+          io[b + j * s.I] = q[j].second;
+        }
+      });
+  if (values.numel() == 0) return {values, indices};
   // torch lays values and indices out like self.
   return {LaidOutLike(values, self), LaidOutLike(indices, self)};
 }
@@ -150,38 +165,29 @@ std::tuple<Tensor, Tensor> TopK(const Tensor& self, int64_t k, int64_t dim, bool
   TB_CHECK(k >= 0 && k <= n, RuntimeError) << "topk(): selected index k out of range";
   Dims shape(self.shape());
   if (self.ndim() > 0) shape[dim] = k;
-  Tensor values = Tensor::Empty(shape, self.dtype());
-  Tensor indices = Tensor::Empty(shape, DType::kInt64);
-  if (values.numel() == 0) return {values, indices};
-  Tensor x = self.contiguous();
-  Lines s = LinesOf(x, dim);
-  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_ALL, [&] {
-    using T = scalar_t;
-    using P = std::pair<kernels::opmath_t<T>, int64_t>;
-    T* vo = values.data_as<T>();
-    int64_t* io = indices.data_as<int64_t>();
-    ForEachLine<T>(x, s, [&](std::vector<P>& q, int64_t t) {
-      auto run = [&](auto comp) {
-        if (k * 64 <= s.L) {
-          std::partial_sort(q.begin(), q.begin() + k, q.end(), comp);
-        } else {
-          std::nth_element(q.begin(), q.begin() + k - 1, q.end(), comp);
-          if (sorted) std::sort(q.begin(), q.begin() + k - 1, comp);
-        }
-      };
-      if (largest) {
-        run([](const P& a, const P& b) { return GreaterNanFirst(a.first, b.first); });
-      } else {
-        run([](const P& a, const P& b) { return LessNanLast(a.first, b.first); });
-      }
-      const int64_t b = (t / s.I) * k * s.I + t % s.I;
-      for (int64_t j = 0; j < k; ++j) {
-        vo[b + j * s.I] = kernels::Convert<T>(q[j].first);
-        io[b + j * s.I] = q[j].second;
-      }
-    });
-  });
-  return {values, indices};
+  return PerLine(kOp, self, dim, shape,
+                 [&](auto& q, int64_t t, auto* vo, int64_t* io, const Lines& s) {
+                   using T = std::remove_pointer_t<decltype(vo)>;
+                   using P = typename std::decay_t<decltype(q)>::value_type;
+                   auto run = [&](auto comp) {
+                     if (k * 64 <= s.L) {
+                       std::partial_sort(q.begin(), q.begin() + k, q.end(), comp);
+                     } else {
+                       std::nth_element(q.begin(), q.begin() + k - 1, q.end(), comp);
+                       if (sorted) std::sort(q.begin(), q.begin() + k - 1, comp);
+                     }
+                   };
+                   if (largest) {
+                     run([](const P& a, const P& b) { return GreaterNanFirst(a.first, b.first); });
+                   } else {
+                     run([](const P& a, const P& b) { return LessNanLast(a.first, b.first); });
+                   }
+                   const int64_t b = (t / s.I) * k * s.I + t % s.I;
+                   for (int64_t j = 0; j < k; ++j) {
+                     vo[b + j * s.I] = kernels::Convert<T>(q[j].first);
+                     io[b + j * s.I] = q[j].second;
+                   }
+                 });
 }
 
 // ---- kthvalue, median -------------------------------------------------------------------------
@@ -235,48 +241,38 @@ std::tuple<Tensor, Tensor> SelectDim(const char* op, const char* name, Select ho
     TB_CHECK(n > 0, IndexError) << name << "(): Expected reduction dim " << dim
                                 << " to have non-zero size.";
   }
-  Dims shape = ReducedShape(self, dim, keepdim);
-  Tensor values = Tensor::Empty(shape, self.dtype());
-  Tensor indices = Tensor::Empty(shape, DType::kInt64);
-  if (values.numel() == 0) return {values, indices};
-  Tensor x = self.contiguous();
-  Lines s = LinesOf(x, dim);
-  TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {
-    using T = scalar_t;
-    using V = kernels::opmath_t<T>;
-    using P = std::pair<V, int64_t>;
-    T* vo = values.data_as<T>();
-    int64_t* io = indices.data_as<int64_t>();
-    ForEachLine<T>(x, s, [&](std::vector<P>& q, int64_t t) {
-      P r;
-      if (how == Select::kKth) {
-        QuickSelect(q, k - 1,
-                    [](const P& a, const P& b) { return GreaterNanFirst(a.first, b.first); });
-        r = q[k - 1];
-      } else if (how == Select::kMedian) {
-        auto nan = std::find_if(q.begin(), q.end(), [](const P& p) { return IsNan(p.first); });
-        if (nan != q.end()) {
-          r = *nan;
+  return PerLine(
+      op, self, dim, ReducedShape(self, dim, keepdim),
+      [&](auto& q, int64_t t, auto* vo, int64_t* io, const Lines& s) {
+        using T = std::remove_pointer_t<decltype(vo)>;
+        using P = typename std::decay_t<decltype(q)>::value_type;
+        P r;
+        if (how == Select::kKth) {
+          QuickSelect(q, k - 1,
+                      [](const P& a, const P& b) { return GreaterNanFirst(a.first, b.first); });
+          r = q[k - 1];
+        } else if (how == Select::kMedian) {
+          auto nan = std::find_if(q.begin(), q.end(), [](const P& p) { return IsNan(p.first); });
+          if (nan != q.end()) {
+            r = *nan;
+          } else {
+            // A total order on (value, index): ties resolve the same way whatever the algorithm.
+            std::nth_element(q.begin(), q.begin() + (s.L - 1) / 2, q.end());
+            r = q[(s.L - 1) / 2];
+          }
         } else {
-          // A total order on (value, index): ties resolve the same way whatever the algorithm.
-          std::nth_element(q.begin(), q.begin() + (s.L - 1) / 2, q.end());
-          r = q[(s.L - 1) / 2];
+          const int64_t nans =
+              std::count_if(q.begin(), q.end(), [](const P& p) { return IsNan(p.first); });
+          const int64_t m = (s.L - nans - 1) / 2;
+          std::nth_element(q.begin(), q.begin() + m, q.end(), [](const P& a, const P& b) {
+            return a.first < b.first || (a.first == b.first && a.second < b.second) ||
+                   (IsNan(b.first) && !IsNan(a.first));
+          });
+          r = q[m];
         }
-      } else {
-        const int64_t nans =
-            std::count_if(q.begin(), q.end(), [](const P& p) { return IsNan(p.first); });
-        const int64_t m = (s.L - nans - 1) / 2;
-        std::nth_element(q.begin(), q.begin() + m, q.end(), [](const P& a, const P& b) {
-          return a.first < b.first || (a.first == b.first && a.second < b.second) ||
-                 (IsNan(b.first) && !IsNan(a.first));
-        });
-        r = q[m];
-      }
-      vo[t] = kernels::Convert<T>(r.first);
-      io[t] = r.second;
-    });
-  });
-  return {values, indices};
+        vo[t] = kernels::Convert<T>(r.first);
+        io[t] = r.second;
+      });
 }
 
 std::tuple<Tensor, Tensor> KthValue(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {

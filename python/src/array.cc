@@ -247,8 +247,8 @@ py::tuple ArrayReduce(const PyArray& a) {
                                                 std::string(DTypeName(src.dtype()))));
 }
 
-PyArray ArrayFromBytes(const py::bytes& data, std::vector<int64_t> shape,
-                       std::vector<int64_t> strides, const std::string& dtype_name) {
+PyArray ArrayFromBytes(const py::bytes& data, const std::vector<int64_t>& shape,
+                       const std::vector<int64_t>& strides, const std::string& dtype_name) {
   DType dtype;
   TB_CHECK(DTypeFromName(dtype_name, &dtype), ValueError)
       << "_array_from_bytes: unknown dtype '" << dtype_name << "'";
@@ -313,7 +313,9 @@ a DLPack producer itself (``numpy.from_dlpack(a)``, ``torch.from_dlpack(a)`` sha
            })
       .def(
           "numpy",
-          [](py::object self) { return py::module_::import("numpy").attr("from_dlpack")(self); },
+          [](const py::object& self) {
+            return py::module_::import("numpy").attr("from_dlpack")(self);
+          },
           "A numpy array over the same memory (read-only if this Array is).")
       // ---- views: same memory ----
       .def("transpose", [](const PyArray& a, int64_t d0,
@@ -325,14 +327,14 @@ a DLPack producer itself (``numpy.from_dlpack(a)``, ``torch.from_dlpack(a)`` sha
                                  dims[i] = a.tensor.ndim() - 1 - i;
                                return PyArray{a.tensor.permute(dims)};
                              })
-      .def("permute",
-           [](const PyArray& a, py::args dims) { return PyArray{a.tensor.permute(Ints(dims))}; })
-      .def("view",
-           [](const PyArray& a, py::args shape) { return PyArray{a.tensor.view(Ints(shape))}; })
-      .def("reshape",
-           [](const PyArray& a, py::args shape) { return PyArray{a.tensor.reshape(Ints(shape))}; })
-      .def("expand",
-           [](const PyArray& a, py::args shape) { return PyArray{a.tensor.expand(Ints(shape))}; })
+      .def("permute", [](const PyArray& a,
+                         const py::args& dims) { return PyArray{a.tensor.permute(Ints(dims))}; })
+      .def("view", [](const PyArray& a,
+                      const py::args& shape) { return PyArray{a.tensor.view(Ints(shape))}; })
+      .def("reshape", [](const PyArray& a,
+                         const py::args& shape) { return PyArray{a.tensor.reshape(Ints(shape))}; })
+      .def("expand", [](const PyArray& a,
+                        const py::args& shape) { return PyArray{a.tensor.expand(Ints(shape))}; })
       .def(
           "slice",
           [](const PyArray& a, int64_t dim, std::optional<int64_t> start,
@@ -358,7 +360,8 @@ a DLPack producer itself (``numpy.from_dlpack(a)``, ``torch.from_dlpack(a)`` sha
           py::arg("offset") = 0, py::arg("dim1") = 0, py::arg("dim2") = 1)
       .def(
           "as_strided",
-          [](const PyArray& a, std::vector<int64_t> shape, std::vector<int64_t> strides,
+          [](const PyArray& a, const std::vector<int64_t>& shape,
+             const std::vector<int64_t>& strides,
              int64_t offset) { return PyArray{a.tensor.as_strided(shape, strides, offset)}; },
           py::arg("shape"), py::arg("strides"), py::arg("storage_offset") = 0)
       // ---- copies ----

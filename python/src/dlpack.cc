@@ -4,8 +4,6 @@
 // on TypeError. from_dlpack is a plain CPython vectorcall function, not a pybind11 binding:
 // pybind11's generic argument dispatch costs more than the conversion. (Array's producer side,
 // __dlpack__ and its exchange API table, is in array.cc.)
-#include <time.h>
-
 #include <cstring>
 #include <unordered_map>
 
@@ -440,110 +438,6 @@ PyObject* FromDLPack(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
   }
 }
 
-// ---- benchmarking and debugging helpers -------------------------------------------------------
-
-// ns per tensor of `n` conversions of `obj` in a C++ loop (no Python call per tensor): this
-// thread's CPU time, which other processes on a shared machine do not inflate, or with `wall`
-// the wall-clock time. Paths:
-//   exchange_api           the whole import through the producer's table (as from_dlpack does),
-//                          the tensor made and dropped (so the producer's deleter runs)
-//   exchange_api_unchecked the same without the torch conj/neg-bit checks (CheckTorchBits)
-//   exchange_api_export    the producer's managed_tensor_from_py_object_no_sync + deleter only
-//   exchange_api_dltensor  the producer's dltensor_from_py_object_no_sync only (borrowed)
-//   import_only            our side alone: ImportDLPack of a managed tensor describing the
-//                          producer's DLTensor (borrowed once, before the loop) with a deleter
-//                          that does nothing, the tensor made and dropped
-//   bit_check              the torch conj/neg-bit checks alone (CheckTorchBits)
-//   dlpack                 the __dlpack__ negotiation path, capsule import included
-//   from_dlpack            from_dlpack's whole work, the Python Array object included
-double BenchImport(py::handle handle, int64_t n, const std::string& path, bool wall) {
-  PyObject* obj = handle.ptr();
-  const TypeInfo& info = InfoOf(Py_TYPE(obj));
-  const DLPackExchangeAPI* api = info.is_array ? ArrayExchangeApi() : info.api;
-  TB_CHECK(n > 0, ValueError) << "_bench_import: n must be positive";
-  auto now_ns = [wall] {
-    timespec ts;
-    clock_gettime(wall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-  };
-  auto time = [&](auto&& body) {
-    double start = now_ns();
-    for (int64_t i = 0; i < n; ++i) body();
-    return (now_ns() - start) / static_cast<double>(n);
-  };
-  auto need_api = [&] {
-    TB_CHECK(api != nullptr, ValueError)
-        << "_bench_import: " << Py_TYPE(obj)->tp_name << " has no DLPack C exchange API";
-  };
-  if (path == "exchange_api" || path == "exchange_api_unchecked") {
-    need_api();
-    TypeInfo with_api = info;
-    with_api.api = api;
-    if (path == "exchange_api_unchecked") with_api.is_conj = with_api.is_neg = nullptr;
-    return time([&] {
-      if (!TryImportViaExchangeApi(obj, with_api)) {
-        TB_THROW(BufferError) << "_bench_import: the exchange API refused this object";
-      }
-    });
-  }
-  if (path == "exchange_api_export") {
-    need_api();
-    return time([&] {
-      DLManagedTensorVersioned* m = nullptr;
-      if (api->managed_tensor_from_py_object_no_sync(obj, &m) != 0) throw py::error_already_set();
-      m->deleter(m);
-    });
-  }
-  if (path == "exchange_api_dltensor") {
-    need_api();
-    TB_CHECK(api->dltensor_from_py_object_no_sync != nullptr, ValueError)
-        << "_bench_import: no dltensor_from_py_object_no_sync in this table";
-    DLTensor dl;
-    return time([&] {
-      if (api->dltensor_from_py_object_no_sync(obj, &dl) != 0) throw py::error_already_set();
-      asm volatile("" : : "r"(dl.data) : "memory");
-    });
-  }
-  if (path == "import_only") {
-    need_api();
-    TB_CHECK(api->dltensor_from_py_object_no_sync != nullptr, ValueError)
-        << "_bench_import: no dltensor_from_py_object_no_sync in this table";
-    DLTensor dl;
-    if (api->dltensor_from_py_object_no_sync(obj, &dl) != 0) throw py::error_already_set();
-    // `obj` keeps the memory alive for the loop; the deleter has nothing to free.
-    return time([&] {
-      DLManagedTensorVersioned m{};
-      m.version = DLPackVersion{TB_DLPACK_MAJOR_VERSION, TB_DLPACK_MINOR_VERSION};
-      m.deleter = [](DLManagedTensorVersioned*) {};
-      m.dl_tensor = dl;
-      Tensor t = ImportDLPack(&m);
-    });
-  }
-  if (path == "bit_check") {
-    need_api();
-    TB_CHECK(info.is_neg != nullptr, ValueError)
-        << "_bench_import: bit_check is for torch tensors, not " << Py_TYPE(obj)->tp_name;
-    std::optional<Tensor> t = TryImportViaExchangeApi(obj, info);
-    TB_CHECK(t.has_value(), BufferError) << "_bench_import: the exchange API refused this object";
-    return time([&] { CheckTorchBits(obj, info, *t); });
-  }
-  Options o;
-  if (path == "dlpack") {
-    return time([&] {
-      bool copied;
-      Path p;
-      Tensor t = ImportViaDunder(obj, o, &copied, &p);
-    });
-  }
-  if (path == "from_dlpack") {
-    return time([&] {
-      Path p;
-      py::object a = WrapTensor(Import(obj, o, &p));
-    });
-  }
-  TB_THROW(ValueError) << "_bench_import: unknown path '" << path << "'";
-}
-
 PyMethodDef kFromDLPackDef = {
     "from_dlpack", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&FromDLPack)),
     METH_FASTCALL | METH_KEYWORDS,
@@ -592,12 +486,6 @@ void BindDLPack(py::module_& m) {
       py::arg("x"), py::kw_only(), py::arg("device") = py::none(), py::arg("copy") = py::none(),
       "Debugging: imports `x` as from_dlpack would and says how: 'array', 'capsule', "
       "'exchange_api', 'dlpack' or 'dlpack_legacy'.");
-  m.def("_bench_import", &BenchImport, py::arg("x"), py::arg("n"), py::arg("path"),
-        py::arg("wall") = false,
-        "Benchmarking: ns per tensor (thread CPU time, or wall-clock time with wall=True) of n "
-        "conversions of x in a C++ loop; path is one of "
-        "exchange_api, exchange_api_unchecked, exchange_api_export, exchange_api_dltensor, "
-        "import_only, bit_check, dlpack, from_dlpack.");
 }
 
 }  // namespace tb::py

@@ -5,6 +5,8 @@
 namespace tb::py {
 
 void BindErrors(py::module_& m) {
+  // By value: pybind11's translator type is void (*)(std::exception_ptr).
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   py::register_exception_translator([](std::exception_ptr p) {
     if (!p) return;
     try {
@@ -17,7 +19,7 @@ void BindErrors(py::module_& m) {
         case ErrorKind::kBufferError: type = PyExc_BufferError; break;
         case ErrorKind::kIndexError: type = PyExc_IndexError; break;
         case ErrorKind::kNotImplementedError: type = PyExc_NotImplementedError; break;
-        case ErrorKind::kRuntimeError: type = PyExc_RuntimeError; break;
+        case ErrorKind::kRuntimeError:
         case ErrorKind::kInternalError: type = PyExc_RuntimeError; break;
       }
       PyErr_SetString(type, e.what());

@@ -30,7 +30,7 @@ Plan::Arg ToArg(py::handle obj) {
   TB_THROW(ValueError) << "Plan: unknown argument kind '" << kind << "'";
 }
 
-std::vector<Plan::Arg> ToArgs(py::iterable args) {
+std::vector<Plan::Arg> ToArgs(const py::iterable& args) {
   std::vector<Plan::Arg> out;
   for (auto a : args) out.push_back(ToArg(a));
   return out;
@@ -107,11 +107,12 @@ void BindPlan(py::module_& m) {
       .def("add_input", &Plan::AddInput, py::arg("name"))
       .def(
           "add_node",
-          [](Plan& p, const std::string& op, py::iterable args, int num_outputs, std::string name) {
+          [](Plan& p, const std::string& op, const py::iterable& args, int num_outputs,
+             std::string name) {
             return p.AddNode(op, ToArgs(args), num_outputs, std::move(name));
           },
           py::arg("op"), py::arg("args"), py::arg("num_outputs"), py::arg("name"))
-      .def("set_outputs", [](Plan& p, py::iterable outs) { p.SetOutputs(ToArgs(outs)); })
+      .def("set_outputs", [](Plan& p, const py::iterable& outs) { p.SetOutputs(ToArgs(outs)); })
       .def("expect_strides", &Plan::ExpectStrides, py::arg("value"), py::arg("strides"),
            "The strides the graph expects of a value: a result laid out otherwise is copied "
            "into them where the graph depends on the layout.")
@@ -121,7 +122,7 @@ void BindPlan(py::module_& m) {
       .def("finalize", &Plan::Finalize)
       .def(
           "run",
-          [](const Plan& p, py::iterable inputs) {
+          [](const Plan& p, const py::iterable& inputs) {
             Stack in;
             for (auto x : inputs) in.push_back(ToValue(x));
             Stack out;

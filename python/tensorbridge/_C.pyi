@@ -185,10 +185,6 @@ def _array_from_bytes(data: bytes, shape: collections.abc.Sequence[typing.Suppor
     """
 def _aten_schema_names() -> list[tuple[str, bool]]:
     ...
-def _bench_import(x: typing.Any, n: typing.SupportsInt | typing.SupportsIndex, path: str, wall: bool = False) -> float:
-    """
-    Benchmarking: ns per tensor (thread CPU time, or wall-clock time with wall=True) of n conversions of x in a C++ loop; path is one of exchange_api, exchange_api_unchecked, exchange_api_export, exchange_api_dltensor, import_only, bit_check, dlpack, from_dlpack.
-    """
 def _composites() -> list:
     ...
 def _define(schema: str) -> str:

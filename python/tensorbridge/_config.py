@@ -1,7 +1,8 @@
 """Run-time configuration: every setting of the library, read and written on ``tensorbridge.config``.
 
 Settings read from the environment at import use the one prefix ``TB_``: ``TB_DECOMPOSE`` (ops
-taken out of ``config.legal_ops``) here, ``TB_HOST_CACHE_MB`` (the first ``host_cache_limit``) and
+taken out of ``config.legal_ops``), ``TB_POINTWISE_FUSION`` and ``TB_PREPACK`` (``0`` or ``1``:
+the first ``config.pointwise_fusion`` and ``config.prepack``) here, ``TB_HOST_CACHE_MB`` (the first ``host_cache_limit``) and
 ``TB_MAX_CPU_ISA`` (the widest vector code the kernels pick) in the C++ library. (``.ci/dev``'s
 ``TB_CACHE`` and ``TB_JOBS`` are settings of the build script, not of the library.)
 """
@@ -9,6 +10,8 @@ taken out of ``config.legal_ops``) here, ``TB_HOST_CACHE_MB`` (the first ``host_
 from __future__ import annotations
 
 import os
+import types
+import warnings
 from collections.abc import Iterable
 
 from tensorbridge import _C
@@ -19,6 +22,9 @@ JIT_MODES = ("auto", "ffi", "callback")
 
 # Read as well as TB_DECOMPOSE, the name the documentation gave it first.
 _DECOMPOSE_ENV = ("TB_DECOMPOSE", "TENSORBRIDGE_DECOMPOSE")
+# Boolean settings read from the environment at import: variable -> Config attribute.
+_BOOL_ENV = {"TB_POINTWISE_FUSION": "pointwise_fusion", "TB_PREPACK": "prepack"}
+_TRUE, _FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 
 
 def _normalize(op: str) -> str:
@@ -53,6 +59,14 @@ class Config:
     (``tensorbridge::addmm_act``, ``tensorbridge::convolution_relu``, ...) when it builds a plan
     (default True). False builds every node as captured; plans already built keep their nodes.
 
+    ``pointwise_fusion``: whether, with ``fusion`` on, the plan pass also groups chains of
+    elementwise ops into one ``tensorbridge::pointwise`` node each (default True; environment
+    ``TB_POINTWISE_FUSION=0`` at import). Plans built from then on follow it.
+
+    ``prepack``: whether inference plans pack constant matmul weights once, checked against the
+    weight's version at each call (default True; environment ``TB_PREPACK=0`` at import). False
+    keeps the captured transpose in the plan.
+
     ``profiling``: whether every table call is timed (default False); while on, ``metrics()``
     reports ``time_ns`` per op.
 
@@ -67,6 +81,8 @@ class Config:
         self._jit_mode = "auto"
         self._ffi_threads = 1
         self._fusion = True
+        self._pointwise_fusion = True
+        self._prepack = True
         self._profiling = False
         self._host_cache_limit_set = False  # set by the user: compiled plans leave it alone
 
@@ -144,6 +160,26 @@ class Config:
         self._fusion = on
 
     @property
+    def pointwise_fusion(self) -> bool:
+        return self._pointwise_fusion
+
+    @pointwise_fusion.setter
+    def pointwise_fusion(self, on: bool) -> None:
+        if not isinstance(on, bool):
+            raise ValueError(f"config.pointwise_fusion must be True or False, got {on!r}")
+        self._pointwise_fusion = on
+
+    @property
+    def prepack(self) -> bool:
+        return self._prepack
+
+    @prepack.setter
+    def prepack(self, on: bool) -> None:
+        if not isinstance(on, bool):
+            raise ValueError(f"config.prepack must be True or False, got {on!r}")
+        self._prepack = on
+
+    @property
     def profiling(self) -> bool:
         return self._profiling
 
@@ -169,11 +205,25 @@ class Config:
 config = Config()
 
 
+def _env_bool(name: str) -> bool | None:
+    """The boolean environment variable `name` (None when unset or empty)."""
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return None
+    if value in _TRUE or value in _FALSE:
+        return value in _TRUE
+    raise ValueError(f"{name} must be one of {_TRUE + _FALSE}, got {os.environ[name]!r}")
+
+
 def _apply_environment() -> None:
     names = ",".join(os.environ.get(v, "") for v in _DECOMPOSE_ENV)
     ops = [n for n in names.split(",") if n.strip()]
     if ops:
         config.decompose(*ops)
+    for name, attr in _BOOL_ENV.items():
+        on = _env_bool(name)
+        if on is not None:
+            setattr(config, attr, on)
 
 
 def _set_profiling(on: bool) -> None:
@@ -185,3 +235,21 @@ def _set_host_cache_limit(nbytes: int) -> None:
     """``tensorbridge.set_host_cache_limit(n)``, the earlier spelling of
     ``config.host_cache_limit = n``."""
     config.host_cache_limit = int(nbytes)
+
+
+def install_setting_alias(module: types.ModuleType, name: str, setting: str) -> None:
+    """Makes ``module.<name>``, a module flag the documentation named before the setting moved
+    into ``config``, read and set ``config.<setting>`` (with a DeprecationWarning)."""
+    message = f"{module.__name__}.{name} is now tensorbridge.config.{setting}"
+
+    def get(_module: types.ModuleType) -> object:
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return getattr(config, setting)
+
+    def set_(_module: types.ModuleType, value: object) -> None:
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        setattr(config, setting, value)
+
+    if type(module) is types.ModuleType:
+        module.__class__ = type("_SettingAliases", (types.ModuleType,), {})
+    setattr(type(module), name, property(get, set_))

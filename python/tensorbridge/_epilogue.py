@@ -25,10 +25,13 @@ the plan when one moved (an in-place update of the weight).
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 from typing import Any
 
 import torch
+
+from tensorbridge._config import config, install_setting_alias
 
 _aten = torch.ops.aten
 
@@ -42,8 +45,6 @@ _ACTIVATIONS = {
 _DTYPES = (torch.float32, torch.bfloat16)  # oneDNN's; what a folded _to_copy may cast to
 _FLOATS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 _MATMULS = {_aten.mm.default, _aten.addmm.default, _aten.bmm.default}
-
-prepack = True  # inference plans pack constant weights once (version-checked each call)
 
 _pack_ids = itertools.count()
 
@@ -235,7 +236,7 @@ def _matmul(p: torch.fx.Node, inference: bool):
     if not isinstance(mat1, torch.fx.Node) or not isinstance(mat2, torch.fx.Node):
         return None
     nodes, steps, residual, add_bias = _chain(p, True, p.target == _aten.mm.default)
-    packs = inference and prepack and p.target != _aten.bmm.default
+    packs = inference and config.prepack and p.target != _aten.bmm.default
     if len(nodes) == 1 and (bias is None or not packs):
         return None  # nothing to fold, and no weight to pack
     bias = bias if bias is not None else add_bias
@@ -327,3 +328,6 @@ class Prepacked:
             _C.call("tensorbridge::drop_packed", self.packs)
         except Exception:  # interpreter shutdown
             pass
+
+
+install_setting_alias(sys.modules[__name__], "prepack", "prepack")

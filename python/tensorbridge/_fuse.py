@@ -16,14 +16,14 @@ every input of every member and before every reader of its outputs.
 from __future__ import annotations
 
 import math
+import sys
 
 import torch
 
 from tensorbridge import _memory
+from tensorbridge._config import config, install_setting_alias
 
 __all__ = ["Group", "groups"]
-
-pointwise = True  # False: the plan pass fuses no pointwise chains
 
 _aten = torch.ops.aten
 _FLOATS = (torch.float32, torch.float64)
@@ -217,7 +217,7 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
     all_groups: list[Group] = []
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for n in gm.graph.nodes:
-        compute = _compute(n) if pointwise and n not in skip else None
+        compute = _compute(n) if config.pointwise_fusion and n not in skip else None
         joined = None
         if compute is not None:
             shape = tuple(_meta(n).shape)
@@ -426,3 +426,6 @@ class Emitter:
 
 def _short(n: torch.fx.Node) -> str:
     return _schema(n).name.split("::")[-1].lstrip("_")
+
+
+install_setting_alias(sys.modules[__name__], "pointwise", "pointwise_fusion")

@@ -565,31 +565,6 @@ def test_exchange_api_allocator():
     assert errors and errors[0][0] == b"BufferError" and b"CPU" in errors[0][1] and not out.value
 
 
-def test_bench_helper():
-    t, a = torch.arange(4.0), np.arange(4.0)
-    for path in [
-        "exchange_api",
-        "exchange_api_unchecked",
-        "exchange_api_export",
-        "exchange_api_dltensor",
-        "import_only",
-        "dlpack",
-        "from_dlpack",
-    ]:
-        for src in [t, tb.from_dlpack(a)]:
-            assert _C._bench_import(src, 200, path) > 0  # thread CPU time
-            assert _C._bench_import(src, 200, path, wall=True) > 0
-    assert _C._bench_import(t, 200, "bit_check") > 0
-    with pytest.raises(ValueError, match="bit_check is for torch tensors"):
-        _C._bench_import(tb.from_dlpack(a), 10, "bit_check")
-    with pytest.raises(BufferError, match="negative bit"):
-        _C._bench_import(torch.ones(4, dtype=torch.complex64).conj().imag, 10, "bit_check")
-    with pytest.raises(ValueError, match="no DLPack C exchange API"):
-        _C._bench_import(a, 10, "exchange_api")
-    with pytest.raises(ValueError, match="unknown path"):
-        _C._bench_import(t, 10, "nope")
-
-
 # ---- interpreter shutdown --------------------------------------------------------------------
 
 SHUTDOWN_SCRIPT = textwrap.dedent(

@@ -257,15 +257,13 @@ def test_packed_weight_of_another_module_of_the_same_class():
 
 
 def test_prepack_off_keeps_the_transpose():
-    from tensorbridge import _epilogue
-
     m = Linear(None, False).eval()
     x = torch.randn(4, 24)
-    _epilogue.prepack = False
+    tb.config.prepack = False
     try:
         got, want, dump = _plans(m, x, x)
     finally:
-        _epilogue.prepack = True
+        tb.config.prepack = True
     _close(got, want, torch.float32)
     assert "tensorbridge::" not in dump and "aten::addmm(" in dump
 

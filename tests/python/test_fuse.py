@@ -11,20 +11,20 @@ import pytest
 import torch
 
 import tensorbridge as tb
-from tensorbridge import _compile, _fuse, _memory, zoo
+from tensorbridge import _compile, _memory, zoo
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _run(fn, args, fused: bool):
     torch._dynamo.reset()
-    old = _fuse.pointwise
-    _fuse.pointwise = fused
+    old = tb.config.pointwise_fusion
+    tb.config.pointwise_fusion = fused
     try:
         compiled = torch.compile(fn, backend="tensorbridge")
         out = compiled(*args)
     finally:
-        _fuse.pointwise = old
+        tb.config.pointwise_fusion = old
     return compiled, out
 
 
@@ -160,14 +160,14 @@ def test_training_graph_forward_and_backward(no_fallback):
         )
         x = torch.randn(10, 24, requires_grad=True)
         torch._dynamo.reset()
-        old = _fuse.pointwise
-        _fuse.pointwise = fused
+        old = tb.config.pointwise_fusion
+        tb.config.pointwise_fusion = fused
         try:
             c = torch.compile(m, backend="tensorbridge")
             y = c(x)
             (y * y).sum().backward()
         finally:
-            _fuse.pointwise = old
+            tb.config.pointwise_fusion = old
         return y.detach(), x.grad, [p.grad for p in m.parameters()], _groups(c)
 
     want = run(False)
@@ -215,8 +215,8 @@ def test_zoo_forward_and_backward(name):
     def run(fused):
         model, inputs = zoo.build(name)
         torch._dynamo.reset()
-        old = _fuse.pointwise
-        _fuse.pointwise = fused
+        old = tb.config.pointwise_fusion
+        tb.config.pointwise_fusion = fused
         try:
             c = torch.compile(model, backend="tensorbridge")
             with torch.no_grad():
@@ -225,7 +225,7 @@ def test_zoo_forward_and_backward(name):
             loss = zoo.loss_of(c(**inputs))
             loss.backward()
         finally:
-            _fuse.pointwise = old
+            tb.config.pointwise_fusion = old
             model.eval()
         grads = {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
         return out, loss.detach(), grads, _groups(c)

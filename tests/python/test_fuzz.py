@@ -62,9 +62,11 @@ def _check_typed(e):
 
 # ---- the DLPack importer ---------------------------------------------------------------------
 
-_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
-_PyCapsule_New.restype = ctypes.py_object
-_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+# A prototype of our own: ctypes.pythonapi.PyCapsule_New is shared with other users (jax.ffi
+# sets its argtypes to take a destructor function).
+_PyCapsule_New = ctypes.PYFUNCTYPE(
+    ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p
+)(("PyCapsule_New", ctypes.pythonapi))
 
 # What a DLPack (code, bits) reads as in numpy, where numpy has the type.
 NUMPY = {

@@ -25,9 +25,11 @@ import tensorbridge as tb
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
-_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
-_PyCapsule_New.restype = ctypes.py_object
-_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+# A prototype of our own: ctypes.pythonapi.PyCapsule_New is shared with other users (jax.ffi
+# sets its argtypes to take a destructor function).
+_PyCapsule_New = ctypes.PYFUNCTYPE(
+    ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p
+)(("PyCapsule_New", ctypes.pythonapi))
 
 _KEEP: list[object] = []  # the host memory and DLPack structs behind the fake CUDA arrays
 

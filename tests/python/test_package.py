@@ -207,12 +207,15 @@ def test_unknown_top_level_name_is_an_attribute_error():
         tb.nonexistent  # noqa: B018
 
 
+@pytest.mark.parametrize("name", ["fusion", "profiling", "pointwise_fusion", "prepack"])
+def test_boolean_settings_take_only_booleans(name):
+    assert getattr(tb.config, name) is (name != "profiling")  # the defaults
+    for bad in (1, "on"):
+        with pytest.raises(ValueError, match=rf"config\.{name} must be True or False"):
+            setattr(tb.config, name, bad)
+
+
 def test_settings_live_in_config():
-    assert tb.config.fusion is True and tb.config.profiling is False
-    with pytest.raises(ValueError, match=r"config\.fusion must be True or False"):
-        tb.config.fusion = 1
-    with pytest.raises(ValueError, match=r"config\.profiling must be True or False"):
-        tb.config.profiling = "on"
     with pytest.raises(ValueError, match=r"config\.host_cache_limit must be an int >= 0"):
         tb.config.host_cache_limit = -1
     limit = tb.config.host_cache_limit
@@ -230,14 +233,41 @@ def test_settings_live_in_config():
         tb.config.profiling = False
 
 
-def test_the_documented_compile_fusion_switch_still_sets_config():
-    from tensorbridge import _compile
+@pytest.mark.parametrize(("value", "want"), [("0", False), ("off", False), ("1", True)])
+def test_plan_pass_settings_from_the_environment(value, want):
+    code = "import tensorbridge as tb; print(tb.config.pointwise_fusion, tb.config.prepack)"
+    env = dict(os.environ, TB_POINTWISE_FUSION=value, TB_PREPACK=value)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(want), str(want)]
 
+
+def test_a_bad_boolean_environment_setting_names_the_variable():
+    env = dict(os.environ, TB_PREPACK="maybe")
+    out = subprocess.run(
+        [sys.executable, "-c", "import tensorbridge"], env=env, capture_output=True, text=True
+    )
+    assert out.returncode != 0 and "TB_PREPACK must be one of" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "flag", "setting"),
+    [
+        ("_compile", "fusion", "fusion"),
+        ("_fuse", "pointwise", "pointwise_fusion"),
+        ("_epilogue", "prepack", "prepack"),
+    ],
+)
+def test_the_documented_module_flags_still_set_config(module, flag, setting):
+    import importlib
+
+    mod = importlib.import_module(f"tensorbridge.{module}")
+    message = rf"tensorbridge\.{module}\.{flag} is now tensorbridge\.config\.{setting}"
     try:
-        with pytest.warns(DeprecationWarning, match=r"config\.fusion"):
-            _compile.fusion = False
-        assert tb.config.fusion is False
-        with pytest.warns(DeprecationWarning, match=r"config\.fusion"):
-            assert _compile.fusion is False
+        with pytest.warns(DeprecationWarning, match=message):
+            setattr(mod, flag, False)
+        assert getattr(tb.config, setting) is False
+        with pytest.warns(DeprecationWarning, match=message):
+            assert getattr(mod, flag) is False
     finally:
-        tb.config.fusion = True
+        setattr(tb.config, setting, True)
