@@ -4,6 +4,11 @@
 // unsafe_ forms), unbind.int,
 // and the metadata queries sym_size.int, sym_stride.int, sym_numel, sym_storage_offset.
 //
+// The in-place metadata ops squeeze_ (default, dim, dims), unsqueeze_, t_, transpose_,
+// swapdims_ and swapaxes_ change the tensor object, not its data: their kernels return the view
+// with self's new geometry, and the caller moves its own tensor onto it (tensorbridge.Tensor and
+// tensorbridge.testing.TableMode do; a C++ caller takes the result as the new self).
+//
 // Every op here except _unsafe_view / reshape (which copy only when strides do not allow a
 // view) returns tensors sharing storage with `self`: the tensor subclass built on the table
 // relies on that aliasing.
@@ -270,6 +275,14 @@ TB_REGISTER_KERNELS(shape) {
   table.RegisterKernel("aten::sym_stride.int", cpu, Boxed<&SymStride>(), TB_HERE);
   table.RegisterKernel("aten::sym_numel", cpu, Boxed<&SymNumel>(), TB_HERE);
   table.RegisterKernel("aten::sym_storage_offset", cpu, Boxed<&SymStorageOffset>(), TB_HERE);
+  table.RegisterKernel("aten::squeeze_", cpu, Boxed<&SqueezeAll>(), TB_HERE);
+  table.RegisterKernel("aten::squeeze_.dim", cpu, Boxed<&SqueezeDim>(), TB_HERE);
+  table.RegisterKernel("aten::squeeze_.dims", cpu, Boxed<&SqueezeDims>(), TB_HERE);
+  table.RegisterKernel("aten::unsqueeze_", cpu, Boxed<&Unsqueeze>(), TB_HERE);
+  table.RegisterKernel("aten::t_", cpu, Boxed<&TransposeT>(), TB_HERE);
+  table.RegisterKernel("aten::transpose_", cpu, Boxed<&Transpose>(), TB_HERE);
+  table.RegisterKernel("aten::swapdims_", cpu, Boxed<&Transpose>(), TB_HERE);
+  table.RegisterKernel("aten::swapaxes_", cpu, Boxed<&Transpose>(), TB_HERE);
 }
 
 }  // namespace tb
