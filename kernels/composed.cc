@@ -1,12 +1,14 @@
 // ATen ops that torch computes as a sequence of other ATen ops, composed here the same way from
 // the table's kernels (so results round as torch's do): aten::native_dropout_backward,
-// aten::addbmm, aten::allclose, aten::_prelu_kernel, aten::_chunk_cat and
-// aten::_batch_norm_with_update. Each checks its arguments as torch does first, and calls the
-// table through OpRef (the calls show in tb.metrics() under the ops they reach).
+// aten::addbmm, aten::allclose, aten::_prelu_kernel, aten::_chunk_cat,
+// aten::_batch_norm_with_update, aten::dist and aten::renorm. Each checks its arguments as torch
+// does first, and calls the table through OpRef (the calls show in tb.metrics() under the ops they
+// reach).
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "dispatch/op_call.h"
@@ -149,6 +151,50 @@ Tensor ChunkCat(const std::vector<Tensor>& tensors, int64_t dim, int64_t num_chu
   return cat(parts, dim + 1).tensor();
 }
 
+// linalg_vector_norm(self - other, p) (torch's dist: at::norm of the difference).
+Tensor Dist(const Tensor& self, const Tensor& other, const Scalar& p) {
+  static const OpRef sub("aten::sub.Tensor"), norm("aten::linalg_vector_norm");
+  return norm(sub(self, other).tensor(), Value(p)).tensor();
+}
+
+// Each slice along `dim` scaled to p-norm maxnorm where its norm exceeds it: the norms in the
+// accumulation type (float for 16-bit inputs), the factor maxnorm / (norm + 1e-7) (else 1) in
+// that type, cast to self's dtype, then self * factor (torch's renorm).
+Tensor Renorm(const Tensor& self, const Scalar& p, int64_t dim, const Scalar& maxnorm) {
+  constexpr const char* kOp = "aten::renorm";
+  static const OpRef norm("aten::linalg_vector_norm"), mul("aten::mul.Tensor"),
+      to("aten::_to_copy");
+  TB_CHECK(p.to_double() > 0.0, ValueError) << kOp << ": non-positive-norm not supported";
+  TB_CHECK(maxnorm.to_double() >= 0.0, ValueError)
+      << kOp << ": expected maxnorm to be >= 0 but got " << maxnorm.to_double();
+  TB_CHECK(self.ndim() > 1, ValueError)
+      << kOp << ": input needs at least 2 dimensions, got " << self.ndim() << " dimensions";
+  TB_CHECK(IsFloatingPoint(self.dtype()) && !IsComplex(self.dtype()), NotImplementedError)
+      << kOp << ": not implemented for " << DTypeName(self.dtype());
+  dim = WrapDim(dim, self.ndim(), kOp);
+  std::vector<int64_t> reduce;
+  for (int64_t d = 0; d < self.ndim(); ++d) {
+    if (d != dim) reduce.push_back(d);
+  }
+  const DType acc = self.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  std::vector<std::pair<std::string, Value>> kw = {{"keepdim", Value(true)}};
+  if (acc != self.dtype()) kw.emplace_back("dtype", Value(acc));
+  Tensor n = norm.WithKeywords({self, Value(p), Value(reduce)}, kw).tensor().contiguous();
+  Tensor factor = Tensor::Empty(n.shape(), acc);
+  auto scale = [&](auto zero) {
+    using T = decltype(zero);
+    const T m = static_cast<T>(maxnorm.to_double()), eps = static_cast<T>(1e-7);
+    const T* in = n.data_as<const T>();
+    T* out = factor.data_as<T>();
+    for (int64_t i = 0; i < n.numel(); ++i) out[i] = in[i] > m ? m / (in[i] + eps) : T(1);
+  };
+  acc == DType::kFloat64 ? scale(double{}) : scale(float{});
+  if (acc != self.dtype()) {
+    factor = to.WithKeywords({factor}, {{"dtype", Value(self.dtype())}}).tensor();
+  }
+  return mul(self, factor).tensor();
+}
+
 // Batch norm in training mode through native_batch_norm (running statistics updated in place),
 // and the empty uint8 reserve torch's CPU kernel returns.
 std::tuple<Tensor, Tensor, Tensor, Tensor> BatchNormWithUpdate(
@@ -171,6 +217,8 @@ TB_REGISTER_KERNELS(composed) {
   table.RegisterKernel("aten::_chunk_cat", cpu, Boxed<&ChunkCat>(), TB_HERE);
   table.RegisterKernel("aten::_batch_norm_with_update", cpu, Boxed<&BatchNormWithUpdate>(),
                        TB_HERE);
+  table.RegisterKernel("aten::dist", cpu, Boxed<&Dist>(), TB_HERE);
+  table.RegisterKernel("aten::renorm", cpu, Boxed<&Renorm>(), TB_HERE);
 }
 
 }  // namespace tb

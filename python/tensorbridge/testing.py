@@ -33,7 +33,9 @@ _SERVED = {"kernel", "composite", "decomposition"}
 # In-place ops that change the tensor object (its sizes, strides, offset) rather than its data:
 # the table returns the view with the new geometry, and TableMode moves `self` onto it.
 _METADATA_OPS = frozenset(
-    f"aten::{n}" for n in ("squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_")
+    f"aten::{n}"
+    for n in ("squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_")
+    + ("resize_", "resize_as_")
 )
 
 

@@ -71,10 +71,6 @@ KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
     # TypeError naming the dtype.
     ("matrix_exp", "float16"): "torch's 16-bit matrix_exp is not a reference (TypeError here)",
     ("matrix_exp", "bfloat16"): "torch's 16-bit matrix_exp is not a reference (TypeError here)",
-    # torch rounds the 16-bit instance statistics in an order not reproduced yet: a few
-    # elements 1 ulp (float16 / bfloat16) away.
-    ("nn.functional.instance_norm", "float16"): "16-bit statistics rounding (1 ulp)",
-    ("nn.functional.instance_norm", "bfloat16"): "16-bit statistics rounding (1 ulp)",
 }
 
 OPINFOS = [o for o in _opinfo.op_db() if coverage.skip_reason(o) is None]
