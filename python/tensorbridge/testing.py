@@ -34,8 +34,10 @@ _SERVED = {"kernel", "composite", "decomposition"}
 # the table returns the view with the new geometry, and TableMode moves `self` onto it.
 _METADATA_OPS = frozenset(
     f"aten::{n}"
-    for n in ("squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_")
-    + ("resize_", "resize_as_")
+    for n in (
+        *("squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_"),
+        *("resize_", "resize_as_"),
+    )
 )
 
 
