@@ -289,3 +289,32 @@ def test_matrix_exp_larger_and_16bit():
     torch.testing.assert_close(_table(torch.linalg.matrix_exp, a), torch.linalg.matrix_exp(a))
     with pytest.raises(TypeError, match=r"matrix_exp.*Got float16"):
         _table(torch.linalg.matrix_exp, a.half())
+
+
+# ---- 16-bit rounding as torch's ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("n", [5, 33, 1000])
+def test_log_softmax_16bit_last_dim_bitwise(dtype, n):
+    """The sum of exponentials and its log round to the dtype before the subtraction, as in
+    torch's CPU kernel (a row dominated by one element gives exactly 0 there)."""
+    g = torch.Generator().manual_seed(n)
+    x = (torch.randn(6, n, generator=g) * 4).to(dtype)
+    x[0, 0] = 40.0
+    assert torch.equal(_table(torch.log_softmax, x, 1), torch.log_softmax(x, 1))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_batch_norm_16bit_statistics_bitwise(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(3, 4, 5, 6, generator=g) * 4 + 1).to(dtype)
+    w, b = torch.randn(4, generator=g).to(dtype), torch.randn(4, generator=g).to(dtype)
+    for eps in (1e-5, 0.5):
+        rm, rv = torch.zeros(4, dtype=dtype), torch.ones(4, dtype=dtype)
+        got = _table(torch.native_batch_norm, x, w, b, rm, rv, True, 0.1, eps)
+        want = torch.native_batch_norm(
+            x, w, b, rm.clone().zero_(), rv.clone().fill_(1), True, 0.1, eps
+        )
+        for a, e in zip(got, want, strict=True):
+            assert torch.equal(a, e)
