@@ -318,3 +318,18 @@ def test_batch_norm_16bit_statistics_bitwise(dtype):
         )
         for a, e in zip(got, want, strict=True):
             assert torch.equal(a, e)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(
+    ("fn_shape", "size"), [((2, 3, 7), (11,)), ((2, 3, 4, 3, 5), (5, 4, 6)), ((1, 2, 4, 5), (7, 3))]
+)
+@pytest.mark.parametrize("align_corners", [True, False])
+def test_linear_upsampling_16bit_weights_bitwise(dtype, fn_shape, size, align_corners):
+    """16-bit linear and trilinear upsampling round their weights to the dtype as torch's
+    generic CPU kernel stores them (bilinear keeps them in float, as torch's 2-d kernel)."""
+    mode = {1: "linear", 2: "bilinear", 3: "trilinear"}[len(size)]
+    x = (torch.randn(fn_shape, generator=torch.Generator().manual_seed(4)) * 3).to(dtype)
+    f = torch.nn.functional.interpolate
+    got = _table(f, x, size=size, mode=mode, align_corners=align_corners)
+    assert torch.equal(got, f(x, size=size, mode=mode, align_corners=align_corners))
