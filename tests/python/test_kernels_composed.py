@@ -1,6 +1,6 @@
 """Ops of the long tail against torch's CPU kernels, with fallback="error".
 
-Kernels: kernels/composed.cc (native_dropout_backward, addbmm, allclose, _prelu_kernel,
+Kernels: kernels/reduce_hash.cc (hash_tensor), kernels/composed.cc (native_dropout_backward, addbmm, allclose, _prelu_kernel,
 _chunk_cat, _batch_norm_with_update, dist, renorm), kernels/sort.cc (mode),
 kernels/shape_views.cc (the in-place metadata ops squeeze_ / unsqueeze_ / t_ / transpose_ /
 swapdims_ / swapaxes_ and resize_ / resize_as_) and kernels/linalg_spectral.cc (matrix_exp in
@@ -39,6 +39,7 @@ OURS = {
     "aten::resize_",
     "aten::resize_as_",
     "aten::linalg_matrix_exp",
+    "aten::hash_tensor",
 }
 NAMES = [
     "native_dropout_backward",
@@ -52,6 +53,7 @@ NAMES = [
     "mode",
     "resize_",
     "resize_as_",
+    "hash_tensor",
 ]
 DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16, torch.float16]
 
@@ -333,3 +335,32 @@ def test_linear_upsampling_16bit_weights_bitwise(dtype, fn_shape, size, align_co
     f = torch.nn.functional.interpolate
     got = _table(f, x, size=size, mode=mode, align_corners=align_corners)
     assert torch.equal(got, f(x, size=size, mode=mode, align_corners=align_corners))
+
+
+# ---- hash_tensor --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(5)),
+        torch.arange(-12, 12).reshape(4, 6),
+        torch.tensor([[True, False, True], [False, False, True]]),
+        torch.tensor([[1.5, -0.0, float("nan")], [2.25, float("inf"), -3.0]]).bfloat16(),
+        torch.tensor([[1.5, -0.0], [2.25, -3.0]]).half(),
+    ],
+    ids=["float32", "int64", "bool", "bfloat16", "float16"],
+)
+def test_hash_tensor_bits_and_dims(x):
+    for kw in ({}, {"dim": 0}, {"dim": [0, -1], "keepdim": True}, {"dim": -1}):
+        got, want = _table(torch.hash_tensor, x, **kw), torch.hash_tensor(x, **kw)
+        assert got.dtype == torch.uint64 and got.shape == want.shape
+        assert torch.equal(got.view(torch.int64), want.view(torch.int64))
+
+
+def test_hash_tensor_errors():
+    with pytest.raises(ValueError, match="reduction dim to be specified"):
+        _table(torch.hash_tensor, torch.empty(0, 3))
+    with pytest.raises(IndexError, match="reduction dim 0 to have non-zero size"):
+        _table(torch.hash_tensor, torch.empty(0, 3), 0)
+    assert _table(torch.hash_tensor, torch.empty(0, 3), 1).shape == (0,)
