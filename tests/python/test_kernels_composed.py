@@ -364,3 +364,18 @@ def test_hash_tensor_errors():
     with pytest.raises(IndexError, match="reduction dim 0 to have non-zero size"):
         _table(torch.hash_tensor, torch.empty(0, 3), 0)
     assert _table(torch.hash_tensor, torch.empty(0, 3), 1).shape == (0,)
+
+
+# ---- tril_indices / triu_indices ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [torch.tril_indices, torch.triu_indices], ids=lambda f: f.__name__)
+def test_triangle_indices(fn):
+    for args in [(0, 0), (4, 3), (3, 5, 1), (3, 5, -2), (20, 21, 0), (5, 4, -10), (4, 4, 9)]:
+        for dtype in (torch.int64, torch.int32):
+            got, want = _table(fn, *args, dtype=dtype), fn(*args, dtype=dtype)
+            assert got.dtype == want.dtype and torch.equal(got, want)
+    with pytest.raises(ValueError, match="row must be non-negative, got -1"):
+        _table(fn, -1, 2)
+    with pytest.raises(NotImplementedError, match="not implemented for float32"):
+        _table(fn, 3, 3, dtype=torch.float32)
