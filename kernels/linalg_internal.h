@@ -23,6 +23,10 @@ extern "C" {
 void strsm_(const char* side, const char* uplo, const char* transa, const char* diag,
             const lapack_int* m, const lapack_int* n, const float* alpha, const float* a,
             const lapack_int* lda, float* b, const lapack_int* ldb, size_t, size_t, size_t, size_t);
+void sgemm_(const char* transa, const char* transb, const lapack_int* m, const lapack_int* n,
+            const lapack_int* k, const float* alpha, const float* a, const lapack_int* lda,
+            const float* b, const lapack_int* ldb, const float* beta, float* c,
+            const lapack_int* ldc, size_t, size_t);
 void dgemm_(const char* transa, const char* transb, const lapack_int* m, const lapack_int* n,
             const lapack_int* k, const double* alpha, const double* a, const lapack_int* lda,
             const double* b, const lapack_int* ldb, const double* beta, double* c,
@@ -130,7 +134,12 @@ inline void trsm(char side, char uplo, char trans, char diag, Int m, Int n, cons
   dtrsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
 }
 
-// C = A B for column-major n x n double matrices (BLAS dgemm).
+// C = A B for column-major n x n matrices (BLAS sgemm / dgemm).
+inline void Gemm(Int n, const float* a, const float* b, float* c) {
+  const float one = 1, zero = 0;
+  const char no = 'N';
+  sgemm_(&no, &no, &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n, 1, 1);
+}
 inline void Gemm(Int n, const double* a, const double* b, double* c) {
   const double one = 1, zero = 0;
   const char no = 'N';

@@ -1,13 +1,15 @@
 // Spectral decompositions and the functions built on them: aten::_linalg_svd (LAPACK gesdd, as
 // torch's CPU default), aten::_linalg_eigh (syevd), aten::linalg_pinv.atol_rtol_tensor (composed
-// from them exactly as torch composes it) and aten::linalg_matrix_exp (scaling and squaring,
-// a Pade approximant in double precision on BLAS).
+// from them exactly as torch composes it) and aten::linalg_matrix_exp (torch's optimized Taylor
+// polynomials with scaling and squaring, in the input's precision, on BLAS).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -180,122 +182,202 @@ Tensor Pinv(const Tensor& a, const std::optional<Tensor>& atol, const std::optio
 
 // ---- matrix exponential -----------------------------------------------------------------------
 
-// exp(A) of one column-major n x n matrix, in double: Higham's scaling and squaring with the
-// diagonal Pade approximant of degree 3, 5, 7, 9 or 13 chosen by the 1-norm ("The scaling and
-// squaring method for the matrix exponential revisited", 2005), products on BLAS dgemm.
-void ExpPade(const double* a_in, double* out, int64_t n) {
-  static constexpr double kTheta[] = {1.495585217958292e-2, 2.539398330063230e-1,
-                                      9.504178996162932e-1, 2.097847961257068e0,
-                                      5.371920351148152e0};
-  static constexpr double kB3[] = {120, 60, 12, 1};
-  static constexpr double kB5[] = {30240, 15120, 3360, 420, 30, 1};
-  static constexpr double kB7[] = {17297280, 8648640, 1995840, 277200, 25200, 1512, 56, 1};
-  static constexpr double kB9[] = {17643225600., 8821612800., 2075673600., 302702400., 30270240.,
-                                   2162160.,     110880.,     3960.,       90.,        1.};
-  static constexpr double kB13[] = {64764752532480000.,
-                                    32382376266240000.,
-                                    7771770303897600.,
-                                    1187353796428800.,
-                                    129060195264000.,
-                                    10559470521600.,
-                                    670442572800.,
-                                    33522128640.,
-                                    1323241920.,
-                                    40840800.,
-                                    960960.,
-                                    16380.,
-                                    182.,
-                                    1.};
-  const int64_t nn = n * n;
-  double norm = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    double c = 0;
-    for (int64_t i = 0; i < n; ++i) c += std::abs(a_in[j * n + i]);
-    norm = std::max(norm, c);
+// exp(A) of column-major n x n matrices, in T (float32 in float, float64 in double), as torch
+// computes it: the optimized Taylor polynomials of degree 1, 2, 4, 8, 12 or 18 of Bader, Blanes
+// and Casas ("Computing the matrix exponential with an optimized Taylor polynomial
+// approximation", Mathematics 7(12), 2019), the degree chosen by the 1-norm against the
+// thresholds `theta`, scaling and squaring beyond the last one. Each product and each linear
+// combination of matrix powers accumulates in T in the order torch's does, so small matrices
+// give torch's float32 result to the bit (larger products differ by BLAS summation order).
+template <typename T>
+class TaylorExp {
+ public:
+  explicit TaylorExp(int64_t n) : n_(n), nn_(n * n), eye_(nn_, T(0)) {
+    for (int64_t i = 0; i < n; ++i) eye_[i * (n + 1)] = T(1);
   }
-  std::vector<double> a(a_in, a_in + nn), a2(nn), a4(nn), a6(nn), u(nn), v(nn), t(nn);
-  const Int ni = static_cast<Int>(n);
-  int s = 0, m = 13;
-  const double* b = kB13;
-  const double* low[] = {kB3, kB5, kB7, kB9};
-  for (int i = 0; i < 4; ++i) {
-    if (norm <= kTheta[i]) {
-      m = 3 + 2 * i;
-      b = low[i];
-      break;
+
+  void Run(const T* a, T* out, const T* theta) {
+    T norm = 0;
+    for (int64_t j = 0; j < n_; ++j) {
+      T c = 0;
+      for (int64_t i = 0; i < n_; ++i) c += std::abs(a[j * n_ + i]);
+      norm = std::max(norm, c);
     }
+    std::vector<T> r;
+    if (norm <= theta[0]) {
+      r = Comb({{eye_.data(), T(1)}, {a, T(1)}});
+    } else if (norm <= theta[1]) {
+      std::vector<T> a2 = Mul(a, a);
+      for (T& v : a2) v /= T(2);
+      r = Comb({{eye_.data(), T(1)}, {a, T(1)}, {a2.data(), T(1)}});
+    } else if (norm <= theta[2]) {
+      r = T4(a);
+    } else if (norm <= theta[3]) {
+      r = T8(a);
+    } else if (norm < theta[4]) {
+      r = T12(a);
+    } else {  // scaled by 2^-s into the degree-18 range, then squared s times
+      const T ratio = std::ceil(std::log2(norm / theta[5]));
+      const int s = ratio > T(0) ? static_cast<int>(ratio) : 0;
+      std::vector<T> scaled(a, a + nn_);
+      const T scale = std::ldexp(T(1), -s);
+      for (T& v : scaled) v *= scale;
+      r = T18(scaled.data());
+      for (int i = 0; i < s; ++i) r = Mul(r.data(), r.data());
+    }
+    std::copy(r.begin(), r.end(), out);
   }
-  if (m == 13 && norm > kTheta[4]) {
-    s = static_cast<int>(std::ceil(std::log2(norm / kTheta[4])));
-    const double scale = std::ldexp(1.0, -s);
-    for (double& x : a) x *= scale;
-  }
-  Gemm(ni, a.data(), a.data(), a2.data());
-  if (m >= 5) Gemm(ni, a2.data(), a2.data(), a4.data());
-  if (m >= 7) Gemm(ni, a4.data(), a2.data(), a6.data());
-  auto eye = [&](int64_t k) { return (k % (n + 1)) == 0 ? 1.0 : 0.0; };
-  if (m == 13) {
-    // U = A (A6 (b13 A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I)
-    // V = A6 (b12 A6 + b10 A4 + b8 A2) + b6 A6 + b4 A4 + b2 A2 + b0 I
-    for (int64_t k = 0; k < nn; ++k) t[k] = b[13] * a6[k] + b[11] * a4[k] + b[9] * a2[k];
-    Gemm(ni, a6.data(), t.data(), u.data());
-    for (int64_t k = 0; k < nn; ++k) {
-      t[k] = u[k] + b[7] * a6[k] + b[5] * a4[k] + b[3] * a2[k] + b[1] * eye(k);
-    }
-    Gemm(ni, a.data(), t.data(), u.data());
-    for (int64_t k = 0; k < nn; ++k) t[k] = b[12] * a6[k] + b[10] * a4[k] + b[8] * a2[k];
-    Gemm(ni, a6.data(), t.data(), v.data());
-    for (int64_t k = 0; k < nn; ++k) {
-      v[k] += b[6] * a6[k] + b[4] * a4[k] + b[2] * a2[k] + b[0] * eye(k);
-    }
-  } else {
-    // U = A sum_j b_(2j+1) A^(2j), V = sum_j b_(2j) A^(2j), j < (m + 1) / 2.
-    std::vector<double> a8;
-    if (m == 9) {
-      a8.resize(nn);
-      Gemm(ni, a4.data(), a4.data(), a8.data());
-    }
-    const double* pw[] = {nullptr, a2.data(), a4.data(), a6.data(), a8.data()};
-    for (int64_t k = 0; k < nn; ++k) {
-      double odd = b[1] * eye(k), even = b[0] * eye(k);
-      for (int64_t j = 1; 2 * j < m; ++j) {
-        odd += b[2 * j + 1] * pw[j][k];
-        even += b[2 * j] * pw[j][k];
+
+ private:
+  using Term = std::pair<const T*, T>;
+
+  // X Y. Below 400 multiply-adds per product torch's CPU matmul (bmm and mm alike) sums each
+  // element in order of k in T, one rounding per product and per sum; so does this loop (the
+  // sample matrices of torch's tests are 5 x 5). Larger products go to BLAS.
+  std::vector<T> Mul(const T* x, const T* y) const {
+    std::vector<T> c(nn_);
+    if (nn_ * n_ < 400) {
+      for (int64_t j = 0; j < n_; ++j) {
+        for (int64_t i = 0; i < n_; ++i) {
+          T acc = 0;
+          for (int64_t k = 0; k < n_; ++k) acc += x[k * n_ + i] * y[j * n_ + k];
+          c[j * n_ + i] = acc;
+        }
       }
-      t[k] = odd;
-      v[k] = even;
+    } else {
+      Gemm(static_cast<Int>(n_), x, y, c.data());
     }
-    Gemm(ni, a.data(), t.data(), u.data());
+    return c;
   }
-  // exp(A / 2^s) = (V - U)^-1 (V + U), then squared s times.
-  for (int64_t k = 0; k < nn; ++k) {
-    const double p = v[k] + u[k];
-    v[k] -= u[k];
-    u[k] = p;
+  // sum_i c_i M_i, accumulated in T from 0 in the order given.
+  std::vector<T> Comb(std::initializer_list<Term> terms) const {
+    std::vector<T> out(nn_, T(0));
+    for (const Term& t : terms) {
+      for (int64_t k = 0; k < nn_; ++k) out[k] += t.first[k] * t.second;
+    }
+    return out;
   }
-  std::vector<Int> piv(n);
-  Int info = 0;
-  getrf(ni, ni, v.data(), ni, piv.data(), &info);
-  getrs('N', ni, ni, v.data(), ni, piv.data(), u.data(), ni, &info);
-  for (int i = 0; i < s; ++i) {
-    Gemm(ni, u.data(), u.data(), t.data());
-    u.swap(t);
+  // Row j of b combines {I, A, A^2, A^3[, A^6]}: B_j = sum_i b[j][i] P_i.
+  template <size_t R>
+  std::vector<std::vector<T>> Combs(const double (&b)[R][R], const std::vector<const T*>& p) const {
+    std::vector<std::vector<T>> out(R, std::vector<T>(nn_, T(0)));
+    for (size_t j = 0; j < R; ++j) {
+      for (size_t i = 0; i < R; ++i) {
+        const T c = static_cast<T>(b[j][i]);
+        for (int64_t k = 0; k < nn_; ++k) out[j][k] += p[i][k] * c;
+      }
+    }
+    return out;
   }
-  std::copy(u.begin(), u.end(), out);
-}
+  static void AddTo(std::vector<T>& x, const std::vector<T>& y) {
+    for (size_t k = 0; k < x.size(); ++k) x[k] += y[k];
+  }
+
+  // I + A + A^2 (I / 2 + A / 6 + A^2 / 24)
+  std::vector<T> T4(const T* a) const {
+    const std::vector<T> a2 = Mul(a, a);
+    const std::vector<T> inner =
+        Comb({{eye_.data(), T(1 / 2.0)}, {a, T(1 / 6.0)}, {a2.data(), T(1 / 24.0)}});
+    const std::vector<T> p = Mul(a2.data(), inner.data());
+    return Comb({{eye_.data(), T(1)}, {a, T(1)}, {a2.data(), T(0)}, {p.data(), T(1)}});
+  }
+
+  // I + A + y2 A^2 + A8, A4 = A^2 (x1 A + x2 A^2),
+  // A8 = (x3 A^2 + A4) (x4 I + x5 A + x6 A^2 + x7 A4); the constants rounded to T as torch's.
+  std::vector<T> T8(const T* a) const {
+    const double s177 = static_cast<T>(0.1330413469565007072504e+2);
+    const double x3d = static_cast<T>(2. / 3.);
+    const T x1 = static_cast<T>(x3d * ((1. + s177) / 88.));
+    const T x2 = static_cast<T>(x3d * ((1. + s177) / 352.));
+    const T x3 = static_cast<T>(x3d);
+    const T x4 = static_cast<T>((-271. + 29. * s177) / (315. * x3d));
+    const T x5 = static_cast<T>((-11. + 11. * s177) / (1260. * x3d));
+    const T x6 = static_cast<T>((-99. + 11. * s177) / (5040. * x3d));
+    const T x7 = static_cast<T>((89. - s177) / (5040. * x3d));
+    const T y2 = static_cast<T>((857. - 58. * s177) / 630.);
+    const std::vector<T> a2 = Mul(a, a);
+    const std::vector<T> c4 = Comb({{a, x1}, {a2.data(), x2}});
+    const std::vector<T> a4 = Mul(a2.data(), c4.data());
+    const std::vector<T> l = Comb({{a2.data(), x3}, {a4.data(), T(1)}});
+    const std::vector<T> rr = Comb({{eye_.data(), x4}, {a, x5}, {a2.data(), x6}, {a4.data(), x7}});
+    const std::vector<T> a8 = Mul(l.data(), rr.data());
+    return Comb(
+        {{eye_.data(), T(1)}, {a, T(1)}, {a2.data(), y2}, {a4.data(), T(0)}, {a8.data(), T(1)}});
+  }
+
+  // B = b {I, A, A^2, A^3}; B2 += B3 B3; B0 + (B1 + B2) B2.
+  std::vector<T> T12(const T* a) const {
+    static constexpr double b[4][4] = {
+        {9.0198e-16, 0.46932117595418237389, -0.20099424927047284052, -0.04623946134063071740},
+        {5.31597895759871264183, 1.19926790417132231573, 0.01179296240992997031,
+         0.01108844528519167989},
+        {0.18188869982170434744, 0.05502798439925399070, 0.09351590770535414968,
+         0.00610700528898058230},
+        {-2.0861320e-13, -0.13181061013830184015, -0.02027855540589259079,
+         -0.00675951846863086359}};
+    const std::vector<T> a2 = Mul(a, a), a3 = Mul(a, a2.data());
+    std::vector<std::vector<T>> bs = Combs(b, {eye_.data(), a, a2.data(), a3.data()});
+    AddTo(bs[2], Mul(bs[3].data(), bs[3].data()));
+    AddTo(bs[1], bs[2]);
+    AddTo(bs[0], Mul(bs[1].data(), bs[2].data()));
+    return bs[0];
+  }
+
+  // B = b {I, A, A^2, A^3, A^6}; B3 += B0 B4; B1 + (B2 + B3) B3.
+  std::vector<T> T18(const T* a) const {
+    static constexpr double b[5][5] = {
+        {0., -1.00365581030144618291e-01, -8.02924648241156932449e-03, -8.92138498045729985177e-04,
+         0.},
+        {0., 3.97849749499645077844e-01, 1.36783778460411720168e+00, 4.98289622525382669416e-01,
+         -6.37898194594723280150e-04},
+        {-1.09676396052962061844e+01, 1.68015813878906206114e+00, 5.71779846478865511061e-02,
+         -6.98210122488052056106e-03, 3.34975017086070470649e-05},
+        {-9.04316832390810593223e-02, -6.76404519071381882256e-02, 6.75961301770459654925e-02,
+         2.95552570429315521194e-02, -1.39180257516060693404e-05},
+        {0., 0., -9.23364619367118555360e-02, -1.69364939002081722752e-02,
+         -1.40086798182036094347e-05}};
+    const std::vector<T> a2 = Mul(a, a), a3 = Mul(a, a2.data()), a6 = Mul(a3.data(), a3.data());
+    std::vector<std::vector<T>> bs = Combs(b, {eye_.data(), a, a2.data(), a3.data(), a6.data()});
+    AddTo(bs[3], Mul(bs[0].data(), bs[4].data()));
+    AddTo(bs[2], bs[3]);
+    AddTo(bs[1], Mul(bs[2].data(), bs[3].data()));
+    return bs[1];
+  }
+
+  int64_t n_, nn_;
+  std::vector<T> eye_;
+};
+
+// torch's degree thresholds for float and double (the last: the degree-18 scaling target).
+constexpr float kThetaFloat[6] = {1.192092800768788e-07f, 5.978858893805233e-04f,
+                                  5.116619363445086e-02f, 5.800524627688768e-01f,
+                                  1.461661507209034e+00f, 3.010066362817634e+00f};
+constexpr double kThetaDouble[6] = {2.220446049250313e-16, 2.580956802971767e-08,
+                                    3.397168839976962e-04, 4.991228871115323e-02,
+                                    2.996158913811580e-01, 1.090863719290036e+00};
 
 Tensor MatrixExp(const Tensor& a) {
   constexpr const char* kOp = "linalg.matrix_exp";
   CheckMatrix(a, kOp, true);
   const Dims batch = BatchShape(a);
   const int64_t nb = BatchCount(batch), n = a.size(-1);
-  // In double whatever the dtype (float32's approximant would lose digits torch keeps).
-  Tensor x = ColMajorCopy(a.dtype() == DType::kFloat64 ? a : Cast(a, DType::kFloat64));
-  Tensor out = ColMajor(batch, n, n, DType::kFloat64);
-  for (int64_t b = 0; b < nb && n > 0; ++b) {
-    ExpPade(x.data_as<const double>() + b * n * n, out.data_as<double>() + b * n * n, n);
-  }
-  return a.dtype() == DType::kFloat64 ? out : Cast(out, a.dtype());
+  Tensor x = ColMajorCopy(a);
+  Tensor out = ColMajor(batch, n, n, a.dtype());
+  if (n == 0) return out;
+  ForFloat(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* theta = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      theta = kThetaFloat;
+    } else {
+      theta = kThetaDouble;
+    }
+    TaylorExp<T> exp(n);
+    for (int64_t b = 0; b < nb; ++b) {
+      exp.Run(x.data_as<const T>() + b * n * n, out.data_as<T>() + b * n * n, theta);
+    }
+  });
+  return out;
 }
 
 }  // namespace

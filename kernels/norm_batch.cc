@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "dispatch/op_table.h"
@@ -182,11 +183,20 @@ std::tuple<Tensor, Tensor, Tensor> BatchNormC(const char* op, const Tensor& inpu
         var[c] = cnt > 0 ? v / cnt : 0.0;
         is = 1.0 / std::sqrt(var[c] + eps);
         if constexpr (kernels::kIsReducedFloat<T>) {
-          // torch keeps float16 / bfloat16 batch statistics in their own type: the mean and
-          // variance rounded to it, invstd computed from them in float and rounded too.
+          // torch keeps float16 / bfloat16 batch statistics in their own type: the mean
+          // rounded to it; for bfloat16 with bfloat16 parameters also the sum of squared
+          // deviations, the variance then being that sum / n in bfloat16 (n as a bfloat16;
+          // float16's variance stays in float). invstd = 1 / sqrt(var + eps) in double, rounded
+          // to float and then to T.
           mu = Convert<double>(Convert<T>(mu));
-          const float vr = Convert<float>(Convert<T>(var[c]));
-          is = Convert<double>(Convert<T>(1.0f / std::sqrt(vr + static_cast<float>(eps))));
+          double vr = static_cast<float>(var[c]);
+          if (std::is_same_v<T, kernels::BFloat16> && pdt == input.dtype() && cnt > 0) {
+            const float vs = Convert<float>(Convert<T>(v));
+            var[c] = static_cast<double>(vs) / static_cast<double>(cnt);
+            vr = Convert<float>(
+                Convert<T>(vs / Convert<float>(Convert<T>(static_cast<float>(cnt)))));
+          }
+          is = Convert<double>(Convert<T>(static_cast<float>(1.0 / std::sqrt(vr + eps))));
         }
       } else {
         mu = rm[c];

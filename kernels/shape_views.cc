@@ -4,12 +4,19 @@
 // unsafe_ forms), unbind.int,
 // and the metadata queries sym_size.int, sym_stride.int, sym_numel, sym_storage_offset.
 //
+// The in-place metadata ops squeeze_ (default, dim, dims), unsqueeze_, t_, transpose_,
+// swapdims_, swapaxes_, resize_ and resize_as_ change the tensor object, not its data: their
+// kernels return the view with self's new geometry, and the caller moves its own tensor onto it
+// (tensorbridge.Tensor and tensorbridge.testing.TableMode do; a C++ caller takes the result as the
+// new self).
+//
 // Every op here except _unsafe_view / reshape (which copy only when strides do not allow a
 // view) returns tensors sharing storage with `self`: the tensor subclass built on the table
 // relies on that aliasing.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "dispatch/op_table.h"
@@ -235,6 +242,61 @@ int64_t SymNumel(const Tensor& self) { return self.numel(); }
 
 int64_t SymStorageOffset(const Tensor& self) { return StorageOffset(self); }
 
+// ---- resize_ / resize_as_ --------------------------------------------------------------------
+
+// torch's resize_: the same sizes keep self as it is (unless a memory format restrides it);
+// other sizes take the memory format's strides (contiguous by default) at self's first element.
+// torch grows the storage when the new sizes need more; the memory here belongs to whoever lent
+// it, so a resize that reaches past the storage raises a BufferError instead.
+Tensor ResizeImpl(const char* op, const Tensor& self, IntArrayRef size,
+                  const std::optional<std::string>& memory_format) {
+  for (int64_t n : size) {
+    TB_CHECK(n >= 0, ValueError) << op << ": Trying to create tensor with negative dimension " << n
+                                 << ": " << ShapeString(size);
+  }
+  const std::string format = memory_format.value_or("contiguous_format");
+  const int64_t nd = static_cast<int64_t>(size.size());
+  Dims order(nd);  // dims from the outermost in memory to the innermost
+  for (int64_t d = 0; d < nd; ++d) order[d] = d;
+  if (format == "channels_last" || format == "channels_last_3d") {
+    TB_CHECK(nd == (format == "channels_last" ? 4 : 5), ValueError)
+        << op << ": memory format " << format << " needs a " << (format == "channels_last" ? 4 : 5)
+        << "-d size, got " << ShapeString(size);
+    for (int64_t d = 1; d + 1 < nd; ++d) order[d] = d + 1;  // N, spatial..., C
+    order[nd - 1] = 1;
+  } else {
+    TB_CHECK(format == "contiguous_format", ValueError)
+        << op << ": Unsupported memory format " << format;
+  }
+  if (!memory_format && size == self.shape()) return Alias(self);
+  Dims strides(nd);
+  int64_t step = 1;
+  for (int64_t i = nd - 1; i >= 0; --i) {
+    strides[order[i]] = step;
+    step *= std::max<int64_t>(size[order[i]], 1);
+  }
+  const int64_t numel = ShapeNumel(size);
+  const auto& storage = self.storage();
+  const int64_t have = storage == nullptr ? 0 : static_cast<int64_t>(storage->nbytes());
+  const int64_t need = (StorageOffset(self) + numel) * self.element_size();
+  TB_CHECK(numel == 0 || need <= have, BufferError)
+      << op << ": cannot resize a tensor of shape " << ShapeString(self.shape()) << " to "
+      << ShapeString(size) << ": that needs " << need << " bytes of storage, and the memory it "
+      << "wraps (" << have << " bytes) belongs to the framework that lent it and cannot grow; "
+      << "make a new tensor";
+  return self.as_strided(size, strides, 0);
+}
+
+Tensor Resize(const Tensor& self, const std::vector<int64_t>& size,
+              const std::optional<std::string>& memory_format) {
+  return ResizeImpl("aten::resize_", self, size, memory_format);
+}
+
+Tensor ResizeAs(const Tensor& self, const Tensor& the_template,
+                const std::optional<std::string>& memory_format) {
+  return ResizeImpl("aten::resize_as_", self, the_template.shape(), memory_format);
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(shape) {
@@ -270,6 +332,16 @@ TB_REGISTER_KERNELS(shape) {
   table.RegisterKernel("aten::sym_stride.int", cpu, Boxed<&SymStride>(), TB_HERE);
   table.RegisterKernel("aten::sym_numel", cpu, Boxed<&SymNumel>(), TB_HERE);
   table.RegisterKernel("aten::sym_storage_offset", cpu, Boxed<&SymStorageOffset>(), TB_HERE);
+  table.RegisterKernel("aten::squeeze_", cpu, Boxed<&SqueezeAll>(), TB_HERE);
+  table.RegisterKernel("aten::squeeze_.dim", cpu, Boxed<&SqueezeDim>(), TB_HERE);
+  table.RegisterKernel("aten::squeeze_.dims", cpu, Boxed<&SqueezeDims>(), TB_HERE);
+  table.RegisterKernel("aten::unsqueeze_", cpu, Boxed<&Unsqueeze>(), TB_HERE);
+  table.RegisterKernel("aten::t_", cpu, Boxed<&TransposeT>(), TB_HERE);
+  table.RegisterKernel("aten::transpose_", cpu, Boxed<&Transpose>(), TB_HERE);
+  table.RegisterKernel("aten::swapdims_", cpu, Boxed<&Transpose>(), TB_HERE);
+  table.RegisterKernel("aten::swapaxes_", cpu, Boxed<&Transpose>(), TB_HERE);
+  table.RegisterKernel("aten::resize_", cpu, Boxed<&Resize>(), TB_HERE);
+  table.RegisterKernel("aten::resize_as_", cpu, Boxed<&ResizeAs>(), TB_HERE);
 }
 
 }  // namespace tb

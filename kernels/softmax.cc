@@ -2,7 +2,8 @@
 //
 // The tensor is seen as [outer, dim, inner]. float32 and bfloat16 run on oneDNN's softmax
 // forward and backward (accurate / log algorithms; bfloat16 -> float32 for half_to_float);
-// float64, float16 and mixed-dtype gradients run on loops that accumulate in double.
+// float64, float16 and mixed-dtype gradients run on loops that accumulate in double; 16-bit
+// log_softmax over the last dim rounds its intermediates as torch's CPU kernel does.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -97,6 +98,30 @@ bool OneDnnSoftmaxBackward(const Tensor& g, const Tensor& y, const Tensor& out, 
   }
 }
 
+// float16 / bfloat16 log_softmax over the last dim as torch's CPU kernel rounds it: max and
+// sum of exp(x - max) in float, the sum rounded to the dtype, its log rounded to the dtype, then
+// (x - max) - log in float, rounded once.
+void LogSoftmaxLastDim16(const Tensor& x, const Tensor& out, const Split& s) {
+  TB_DISPATCH(x.dtype(), "aten::_log_softmax", TB_TYPES_FLOAT, [&] {
+    using T = scalar_t;
+    if constexpr (kernels::kIsReducedFloat<T>) {
+      const T* px = x.data_as<const T>();
+      T* po = static_cast<T*>(out.mutable_data());
+      ParallelFor(s.outer, out.numel() > kernels::kGrain, [&](int64_t r) {
+        const T* in = px + r * s.len;
+        T* o = po + r * s.len;
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t i = 0; i < s.len; ++i) m = std::max(m, Convert<float>(in[i]));
+        double sum = 0;
+        for (int64_t i = 0; i < s.len; ++i) sum += std::exp(Convert<float>(in[i]) - m);
+        const float total = Convert<float>(Convert<T>(static_cast<float>(sum)));
+        const float lse = Convert<float>(Convert<T>(std::log(total)));
+        for (int64_t i = 0; i < s.len; ++i) o[i] = Convert<T>((Convert<float>(in[i]) - m) - lse);
+      });
+    }
+  });
+}
+
 Tensor Softmax(const char* op, const Tensor& self, int64_t dim, bool half_to_float, bool log) {
   TB_CHECK(IsFloatingPoint(self.dtype()), NotImplementedError)
       << op << ": dtype " << DTypeName(self.dtype()) << " is not supported";
@@ -108,6 +133,11 @@ Tensor Softmax(const char* op, const Tensor& self, int64_t dim, bool half_to_flo
   Tensor x = self.contiguous();
   Tensor out = Tensor::Empty(self.shape(), odt);
   if (out.numel() == 0) return out;
+  const bool reduced = self.dtype() == DType::kFloat16 || self.dtype() == DType::kBFloat16;
+  if (log && reduced && odt == self.dtype() && s.inner == 1) {
+    LogSoftmaxLastDim16(x, out, s);
+    return out;
+  }
   if (OneDnnSoftmax(x, out, s, log)) return out;
   TB_DISPATCH(self.dtype(), op, TB_TYPES_FLOAT, [&] {
     using T = scalar_t;

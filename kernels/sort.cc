@@ -1,5 +1,5 @@
 // Sorting and selection along one dim: aten::sort (and .stable), aten::topk, aten::kthvalue,
-// aten::median and aten::nanmedian (whole tensor and .dim).
+// aten::median and aten::nanmedian (whole tensor and .dim), aten::mode.
 //
 // Each line along the dim is gathered into (value, index) pairs, processed, and written back;
 // lines run in parallel. NaN orders above every number, as in torch. Where torch leaves the
@@ -315,10 +315,56 @@ Tensor MedianAll(const char* op, const Tensor& self, bool ignore_nan) {
 Tensor Median(const Tensor& self) { return MedianAll("aten::median", self, false); }
 Tensor NanMedian(const Tensor& self) { return MedianAll("aten::nanmedian", self, true); }
 
+// ---- mode -------------------------------------------------------------------------------------
+
+// The most frequent value of each line and an index where it occurs, as torch's CPU kernel
+// finds them: std::sort of the (value, index) pairs by value alone, then the longest run of
+// equal values (the first such run, so the smallest value, on ties) and the index its last pair
+// holds. std::sort is unstable: the same algorithm on the same initial order and comparator
+// gives torch's index among equal values.
+std::tuple<Tensor, Tensor> Mode(const Tensor& self, int64_t dim, bool keepdim) {
+  constexpr const char* kOp = "aten::mode";
+  dim = WrapDim(dim, self.ndim(), kOp);
+  const int64_t n = self.ndim() == 0 ? 1 : self.shape()[dim];
+  TB_CHECK(n > 0, IndexError) << "mode(): Expected reduction dim " << dim
+                              << " to have non-zero size.";
+  Dims shape = ReducedShape(self, dim, keepdim);
+  Tensor values = Tensor::Empty(shape, self.dtype());
+  Tensor indices = Tensor::Empty(shape, DType::kInt64);
+  if (values.numel() == 0) return {values, indices};
+  Tensor x = self.contiguous();
+  Lines s = LinesOf(x, dim);
+  TB_DISPATCH(self.dtype(), kOp, TB_TYPES_ALL, [&] {
+    using T = scalar_t;
+    using P = std::pair<kernels::opmath_t<T>, int64_t>;
+    T* vo = values.data_as<T>();
+    int64_t* io = indices.data_as<int64_t>();
+    ForEachLine<T>(x, s, [&](std::vector<P>& q, int64_t t) {
+      std::sort(q.begin(), q.end(), [](const P& a, const P& b) { return a.first < b.first; });
+      P best = q[0];
+      int64_t run = 0, most = 0;
+      for (int64_t j = 0; j < s.L; ++j) {
+        ++run;
+        if (j == s.L - 1 || q[j].first != q[j + 1].first) {
+          if (run > most) {
+            best = q[j];
+            most = run;
+          }
+          run = 0;
+        }
+      }
+      vo[t] = kernels::Convert<T>(best.first);
+      io[t] = best.second;
+    });
+  });
+  return {values, indices};
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(sort) {
   table.RegisterKernel("aten::sort", DeviceType::kCPU, Boxed<&Sort>(), TB_HERE);
+  table.RegisterKernel("aten::mode", DeviceType::kCPU, Boxed<&Mode>(), TB_HERE);
   table.RegisterKernel("aten::sort.stable", DeviceType::kCPU, Boxed<&SortStable>(), TB_HERE);
   table.RegisterKernel("aten::topk", DeviceType::kCPU, Boxed<&TopK>(), TB_HERE);
   table.RegisterKernel("aten::kthvalue", DeviceType::kCPU, Boxed<&KthValue>(), TB_HERE);

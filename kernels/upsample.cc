@@ -53,8 +53,9 @@ A SourceIndex(A scale, int64_t dst, bool align_corners) {
   return src < A(0) ? A(0) : src;
 }
 
-template <typename A>
-Axis MakeAxis(Mode mode, int64_t in, int64_t out, bool align_corners, double scale) {
+template <typename T, typename A>
+Axis MakeAxis(Mode mode, int64_t in, int64_t out, bool align_corners, double scale,
+              bool round_weights) {
   Axis a;
   a.in = in;
   a.out = out;
@@ -89,8 +90,13 @@ Axis MakeAxis(Mode mode, int64_t in, int64_t out, bool align_corners, double sca
     const A l1 = std::min(std::max(static_cast<A>(real - static_cast<A>(i0)), A(0)), A(1));
     a.i0[o] = i0;
     a.i1[o] = i0 + (i0 < in - 1 ? 1 : 0);
-    a.l1[o] = static_cast<double>(l1);
-    a.l0[o] = static_cast<double>(A(1) - l1);
+    // torch's generic kernel (1-d and 3-d) stores the weights in the input's dtype: for
+    // float16 / bfloat16 they are rounded to it (the second computed from the rounded first).
+    // Its 2-d kernels keep them in float.
+    const A w1 = round_weights ? static_cast<A>(Convert<T>(l1)) : l1;
+    a.l1[o] = static_cast<double>(w1);
+    a.l0[o] =
+        static_cast<double>(round_weights ? static_cast<A>(Convert<T>(A(1) - w1)) : A(1) - w1);
   }
   return a;
 }
@@ -139,7 +145,8 @@ Tensor Upsample(const char* op, Mode mode, int64_t nsp, const Tensor& input,
       // maybe uninitialized).
       const double sc =
           i < static_cast<int64_t>(scales.size()) && scales[i].has_value() ? *scales[i] : 0.;
-      ax.push_back(MakeAxis<A>(mode, input.size(2 + i), output_size[i], align_corners, sc));
+      ax.push_back(
+          MakeAxis<T, A>(mode, input.size(2 + i), output_size[i], align_corners, sc, nsp != 2));
       isz *= input.size(2 + i);
       osz *= output_size[i];
     }

@@ -30,6 +30,16 @@ def qualified_name(func) -> str:
 
 _SERVED = {"kernel", "composite", "decomposition"}
 
+# In-place ops that change the tensor object (its sizes, strides, offset) rather than its data:
+# the table returns the view with the new geometry, and TableMode moves `self` onto it.
+_METADATA_OPS = frozenset(
+    f"aten::{n}"
+    for n in (
+        *("squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_"),
+        *("resize_", "resize_as_"),
+    )
+)
+
 
 def _table_serves(name: str) -> bool:
     return any(o["op"] == name for o in tb.ops())
@@ -55,6 +65,15 @@ def _to_torch(x):
     if isinstance(x, (list, tuple)):
         return type(x)(_to_torch(v) for v in x)
     return x
+
+
+def _restride(self, view):
+    """`self` moved onto `view`'s sizes, strides and offset (a view of the same memory)."""
+    size = self.element_size()
+    start = self.data_ptr() - int(self.storage_offset()) * size
+    offset = (view.data_ptr() - start) // size if view.numel() else self.storage_offset()
+    self.as_strided_(view.shape, view.stride(), offset)
+    return self
 
 
 def _as_views_of(result, args):
@@ -109,6 +128,8 @@ class TableMode(TorchDispatchMode):
         out = tb.call(name, *_to_table(list(args)), **{k: _to_table(v) for k, v in kwargs.items()})
         self.served[name] += 1
         schema = func._schema
+        if schema.name in _METADATA_OPS:
+            return _restride(args[0], _to_torch(out))
         if not schema.returns:  # an op returning nothing (aten::_linalg_check_errors)
             return None
         result = _to_torch(out)

@@ -336,18 +336,7 @@ def _opinfo_methods():
         for variant in (op.method_variant, op.inplace_variant):
             name = getattr(variant, "__name__", None)
             if name and hasattr(torch.Tensor, name) and not name.startswith("_"):
-                # float32 matrix_exp: the table computes in double, nearer the exact result
-                # than torch's float32 kernel (test_opinfo.py's KNOWN_FAILURES)
-                marks = (
-                    [pytest.mark.xfail(reason="float32 matrix_exp: the table is more accurate")]
-                    if op.name == "matrix_exp"
-                    else []
-                )
-                out.append(
-                    pytest.param(
-                        op, name, id=f"{op.name}-{op.variant_test_name}-{name}", marks=marks
-                    )
-                )
+                out.append(pytest.param(op, name, id=f"{op.name}-{op.variant_test_name}-{name}"))
     return out
 
 
