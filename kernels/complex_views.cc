@@ -54,6 +54,9 @@ namespace {
 Tensor ViewAsReal(const Tensor& self) { return kernels::complex::AsReal(self); }
 
 Tensor ViewAsComplex(const Tensor& self) {
+  TB_CHECK(self.dtype() != DType::kFloat16, NotImplementedError)
+      << "aten::view_as_complex: float16 pairs would be complex32, a dtype tensorbridge does "
+         "not have";
   const std::optional<DType> c = ComplexOf(self.dtype());
   TB_CHECK(c.has_value(), RuntimeError)
       << "aten::view_as_complex: is only supported for float and double tensors, but got a "
@@ -141,6 +144,8 @@ Tensor Complex(const Tensor& real, const Tensor& imag) {
   TB_CHECK(real.dtype() == imag.dtype(), RuntimeError)
       << op << ": Expected object of scalar type " << DTypeName(real.dtype())
       << " but got scalar type " << DTypeName(imag.dtype()) << " for second argument";
+  TB_CHECK(real.dtype() != DType::kFloat16, NotImplementedError)
+      << op << ": float16 parts would give complex32, a dtype tensorbridge does not have";
   const std::optional<DType> c = ComplexOf(real.dtype());
   TB_CHECK(c.has_value(), RuntimeError)
       << op << ": Expected both inputs to be Half, Float or Double tensors but got "
