@@ -271,14 +271,19 @@ Tensor ResizeImpl(const char* op, const Tensor& self, IntArrayRef size,
   if (!memory_format && size == self.shape()) return Alias(self);
   Dims strides(nd);
   int64_t step = 1;
+  bool overflow = false;
   for (int64_t i = nd - 1; i >= 0; --i) {
     strides[order[i]] = step;
-    step *= std::max<int64_t>(size[order[i]], 1);
+    overflow |= __builtin_mul_overflow(step, std::max<int64_t>(size[order[i]], 1), &step);
   }
   const int64_t numel = ShapeNumel(size);
   const auto& storage = self.storage();
   const int64_t have = storage == nullptr ? 0 : static_cast<int64_t>(storage->nbytes());
-  const int64_t need = (StorageOffset(self) + numel) * self.element_size();
+  int64_t need = 0;
+  overflow |= __builtin_add_overflow(StorageOffset(self), numel, &need);
+  overflow |= __builtin_mul_overflow(need, static_cast<int64_t>(self.element_size()), &need);
+  TB_CHECK(!overflow, RuntimeError)
+      << op << ": Storage size calculation overflowed with sizes=" << ShapeString(size);
   TB_CHECK(numel == 0 || need <= have, BufferError)
       << op << ": cannot resize a tensor of shape " << ShapeString(self.shape()) << " to "
       << ShapeString(size) << ": that needs " << need << " bytes of storage, and the memory it "

@@ -148,6 +148,11 @@ def test_resize_cannot_grow_lent_memory():
         _table(lambda t: t.resize_(4, 4), x)
     with pytest.raises(ValueError, match="negative dimension"):
         _table(lambda t: t.resize_(-1, 2), x)
+    # A byte count past int64 raises torch's error (the fuzz test found the overflow).
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        _table(lambda t: t.resize_(2**62), x)
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        _table(lambda t: t.resize_(0, 2**40, 2**40), x)
 
 
 # ---- composed ops -------------------------------------------------------------------------------
