@@ -10,6 +10,7 @@ dtype torch serves; targeted tests cover ties, edge values, aliasing and bad inp
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 
@@ -384,3 +385,11 @@ def test_triangle_indices(fn):
         _table(fn, -1, 2)
     with pytest.raises(NotImplementedError, match="not implemented for float32"):
         _table(fn, 3, 3, dtype=torch.float32)
+    for r, c, off in itertools.product(range(7), range(7), range(-8, 9)):
+        assert torch.equal(_table(fn, r, c, off), fn(r, c, off)), (r, c, off)
+    # The count comes in closed form: huge sizes with few indices take no time (the fuzz test
+    # ran a loop over row x col for hours), and too many indices is an error.
+    assert _table(fn, 2**40, 0).shape == (2, 0)
+    assert _table(torch.tril_indices, 8, 2**62, 8).shape == (2, 100)
+    with pytest.raises(RuntimeError, match="more indices than a tensor can hold"):
+        _table(fn, 2**40, 2**40)
