@@ -12,6 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "bridge/error.h"
 #include "bridge/tensor.h"
@@ -85,6 +90,30 @@ template <typename F>
 void ParallelFor(int64_t n, bool parallel, F&& f) {
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t i = 0; i < n; ++i) f(i);
+}
+
+// f(begin, end) once on every OpenMP thread, with that thread's even share of [0, n): thread t
+// of nt gets [n * t / nt, n * (t + 1) / nt), which may be empty. Shares are contiguous, so a
+// caller can split a flat range inside rows or blocks. An exception thrown on any thread is
+// rethrown on the caller's after the parallel region.
+template <typename F>
+void ForEachThreadShare(int64_t n, F&& f) {
+  std::exception_ptr error;
+#pragma omp parallel
+  {
+#ifdef _OPENMP
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+    const int64_t nt = 1, t = 0;
+#endif
+    try {
+      f(n * t / nt, n * (t + 1) / nt);
+    } catch (...) {
+#pragma omp critical(tb_thread_share_error)
+      error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace tb::kernels

@@ -24,7 +24,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -33,13 +32,10 @@
 #include <unordered_map>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include <Eigen/Core>
 
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/cpu/isa_internal.h"
 #include "kernels/dtype_internal.h"
 
@@ -632,22 +628,7 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
     body(0, blocks);
     return;
   }
-  std::exception_ptr error;
-#pragma omp parallel
-  {
-#ifdef _OPENMP
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-    const int64_t nt = 1, t = 0;
-#endif
-    try {
-      body(blocks * t / nt, blocks * (t + 1) / nt);
-    } catch (...) {
-#pragma omp critical
-      error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  ForEachThreadShare(blocks, body);
 }
 
 std::vector<Tensor> Pointwise(const std::vector<Tensor>& inputs, const std::vector<int64_t>& size,

@@ -12,11 +12,8 @@
 #include <cstdint>
 #include <utility>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "bridge/tensor.h"
+#include "kernels/common_internal.h"
 
 namespace tb::kernels {
 
@@ -144,19 +141,12 @@ void ForEachRow(IntArrayRef shape, const std::array<char*, N>& data,
     return;
   }
   // Split the flat element range evenly; a chunk may start and end inside a row.
-#pragma omp parallel
-  {
-#ifdef _OPENMP
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-    const int64_t nt = 1, t = 0;
-#endif
-    int64_t begin = numel * t / nt, end = numel * (t + 1) / nt;
+  ForEachThreadShare(numel, [&](int64_t begin, int64_t end) {
     if (begin < end) {
       int64_t r0 = begin / inner, r1 = (end - 1) / inner + 1;
       run(r0, r1, begin - r0 * inner, end - (r1 - 1) * inner);
     }
-  }
+  });
 }
 
 template <size_t N>

@@ -159,6 +159,35 @@ class Tensor(torch.Tensor):
             )
         return to_numpy(self)
 
+    # ---- DLPack export: the wrapped memory itself (torch's own export would read the wrapper,
+    # which holds no memory). np.from_dlpack, torch.from_dlpack, jax.dlpack and
+    # tensorbridge.from_dlpack / call take a Tensor through these, zero-copy.
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule over the wrapped memory (versioned when ``max_version`` asks for
+        it), as ``torch.Tensor.__dlpack__`` gives for a plain tensor."""
+        if self.requires_grad:  # torch's rule and message
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        if self._array is None:  # a tracer's stand-in: its inner tensor is the memory
+            return self._inner.__dlpack__(
+                stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+            )
+        return self._array.__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
+
+    def __dlpack_device__(self) -> tuple[int, int]:  # type: ignore[override]
+        """(device type, device id) of the wrapped memory, as DLPack numbers them."""
+        if self._array is None:
+            return self._inner.__dlpack_device__()
+        return self._array.__dlpack_device__()
+
     # ---- the parts of the torch.Tensor surface that read memory outside __torch_dispatch__:
     # answered from a plain torch view of the same memory (no copy) ----
     def data_ptr(self) -> int:

@@ -598,3 +598,45 @@ def test_shutdown_with_live_arrays_and_capsules(jax):
     assert out.returncode == 0, out.stderr
     assert out.stdout == "ok\n"
     assert out.stderr == ""
+
+
+# ---- tensorbridge.Tensor (the torch subclass) as a DLPack producer ----------------------------
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 0)])
+def test_tensor_exports_the_wrapped_memory(max_version):
+    # The wrapper itself holds no memory: the capsule must point at the wrapped array's, with
+    # its strides and offset, never at the wrapper's empty storage.
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    t = tb.wrap(a)
+    v = t[1:, ::2]
+    cap = v.__dlpack__(max_version=max_version)
+    assert ("versioned" in repr(cap)) == (max_version is not None)
+    dl = capsule_struct(cap).dl_tensor
+    assert dl.data + dl.byte_offset == a[1:, ::2].ctypes.data
+    assert dl.dims() == ([3, 3], [6, 2])
+    assert (dl.device.device_type, v.__dlpack_device__()) == (kDLCPU, (kDLCPU, 0))
+
+
+def test_tensor_is_read_zero_copy_by_every_importer():
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    t = tb.wrap(a)
+    n = np.from_dlpack(t)
+    assert n.ctypes.data == a.ctypes.data and np.array_equal(n, a)
+    p = torch.from_dlpack(t)
+    assert type(p) is torch.Tensor and p.data_ptr() == a.ctypes.data
+    arr = tb.from_dlpack(t)
+    assert arr.data_ptr == a.ctypes.data
+    out = tb.call("aten::add.Tensor", t, t)  # the op table takes a Tensor's memory too
+    np.testing.assert_array_equal(tb.to_numpy(out), a + a)
+    if HAS_JAX:
+        import jax.numpy as jnp
+
+        np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(t)), a)
+
+
+def test_tensor_that_requires_grad_is_not_exported():
+    t = tb.wrap(np.ones(3, np.float32)).requires_grad_()
+    with pytest.raises(RuntimeError, match="require gradient"):
+        t.__dlpack__()
+    assert np.from_dlpack(t.detach()).shape == (3,)
