@@ -259,13 +259,8 @@ std::tuple<Tensor, Tensor> LogSigmoidForward(const Tensor& self) {
 Tensor Glu(const Tensor& self, int64_t dim) {
   constexpr const char* kOp = "aten::glu";
   CheckFloat(kOp, self);
-  TB_CHECK(self.ndim() > 0, ValueError) << kOp << ": glu does not support scalars";
-  const int64_t d = WrapDim(dim, self.ndim(), kOp);
-  const int64_t n = self.size(d);
-  TB_CHECK(n % 2 == 0, ValueError)
-      << kOp << ": halving dimension must be even, but dimension " << d << " is size " << n;
-  Tensor a = self.slice(d, 0, n / 2), b = self.slice(d, n / 2, n);
-  return kernels::MapBinary(kOp, a, b, [](auto x, auto y) {
+  const GluHalves h = SplitGlu(kOp, self, dim);
+  return kernels::MapBinary(kOp, h.a, h.b, [](auto x, auto y) {
     using A = decltype(x);
     return static_cast<A>(x * (A(1) / (A(1) + std::exp(-y))));
   });

@@ -184,12 +184,9 @@ Tensor LogSigmoidBackward(const Tensor& grad_output, const Tensor& self, const T
 
 Tensor GluBackward(const Tensor& grad_output, const Tensor& self, int64_t dim) {
   constexpr const char* kOp = "aten::glu_backward";
-  TB_CHECK(self.ndim() > 0, ValueError) << kOp << ": glu does not support scalars";
-  const int64_t d = WrapDim(dim, self.ndim(), kOp);
-  const int64_t n = self.size(d);
-  TB_CHECK(n % 2 == 0, ValueError)
-      << kOp << ": halving dimension must be even, but dimension " << d << " is size " << n;
-  Tensor a = self.slice(d, 0, n / 2), b = self.slice(d, n / 2, n);
+  const GluHalves h = SplitGlu(kOp, self, dim);
+  const Tensor &a = h.a, &b = h.b;
+  const int64_t d = h.d, n = 2 * h.half;
   TB_CHECK(grad_output.shape() == a.shape(), ValueError)
       << kOp << ": grad_output of shape " << ShapeString(grad_output.shape())
       << " does not match half of self " << ShapeString(a.shape());

@@ -32,6 +32,22 @@ inline double ThresholdIn(DType dt, double th) {
   }
 }
 
+// glu's split: self's halves along `dim` (wrapped into *d), checked as torch checks them (not
+// a scalar, an even size along the dimension).
+struct GluHalves {
+  int64_t d;     // the dimension, wrapped
+  int64_t half;  // the size of each half along it
+  Tensor a, b;   // self's first and second half (views)
+};
+inline GluHalves SplitGlu(const char* op, const Tensor& self, int64_t dim) {
+  TB_CHECK(self.ndim() > 0, ValueError) << op << ": glu does not support scalars";
+  const int64_t d = WrapDim(dim, self.ndim(), op);
+  const int64_t n = self.size(d);
+  TB_CHECK(n % 2 == 0, ValueError)
+      << op << ": halving dimension must be even, but dimension " << d << " is size " << n;
+  return {d, n / 2, self.slice(d, 0, n / 2), self.slice(d, n / 2, n)};
+}
+
 // Below this many elements the loops are used even where oneDNN could run.
 inline constexpr int64_t kEltwiseOneDnnMin = 1 << 14;
 
