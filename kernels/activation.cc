@@ -259,7 +259,7 @@ std::tuple<Tensor, Tensor> LogSigmoidForward(const Tensor& self) {
 Tensor Glu(const Tensor& self, int64_t dim) {
   constexpr const char* kOp = "aten::glu";
   CheckFloat(kOp, self);
-  const GluHalves h = SplitGlu(kOp, self, dim);
+  const kernels::GluHalves h = kernels::SplitGlu(kOp, self, dim);
   return kernels::MapBinary(kOp, h.a, h.b, [](auto x, auto y) {
     using A = decltype(x);
     return static_cast<A>(x * (A(1) / (A(1) + std::exp(-y))));

@@ -184,7 +184,7 @@ Tensor LogSigmoidBackward(const Tensor& grad_output, const Tensor& self, const T
 
 Tensor GluBackward(const Tensor& grad_output, const Tensor& self, int64_t dim) {
   constexpr const char* kOp = "aten::glu_backward";
-  const GluHalves h = SplitGlu(kOp, self, dim);
+  const kernels::GluHalves h = kernels::SplitGlu(kOp, self, dim);
   const Tensor &a = h.a, &b = h.b;
   const int64_t d = h.d, n = 2 * h.half;
   TB_CHECK(grad_output.shape() == a.shape(), ValueError)

@@ -628,7 +628,7 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
     body(0, blocks);
     return;
   }
-  ForEachThreadShare(blocks, body);
+  kernels::ForEachThreadShare(blocks, body);
 }
 
 std::vector<Tensor> Pointwise(const std::vector<Tensor>& inputs, const std::vector<int64_t>& size,
