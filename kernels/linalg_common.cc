@@ -17,12 +17,10 @@ void CheckMatrix(const Tensor& a, const char* op, bool square, const char* arg) 
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(a.ndim() >= 2, ValueError)
       << op << ": The input tensor " << arg << " must have at least 2 dimensions.";
-  TB_CHECK(!IsComplex(a.dtype()), NotImplementedError)
-      << op << ": complex dtypes (" << DTypeName(a.dtype())
-      << ") are not supported yet; tensorbridge's linear algebra serves float32 and float64";
-  TB_CHECK(a.dtype() == DType::kFloat32 || a.dtype() == DType::kFloat64, TypeError)
-      << op << ": Expected a floating point tensor as input. Got " << DTypeName(a.dtype())
-      << " (tensorbridge's linear algebra serves float32 and float64)";
+  const DType dt = a.dtype();
+  TB_CHECK(dt == DType::kFloat32 || dt == DType::kFloat64 || IsComplex(dt), TypeError)
+      << op << ": Expected a floating point or complex tensor as input. Got " << DTypeName(dt)
+      << " (tensorbridge's linear algebra serves float32, float64, complex64 and complex128)";
   if (square) {
     TB_CHECK(a.size(-1) == a.size(-2), ValueError)
         << op << ": " << arg << " must be batches of square matrices, but they are " << a.size(-2)
