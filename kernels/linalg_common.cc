@@ -207,6 +207,25 @@ Tensor LinalgCross(const Tensor& self, const Tensor& other, int64_t dim) {
   int64_t inner = 1;
   for (size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
   const int64_t outer = out.numel() / (3 * inner);
+  if (IsComplex(self.dtype())) {  // products and differences in the complex dtype, as torch's
+    ForType(self.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* x = a.data_as<const T>();
+      const T* y = b.data_as<const T>();
+      T* o = out.data_as<T>();
+      for (int64_t i = 0; i < outer; ++i) {
+        for (int64_t j = 0; j < inner; ++j) {
+          const int64_t p = i * 3 * inner + j;
+          const T x0 = x[p], x1 = x[p + inner], x2 = x[p + 2 * inner];
+          const T y0 = y[p], y1 = y[p + inner], y2 = y[p + 2 * inner];
+          o[p] = x1 * y2 - x2 * y1;
+          o[p + inner] = x2 * y0 - x0 * y2;
+          o[p + 2 * inner] = x0 * y1 - x1 * y0;
+        }
+      }
+    });
+    return out;
+  }
   TB_DISPATCH(self.dtype(), kOp, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
     using M = opmath_t<T>;

@@ -1,7 +1,7 @@
-// Matrix factorizations on LAPACK, for float32, float64, complex64 and complex128: Cholesky (aten::linalg_cholesky_ex, aten::cholesky), LU
-// (aten::linalg_lu_factor_ex, aten::linalg_lu, aten::lu_unpack), QR (aten::linalg_qr,
-// aten::geqrf, aten::linalg_householder_product, aten::ormqr) and LDL^T
-// (aten::linalg_ldl_factor_ex).
+// Matrix factorizations on LAPACK, for float32, float64, complex64 and complex128: Cholesky
+// (aten::linalg_cholesky_ex, aten::cholesky), LU (aten::linalg_lu_factor_ex, aten::linalg_lu,
+// aten::lu_unpack), QR (aten::linalg_qr, aten::geqrf, aten::linalg_householder_product,
+// aten::ormqr) and LDL^T (aten::linalg_ldl_factor_ex).
 //
 // Each works on a column-major copy of its input (kernels/linalg_internal.h), one matrix of the
 // batch after another; results are batches of column-major matrices as torch's are. LAPACK's info

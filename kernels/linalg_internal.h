@@ -136,28 +136,38 @@ inline void orgqr(TB_P_(C128)) { LAPACK_zungqr(&m, &n, &k, a, &lda, tau, work, &
 #define TB_P_(T)                                                                                \
   char side, char trans, Int m, Int n, Int k, const T* a, Int lda, const T* tau, T* c, Int ldc, \
       T* work, Int lwork, Int* info
-#define TB_A_ (&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, work, &lwork, info)
-TB_LAPACK_PAIR_(ormqr, TB_P_, TB_A_)
-inline void ormqr(TB_P_(C64)) { LAPACK_cunmqr(&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, work, &lwork, info); }
-inline void ormqr(TB_P_(C128)) { LAPACK_zunmqr(&side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, work, &lwork, info); }
+#define TB_A_ &side, &trans, &m, &n, &k, a, &lda, tau, c, &ldc, work, &lwork, info
+TB_LAPACK_PAIR_(ormqr, TB_P_, (TB_A_))
+inline void ormqr(TB_P_(C64)) { LAPACK_cunmqr(TB_A_); }
+inline void ormqr(TB_P_(C128)) { LAPACK_zunmqr(TB_A_); }
 #undef TB_A_
 #undef TB_P_
 // SVD (divide and conquer) and the symmetric / Hermitian eigensolver (divide and conquer).
 #define TB_P_(T)                                                                                  \
   char jobz, Int m, Int n, T* a, Int lda, Real<T>* s, T* u, Int ldu, T* vt, Int ldvt, T* work, \
       Int lwork, Real<T>* rwork, Int* iwork, Int* info
-inline void gesdd(TB_P_(float)) { LAPACK_sgesdd(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info); (void)rwork; }
-inline void gesdd(TB_P_(double)) { LAPACK_dgesdd(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info); (void)rwork; }
-inline void gesdd(TB_P_(C64)) { LAPACK_cgesdd(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, rwork, iwork, info); }
-inline void gesdd(TB_P_(C128)) { LAPACK_zgesdd(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, rwork, iwork, info); }
+#define TB_A_ &jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork
+inline void gesdd(TB_P_(float)) { LAPACK_sgesdd(TB_A_, iwork, info); (void)rwork; }
+inline void gesdd(TB_P_(double)) { LAPACK_dgesdd(TB_A_, iwork, info); (void)rwork; }
+inline void gesdd(TB_P_(C64)) { LAPACK_cgesdd(TB_A_, rwork, iwork, info); }
+inline void gesdd(TB_P_(C128)) { LAPACK_zgesdd(TB_A_, rwork, iwork, info); }
+#undef TB_A_
 #undef TB_P_
 #define TB_P_(T)                                                                                \
   char jobz, char uplo, Int n, T* a, Int lda, Real<T>* w, T* work, Int lwork, Real<T>* rwork, \
       Int lrwork, Int* iwork, Int liwork, Int* info
-inline void syevd(TB_P_(float)) { LAPACK_ssyevd(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info); (void)rwork; (void)lrwork; }
-inline void syevd(TB_P_(double)) { LAPACK_dsyevd(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info); (void)rwork; (void)lrwork; }
-inline void syevd(TB_P_(C64)) { LAPACK_cheevd(&jobz, &uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, info); }
-inline void syevd(TB_P_(C128)) { LAPACK_zheevd(&jobz, &uplo, &n, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, info); }
+#define TB_A_ &jobz, &uplo, &n, a, &lda, w, work, &lwork
+inline void syevd(TB_P_(float)) {
+  LAPACK_ssyevd(TB_A_, iwork, &liwork, info);
+  (void)rwork, (void)lrwork;
+}
+inline void syevd(TB_P_(double)) {
+  LAPACK_dsyevd(TB_A_, iwork, &liwork, info);
+  (void)rwork, (void)lrwork;
+}
+inline void syevd(TB_P_(C64)) { LAPACK_cheevd(TB_A_, rwork, &lrwork, iwork, &liwork, info); }
+inline void syevd(TB_P_(C128)) { LAPACK_zheevd(TB_A_, rwork, &lrwork, iwork, &liwork, info); }
+#undef TB_A_
 #undef TB_P_
 // Symmetric indefinite (Bunch-Kaufman): sytrf / sytrs, and the Hermitian hetrf / hetrs (complex).
 #define TB_P_(T) char uplo, Int n, T* a, Int lda, Int* ipiv, T* work, Int lwork, Int* info
@@ -201,23 +211,31 @@ inline void gelss(TB_P_(C64)) { LAPACK_cgelss(TB_A_, rwork, info); (void)iwork; 
 inline void gelss(TB_P_(C128)) { LAPACK_zgelss(TB_A_, rwork, info); (void)iwork; }
 #undef TB_A_
 #undef TB_P_
-// General eigenproblem (right eigenvectors): dgeev's real pairs (wr, wi), cgeev's complex w.
-inline void geev(char jobvr, Int n, float* a, Int lda, float* wr, float* wi, float* vr, Int ldvr, float* work, Int lwork, Int* info) {
-  const char no = 'N'; const Int one = 1; float vl;
-  LAPACK_sgeev(&no, &jobvr, &n, a, &lda, wr, wi, &vl, &one, vr, &ldvr, work, &lwork, info);
-}
-inline void geev(char jobvr, Int n, double* a, Int lda, double* wr, double* wi, double* vr, Int ldvr, double* work, Int lwork, Int* info) {
-  const char no = 'N'; const Int one = 1; double vl;
-  LAPACK_dgeev(&no, &jobvr, &n, a, &lda, wr, wi, &vl, &one, vr, &ldvr, work, &lwork, info);
-}
-inline void geev(char jobvr, Int n, C64* a, Int lda, C64* w, C64* vr, Int ldvr, C64* work, Int lwork, float* rwork, Int* info) {
-  const char no = 'N'; const Int one = 1; C64 vl;
-  LAPACK_cgeev(&no, &jobvr, &n, a, &lda, w, &vl, &one, vr, &ldvr, work, &lwork, rwork, info);
-}
-inline void geev(char jobvr, Int n, C128* a, Int lda, C128* w, C128* vr, Int ldvr, C128* work, Int lwork, double* rwork, Int* info) {
-  const char no = 'N'; const Int one = 1; C128 vl;
-  LAPACK_zgeev(&no, &jobvr, &n, a, &lda, w, &vl, &one, vr, &ldvr, work, &lwork, rwork, info);
-}
+// General eigenproblem, right eigenvectors only: real (wr, wi) pairs from sgeev / dgeev, complex
+// w from cgeev / zgeev.
+#define TB_P_(T) char jobvr, Int n, T* a, Int lda
+#define TB_A_ &no, &jobvr, &n, a, &lda
+#define TB_V_ &vl, &one, vr, &ldvr, work, &lwork
+#define TB_REAL_GEEV_(T, F)                                                                   \
+  inline void geev(TB_P_(T), T* wr, T* wi, T* vr, Int ldvr, T* work, Int lwork, Int* info) { \
+    const char no = 'N'; const Int one = 1; T vl;                                             \
+    F(TB_A_, wr, wi, TB_V_, info);                                                           \
+  }
+#define TB_COMPLEX_GEEV_(T, F)                                                           \
+  inline void geev(TB_P_(T), T* w, T* vr, Int ldvr, T* work, Int lwork, Real<T>* rwork, \
+                   Int* info) {                                                         \
+    const char no = 'N'; const Int one = 1; T vl;                                        \
+    F(TB_A_, w, TB_V_, rwork, info);                                                    \
+  }
+TB_REAL_GEEV_(float, LAPACK_sgeev)
+TB_REAL_GEEV_(double, LAPACK_dgeev)
+TB_COMPLEX_GEEV_(C64, LAPACK_cgeev)
+TB_COMPLEX_GEEV_(C128, LAPACK_zgeev)
+#undef TB_COMPLEX_GEEV_
+#undef TB_REAL_GEEV_
+#undef TB_V_
+#undef TB_A_
+#undef TB_P_
 #undef TB_LAPACK_QUAD_
 #undef TB_LAPACK_PAIR_
 // clang-format on
@@ -237,8 +255,8 @@ inline void trsm(char side, char uplo, char trans, char diag, Int m, Int n, cons
   const C64 one = 1;
   ctrsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
 }
-inline void trsm(char side, char uplo, char trans, char diag, Int m, Int n, const C128* a,
-                 Int lda, C128* b, Int ldb) {
+inline void trsm(char side, char uplo, char trans, char diag, Int m, Int n, const C128* a, Int lda,
+                 C128* b, Int ldb) {
   const C128 one = 1;
   ztrsm_(&side, &uplo, &trans, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
 }
@@ -328,6 +346,14 @@ void CheckErrors(const Tensor& info, const std::string& api, bool is_matrix);
 inline DType ValueDType(DType dtype) {
   if (dtype == DType::kComplex64) return DType::kFloat32;
   if (dtype == DType::kComplex128) return DType::kFloat64;
+  return dtype;
+}
+
+// complex64 for float32, complex128 for float64, a complex dtype itself: the dtype of general
+// eigenvalues and eigenvectors.
+inline DType ComplexDType(DType dtype) {
+  if (dtype == DType::kFloat32) return DType::kComplex64;
+  if (dtype == DType::kFloat64) return DType::kComplex128;
   return dtype;
 }
 

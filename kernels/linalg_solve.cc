@@ -160,9 +160,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> SlogdetParts(const Tensor& a, const c
   CheckMatrix(a, op, true);
   const Dims batch = BatchShape(a);
   const int64_t nb = BatchCount(batch), n = a.size(-1);
-  // As torch: a C-contiguous A is factorized as A^T (the same determinant); the backward reads
-  // LU and pivots that way.
-  auto [lu, piv, info] = Factor(a.is_contiguous() ? Transposed(a) : a);
+  // As torch: a real C-contiguous A is factorized as A^T (the same determinant), a complex A as
+  // itself; the backward reads LU and pivots that way.
+  const bool factor_t = a.is_contiguous() && !IsComplex(a.dtype());
+  auto [lu, piv, info] = Factor(factor_t ? Transposed(a) : a);
   Tensor sign = Tensor::Empty(batch, a.dtype());
   Tensor logabs = Tensor::Empty(batch, ValueDType(a.dtype()));
   if (want_det) *det = Tensor::Empty(batch, a.dtype());

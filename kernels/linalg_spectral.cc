@@ -63,9 +63,8 @@ std::tuple<Tensor, Tensor, Tensor> Svd(const Tensor& a, bool full_matrices, bool
     // cgesdd's real workspace: 7 min(m, n) without vectors, else
     // min(m, n) * max(5 min(m, n) + 7, 2 max(m, n) + 2 min(m, n) + 1).
     const int64_t mx = std::max(m, n);
-    std::vector<R> rwork(kIsComplex<T> ? (compute_uv ? k * std::max(5 * k + 7, 2 * mx + 2 * k + 1)
-                                                     : 7 * k)
-                                       : 1);
+    std::vector<R> rwork(
+        kIsComplex<T> ? (compute_uv ? k * std::max(5 * k + 7, 2 * mx + 2 * k + 1) : 7 * k) : 1);
     // gesdd wants ldu >= 1 and ldvt >= 1 even when it does not write them.
     const Int ldu = static_cast<Int>(compute_uv ? m : 1);
     const Int ldvt = static_cast<Int>(compute_uv ? vrows : 1);
