@@ -21,7 +21,6 @@ import torch
 from conftest import check_opinfo_samples, opinfo_cases
 from test_kernels_linalg import FAMILY, SWEEP, _close, _gen, tbcall
 
-
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 CDTYPES = [torch.complex64, torch.complex128]
