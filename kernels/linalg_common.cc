@@ -135,6 +135,11 @@ void CheckErrors(const Tensor& info, const std::string& api, bool is_matrix) {
   const std::string where =
       is_matrix ? std::string() : ": (Batch element " + std::to_string(at) + ")";
   auto has = [&](const char* s) { return api.find(s) != std::string::npos; };
+  // LAPACK 3.10's gesdd answers a NaN or an infinity in A with info -4.
+  TB_CHECK(!(code == -4 && has("svd")), RuntimeError)
+      << api << where
+      << ": The algorithm failed to converge because the input matrix contained non-finite "
+         "values.";
   TB_CHECK(code > 0, InternalError)
       << api << where << ": Argument " << -code
       << " has illegal value. Most certainly there is a bug in the implementation calling the "

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <type_traits>
@@ -335,6 +336,19 @@ void KeepTriangle(T* a, int64_t batch, int64_t rows, int64_t cols, bool upper) {
       }
     }
   }
+}
+
+// True when none of the n elements at p is a NaN or an infinity (in either part).
+template <typename T>
+bool AllFinite(const T* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (kIsComplex<T>) {
+      if (!std::isfinite(p[i].real()) || !std::isfinite(p[i].imag())) return false;
+    } else {
+      if (!std::isfinite(p[i])) return false;
+    }
+  }
+  return true;
 }
 
 // Raises torch's error for the first nonzero LAPACK info in `info` (int32, one per matrix of a

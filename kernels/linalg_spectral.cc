@@ -77,6 +77,12 @@ std::tuple<Tensor, Tensor, Tensor> Svd(const Tensor& a, bool full_matrices, bool
           iwork.data(), &qinfo);
     std::vector<T> work(Lwork(query));
     for (int64_t b = 0; b < nb; ++b) {
+      // gesdd may never return on an infinity (OpenBLAS): a matrix with a NaN or an infinity
+      // gets LAPACK 3.10's info -4 for it, which CheckErrors raises as torch does.
+      if (!AllFinite(work_a.data_as<const T>() + b * m * n, m * n)) {
+        info.data_as<Int>()[b] = -4;
+        continue;
+      }
       gesdd(jobz, m, n, work_a.data_as<T>() + b * m * n, m, s.data_as<R>() + b * k,
             compute_uv ? u.data_as<T>() + b * m * ucols : dummy_u, ldu,
             compute_uv ? vt.data_as<T>() + b * vrows * n : dummy_vt, ldvt, work.data(),

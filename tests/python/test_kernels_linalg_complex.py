@@ -9,7 +9,7 @@ routines) and the general eigendecomposition (kernels/linalg_eig.cc, geev) of ev
   cholesky_inverse's mirrored triangle, LDL^T with hermitian True (hetrf) and False (sytrf).
 * Real outputs of complex inputs (singular values, Hermitian eigenvalues, log |det|, lstsq's
   residuals) have the value dtype; eig of real inputs gives complex results.
-* Errors name the op and the dtype; OpInfo sweeps of the family through the table; threads.
+* Errors name the op and the dtype; svd refuses NaN and infinity (gesdd may not return); OpInfo sweeps of the family through the table; threads.
 """
 
 from __future__ import annotations
@@ -327,6 +327,19 @@ def test_errors_name_op_and_dtype():
             torch.eye(3, dtype=torch.complex64),
             atol=torch.zeros((), dtype=torch.complex64),
         )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, *CDTYPES])
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_svd_non_finite(dtype, value):
+    """gesdd can loop forever on an infinity: a non-finite matrix raises (LAPACK 3.10's info -4,
+    torch's message) before it reaches LAPACK."""
+    a = torch.randn(2, 3, 3, dtype=dtype, generator=_gen(0))
+    a[1, 0, 0] = value
+    with pytest.raises(RuntimeError, match=r"svd: \(Batch element 1\).*non-finite values"):
+        tbcall("aten::_linalg_svd", a)
+    with pytest.raises(RuntimeError, match="non-finite values"):
+        tbcall("aten::_linalg_svd", a[1], False, False)
 
 
 def test_threads():
