@@ -6,6 +6,7 @@
 // and base ** (end - step * (steps - 1 - i)) for the second, in the result's type (double for
 // integer results, whose values are then truncated).
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +31,18 @@ Tensor EyeM(int64_t n, int64_t m, std::optional<DType> dtype, const Value& layou
   const DType dt = dtype.value_or(DType::kFloat32);
   Tensor out = Tensor::Zeros({n, m}, dt);
   const int64_t k = std::min(n, m);
+  if (IsComplex(dt)) {  // a diagonal of 1 + 0i
+    auto fill = [&](auto one) {
+      auto* p = out.data_as<decltype(one)>();
+      for (int64_t i = 0; i < k; ++i) p[i * m + i] = one;
+    };
+    if (dt == DType::kComplex64) {
+      fill(std::complex<float>(1));
+    } else {
+      fill(std::complex<double>(1));
+    }
+    return out;
+  }
   TB_DISPATCH(dt, kOp, TB_TYPES_ALL, [&] {
     using T = scalar_t;
     T* p = out.data_as<T>();

@@ -17,12 +17,10 @@ void CheckMatrix(const Tensor& a, const char* op, bool square, const char* arg) 
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(a.ndim() >= 2, ValueError)
       << op << ": The input tensor " << arg << " must have at least 2 dimensions.";
-  TB_CHECK(!IsComplex(a.dtype()), NotImplementedError)
-      << op << ": complex dtypes (" << DTypeName(a.dtype())
-      << ") are not supported yet; tensorbridge's linear algebra serves float32 and float64";
-  TB_CHECK(a.dtype() == DType::kFloat32 || a.dtype() == DType::kFloat64, TypeError)
-      << op << ": Expected a floating point tensor as input. Got " << DTypeName(a.dtype())
-      << " (tensorbridge's linear algebra serves float32 and float64)";
+  const DType dt = a.dtype();
+  TB_CHECK(dt == DType::kFloat32 || dt == DType::kFloat64 || IsComplex(dt), TypeError)
+      << op << ": Expected a floating point or complex tensor as input. Got " << DTypeName(dt)
+      << " (tensorbridge's linear algebra serves float32, float64, complex64 and complex128)";
   if (square) {
     TB_CHECK(a.size(-1) == a.size(-2), ValueError)
         << op << ": " << arg << " must be batches of square matrices, but they are " << a.size(-2)
@@ -137,6 +135,11 @@ void CheckErrors(const Tensor& info, const std::string& api, bool is_matrix) {
   const std::string where =
       is_matrix ? std::string() : ": (Batch element " + std::to_string(at) + ")";
   auto has = [&](const char* s) { return api.find(s) != std::string::npos; };
+  // LAPACK 3.10's gesdd answers a NaN or an infinity in A with info -4.
+  TB_CHECK(!(code == -4 && has("svd")), RuntimeError)
+      << api << where
+      << ": The algorithm failed to converge because the input matrix contained non-finite "
+         "values.";
   TB_CHECK(code > 0, InternalError)
       << api << where << ": Argument " << -code
       << " has illegal value. Most certainly there is a bug in the implementation calling the "
@@ -209,6 +212,25 @@ Tensor LinalgCross(const Tensor& self, const Tensor& other, int64_t dim) {
   int64_t inner = 1;
   for (size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
   const int64_t outer = out.numel() / (3 * inner);
+  if (IsComplex(self.dtype())) {  // products and differences in the complex dtype, as torch's
+    ForType(self.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* x = a.data_as<const T>();
+      const T* y = b.data_as<const T>();
+      T* o = out.data_as<T>();
+      for (int64_t i = 0; i < outer; ++i) {
+        for (int64_t j = 0; j < inner; ++j) {
+          const int64_t p = i * 3 * inner + j;
+          const T x0 = x[p], x1 = x[p + inner], x2 = x[p + 2 * inner];
+          const T y0 = y[p], y1 = y[p + inner], y2 = y[p + 2 * inner];
+          o[p] = x1 * y2 - x2 * y1;
+          o[p + inner] = x2 * y0 - x0 * y2;
+          o[p + 2 * inner] = x0 * y1 - x1 * y0;
+        }
+      }
+    });
+    return out;
+  }
   TB_DISPATCH(self.dtype(), kOp, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
     using M = opmath_t<T>;

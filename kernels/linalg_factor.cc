@@ -1,7 +1,7 @@
-// Matrix factorizations on LAPACK: Cholesky (aten::linalg_cholesky_ex, aten::cholesky), LU
-// (aten::linalg_lu_factor_ex, aten::linalg_lu, aten::lu_unpack), QR (aten::linalg_qr,
-// aten::geqrf, aten::linalg_householder_product, aten::ormqr) and LDL^T
-// (aten::linalg_ldl_factor_ex).
+// Matrix factorizations on LAPACK, for float32, float64, complex64 and complex128: Cholesky
+// (aten::linalg_cholesky_ex, aten::cholesky), LU (aten::linalg_lu_factor_ex, aten::linalg_lu,
+// aten::lu_unpack), QR (aten::linalg_qr, aten::geqrf, aten::linalg_householder_product,
+// aten::ormqr) and LDL^T (aten::linalg_ldl_factor_ex).
 //
 // Each works on a column-major copy of its input (kernels/linalg_internal.h), one matrix of the
 // batch after another; results are batches of column-major matrices as torch's are. LAPACK's info
@@ -25,7 +25,7 @@ std::tuple<Tensor, Tensor> CholeskyEx(const Tensor& a, bool upper, bool check_er
   const int64_t nb = BatchCount(batch), n = a.size(-1);
   Tensor l = ColMajorCopy(a);
   Tensor info = Int32Zeros(batch);
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     T* p = l.data_as<T>();
     Int* inf = info.data_as<Int>();
@@ -59,7 +59,7 @@ std::tuple<Tensor, Tensor, Tensor> LuFactorEx(const Tensor& a, bool pivot, bool 
   Tensor lu = ColMajorCopy(a);
   Tensor piv = Int32Zeros(Concat(batch, {k}));
   Tensor info = Int32Zeros(batch);
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     T* p = lu.data_as<T>();
     for (int64_t b = 0; b < nb && k > 0; ++b) {
@@ -84,7 +84,7 @@ std::tuple<Tensor, Tensor, Tensor> Unpack(const Tensor& lu_in, const Tensor& piv
   Tensor lu = ColMajorCopy(lu_in);
   Tensor empty = Tensor::Empty({0}, lu_in.dtype());
   Tensor p_out = empty, l_out = empty, u_out = empty;
-  ForFloat(lu_in.dtype(), [&](auto t) {
+  ForType(lu_in.dtype(), [&](auto t) {
     using T = decltype(t);
     const T* src = lu.data_as<const T>();
     if (unpack_data) {
@@ -175,7 +175,7 @@ std::tuple<Tensor, Tensor> Geqrf_(const Tensor& a) {
   const int64_t nb = BatchCount(batch), m = a.size(-2), n = a.size(-1);
   Tensor qr = ColMajorCopy(a);
   Tensor tau = Tensor::Zeros(Concat(batch, {std::min(m, n)}), a.dtype());
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     Geqrf(qr.data_as<T>(), tau.data_as<T>(), nb, m, n);
   });
@@ -198,7 +198,7 @@ std::tuple<Tensor, Tensor> LinalgQr(const Tensor& a, const std::string& mode) {
   if (w != n) buf.slice(buf.ndim() - 1, 0, n).copy_from(a);
   Tensor tau = Tensor::Empty(Concat(batch, {k}), a.dtype());
   Tensor r = ColMajor(batch, rrows, n, a.dtype());
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     T* p = buf.data_as<T>();
     // geqrf per matrix: the buffer's matrices are m * w apart.
@@ -245,7 +245,7 @@ Tensor HouseholderProduct(const Tensor& a, const Tensor& tau) {
   const int64_t nb = BatchCount(batch);
   Tensor q = ColMajorCopy(a);
   Tensor tv = tau.expand(Concat(batch, {k})).contiguous();
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     Orgqr(q.data_as<T>(), m * n, tv.data_as<const T>(), k, nb, m, n, k);
   });
@@ -272,12 +272,12 @@ Tensor Ormqr(const Tensor& a, const Tensor& tau, const Tensor& c, bool left, boo
   Tensor tv = tau.expand(Concat(batch, {k})).contiguous();
   Tensor out = ColMajorCopy(c);
   const int64_t ka = a.size(-1);
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (m == 0 || n == 0) return;
     T query;
     Int info;
-    const char side = left ? 'L' : 'R', tr = transpose ? 'T' : 'N';
+    const char side = left ? 'L' : 'R', tr = transpose ? kAdjoint<T> : 'N';
     ormqr(side, tr, m, n, k, ac.data_as<T>(), nq, tv.data_as<T>(), out.data_as<T>(), m, &query, -1,
           &info);
     std::vector<T> work(Lwork(query));
@@ -294,23 +294,30 @@ Tensor Ormqr(const Tensor& a, const Tensor& tau, const Tensor& c, bool left, boo
 std::tuple<Tensor, Tensor, Tensor> LdlFactorEx(const Tensor& a, bool hermitian, bool check_errors) {
   constexpr const char* kOp = "torch.linalg.ldl_factor_ex";
   CheckMatrix(a, kOp, true);
-  (void)hermitian;  // the same factorization for real matrices
   const Dims batch = BatchShape(a);
   const int64_t nb = BatchCount(batch), n = a.size(-1);
   Tensor ld = ColMajorCopy(a);
   Tensor piv = Int32Zeros(Concat(batch, {n}));
   Tensor info = Int32Zeros(batch);
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (n == 0) return;
     T* p = ld.data_as<T>();
+    // Complex A: Hermitian (hetrf) or complex symmetric (sytrf) as `hermitian` says; one
+    // factorization for real A.
+    auto factor = [&](T* m, Int* ip, T* work, Int lwork, Int* inf) {
+      if constexpr (kIsComplex<T>) {
+        if (hermitian) return hetrf('L', n, m, n, ip, work, lwork, inf);
+      }
+      sytrf('L', n, m, n, ip, work, lwork, inf);
+    };
     T query;
     Int qinfo;
-    sytrf('L', n, p, n, piv.data_as<Int>(), &query, -1, &qinfo);
+    factor(p, piv.data_as<Int>(), &query, -1, &qinfo);
     std::vector<T> work(Lwork(query));
     for (int64_t b = 0; b < nb; ++b) {
-      sytrf('L', n, p + b * n * n, n, piv.data_as<Int>() + b * n, work.data(),
-            static_cast<Int>(work.size()), info.data_as<Int>() + b);
+      factor(p + b * n * n, piv.data_as<Int>() + b * n, work.data(), static_cast<Int>(work.size()),
+             info.data_as<Int>() + b);
     }
     KeepTriangle(p, nb, n, n, false);
   });

@@ -1,4 +1,5 @@
-// Linear systems, inverses and determinants on LAPACK / BLAS: aten::linalg_lu_solve,
+// Linear systems, inverses and determinants on LAPACK / BLAS, for float32, float64, complex64 and
+// complex128: aten::linalg_lu_solve,
 // aten::_linalg_solve_ex, aten::linalg_inv_ex, aten::_linalg_det, aten::_linalg_slogdet,
 // aten::linalg_solve_triangular, aten::triangular_solve, aten::cholesky_solve,
 // aten::cholesky_inverse, aten::linalg_ldl_solve and aten::linalg_lstsq (drivers gelsy, gels,
@@ -6,7 +7,7 @@
 //
 // The batch dims of the two operands broadcast, as torch's. A right-hand solve X A = B is the
 // left-hand solve A^T X^T = B^T: the right-hand side is copied transposed into column-major
-// storage and the result handed back as a transposed view.
+// storage and the result handed back as a transposed view. Adjoints are conjugate transposes.
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -22,6 +23,14 @@ namespace tb::kernels::linalg {
 namespace {
 
 Tensor Transposed(const Tensor& t) { return t.transpose(t.ndim() - 2, t.ndim() - 1); }
+
+// Conjugates the n elements at p (nothing for a real T).
+template <typename T>
+void ConjInPlace(T* p, int64_t n) {
+  if constexpr (kIsComplex<T>) {
+    for (int64_t i = 0; i < n; ++i) p[i] = std::conj(p[i]);
+  }
+}
 
 // The broadcast batch shape of two matrix operands.
 Dims BroadcastBatch(const Tensor& a, const Tensor& b, const char* op) {
@@ -62,14 +71,18 @@ Tensor LuSolve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool lef
   const int64_t nb = BatchCount(batch);
   Tensor luc = ColMajorCopy(lu, batch);
   Tensor piv = pivots.expand(Concat(batch, {n})).contiguous();
-  // Left: A X = B, op(A) = A or A^T. Right: X A = B <=> A^T X^T = B^T.
+  // Left: op(A) X = B, op(A) = A or A^H. Right: X A = B <=> A^T X^T = B^T, and
+  // X A^H = B <=> A X^H = B^H (B conjugated on the way in, X on the way out).
   Tensor rhs = left ? b : Transposed(b);
   const int64_t nrhs = rhs.size(-1);
   Tensor x = ColMajorCopy(rhs, batch);
-  const char trans = (left != adjoint) ? 'N' : 'T';
-  ForFloat(lu.dtype(), [&](auto t) {
+  ForType(lu.dtype(), [&](auto t) {
     using T = decltype(t);
+    const char trans = (left != adjoint) ? 'N' : (left ? kAdjoint<T> : 'T');
+    const bool conj = !left && adjoint;
+    if (conj) ConjInPlace(x.data_as<T>(), x.numel());
     LuSolveInPlace<T>(luc, piv, x, nb, n, nrhs, trans);
+    if (conj) ConjInPlace(x.data_as<T>(), x.numel());
   });
   return left ? x : Transposed(x);
 }
@@ -86,7 +99,7 @@ std::tuple<Tensor, Tensor, Tensor> Factor(const Tensor& a) {
   Tensor lu = ColMajorCopy(a);
   Tensor piv = Int32Zeros(Concat(batch, {n}));
   Tensor info = Int32Zeros(batch);
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     T* p = lu.data_as<T>();
     for (int64_t b = 0; b < nb && n > 0; ++b) {
@@ -126,7 +139,7 @@ std::tuple<Tensor, Tensor> InvEx(const Tensor& a, bool check_errors) {
   if (check_errors) CheckErrors(info, "torch.linalg.inv_ex", a.ndim() == 2);
   Tensor inv = ColMajor(batch, n, n, a.dtype());
   // Structured bindings captured by name: C++17 lets a lambda capture them only so.
-  ForFloat(a.dtype(), [&, &lu = lu, &piv = piv](auto t) {
+  ForType(a.dtype(), [&, &lu = lu, &piv = piv](auto t) {
     using T = decltype(t);
     T* p = inv.data_as<T>();
     for (int64_t b = 0; b < nb; ++b) {
@@ -139,36 +152,45 @@ std::tuple<Tensor, Tensor> InvEx(const Tensor& a, bool check_errors) {
   return {inv, info};
 }
 
-// Sign (+1 / -1, 0 when singular) and log |det| of each factorized matrix, in the dtype's
-// precision as torch (product of the diagonal's signs and sum of log |u_ii|).
+// Sign (+1 / -1, 0 when singular; for complex A det / |det|) and log |det| (of the value dtype)
+// of each factorized matrix, in the dtype's precision as torch (product of the diagonal's signs
+// and sum of log |u_ii|).
 std::tuple<Tensor, Tensor, Tensor, Tensor> SlogdetParts(const Tensor& a, const char* op,
                                                         bool want_det, Tensor* det) {
   CheckMatrix(a, op, true);
   const Dims batch = BatchShape(a);
   const int64_t nb = BatchCount(batch), n = a.size(-1);
-  // As torch: a C-contiguous A is factorized as A^T (the same determinant); the backward reads
-  // LU and pivots that way.
-  auto [lu, piv, info] = Factor(a.is_contiguous() ? Transposed(a) : a);
+  // As torch: a real C-contiguous A is factorized as A^T (the same determinant), a complex A as
+  // itself; the backward reads LU and pivots that way.
+  const bool factor_t = a.is_contiguous() && !IsComplex(a.dtype());
+  auto [lu, piv, info] = Factor(factor_t ? Transposed(a) : a);
   Tensor sign = Tensor::Empty(batch, a.dtype());
-  Tensor logabs = Tensor::Empty(batch, a.dtype());
+  Tensor logabs = Tensor::Empty(batch, ValueDType(a.dtype()));
   if (want_det) *det = Tensor::Empty(batch, a.dtype());
   // Structured bindings captured by name: C++17 lets a lambda capture them only so.
-  ForFloat(a.dtype(), [&, &lu = lu, &piv = piv](auto t) {
+  ForType(a.dtype(), [&, &lu = lu, &piv = piv](auto t) {
     using T = decltype(t);
+    using R = Real<T>;
     const T* p = lu.data_as<const T>();
     const Int* ip = piv.data_as<const Int>();
     for (int64_t b = 0; b < nb; ++b) {
       const T* m = p + b * n * n;
-      T s = 1, la = 0, prod = 1;
+      T s = 1, prod = 1;
+      R la = 0;
       for (int64_t i = 0; i < n; ++i) {
         const T d = m[i * n + i];
         if (ip[b * n + i] != i + 1) s = -s;
-        s *= d > 0 ? T(1) : (d < 0 ? T(-1) : (std::isnan(d) ? d : T(0)));
+        if constexpr (kIsComplex<T>) {
+          const R ad = std::abs(d);
+          s *= ad == R(0) ? T(0) : d / ad;
+        } else {
+          s *= d > 0 ? T(1) : (d < 0 ? T(-1) : (std::isnan(d) ? d : T(0)));
+        }
         la += std::log(std::abs(d));
         prod *= d;
       }
       sign.data_as<T>()[b] = s;
-      logabs.data_as<T>()[b] = la;
+      logabs.data_as<R>()[b] = la;
       if (want_det) {
         T perm = 1;
         for (int64_t i = 0; i < n; ++i) {
@@ -211,7 +233,7 @@ Tensor TriangularSolve(const Tensor& a, const Tensor& b, bool upper, bool left, 
   const ReadOperand ac = ReadOnly(a, batch);
   const bool up = upper != ac.transposed, tr = transpose != ac.transposed;
   Tensor x = ColMajorCopy(b, batch);
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (m == 0 || k == 0) return;
     const T* ap = ac.t.data_as<const T>();
@@ -251,7 +273,7 @@ Tensor CholeskySolve(const Tensor& b, const Tensor& l, bool upper) {
   const int64_t nb = BatchCount(batch), k = b.size(-1);
   Tensor lc = ColMajorCopy(l, batch);
   Tensor x = ColMajorCopy(b, batch);
-  ForFloat(l.dtype(), [&](auto t) {
+  ForType(l.dtype(), [&](auto t) {
     using T = decltype(t);
     if (n == 0 || k == 0) return;
     Int info;
@@ -270,19 +292,19 @@ Tensor CholeskyInverse(const Tensor& l, bool upper) {
   const int64_t nb = BatchCount(batch), n = l.size(-1);
   Tensor x = ColMajorCopy(l);
   Tensor info = Int32Zeros(batch);
-  ForFloat(l.dtype(), [&](auto t) {
+  ForType(l.dtype(), [&](auto t) {
     using T = decltype(t);
     T* p = x.data_as<T>();
     for (int64_t b = 0; b < nb && n > 0; ++b) {
       T* m = p + b * n * n;
       potri(upper ? 'U' : 'L', n, m, n, info.data_as<Int>() + b);
-      // potri fills one triangle of the symmetric inverse: mirror it.
+      // potri fills one triangle of the symmetric (Hermitian) inverse: mirror it.
       for (int64_t j = 0; j < n; ++j) {
         for (int64_t i = j + 1; i < n; ++i) {
           if (upper) {
-            m[j * n + i] = m[i * n + j];
+            m[j * n + i] = Conj(m[i * n + j]);
           } else {
-            m[i * n + j] = m[j * n + i];
+            m[i * n + j] = Conj(m[j * n + i]);
           }
         }
       }
@@ -294,7 +316,6 @@ Tensor CholeskyInverse(const Tensor& l, bool upper) {
 
 Tensor LdlSolve(const Tensor& ld, const Tensor& pivots, const Tensor& b, bool hermitian) {
   constexpr const char* kOp = "torch.linalg.ldl_solve";
-  (void)hermitian;  // the same solve for real matrices
   CheckMatrix(ld, kOp, true, "LD");
   CheckMatrix(b, kOp, false, "B");
   CheckSameDType(ld, b, kOp, "B");
@@ -309,13 +330,21 @@ Tensor LdlSolve(const Tensor& ld, const Tensor& pivots, const Tensor& b, bool he
   Tensor lc = ColMajorCopy(ld, batch);
   Tensor piv = pivots.expand(Concat(batch, {n})).contiguous();
   Tensor x = ColMajorCopy(b, batch);
-  ForFloat(ld.dtype(), [&](auto t) {
+  ForType(ld.dtype(), [&](auto t) {
     using T = decltype(t);
     if (n == 0 || k == 0) return;
     Int info;
     for (int64_t i = 0; i < nb; ++i) {
-      sytrs('L', n, k, lc.data_as<T>() + i * n * n, n, piv.data_as<Int>() + i * n,
-            x.data_as<T>() + i * n * k, n, &info);
+      const T* a = lc.data_as<T>() + i * n * n;
+      const Int* ip = piv.data_as<Int>() + i * n;
+      T* xi = x.data_as<T>() + i * n * k;
+      if constexpr (kIsComplex<T>) {
+        if (hermitian) {
+          hetrs('L', n, k, a, n, ip, xi, n, &info);
+          continue;
+        }
+      }
+      sytrs('L', n, k, a, n, ip, xi, n, &info);
     }
   });
   return x;
@@ -356,65 +385,76 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> Lstsq(const Tensor& a, const Tensor& 
   xb.slice(nd - 2, 0, m).copy_from(bm.expand(Concat(batch, {m, k})));
   Tensor rank =
       driver == "gels" ? Tensor::Empty({0}, DType::kInt64) : Tensor::Zeros(batch, DType::kInt64);
-  Tensor sv = svd ? Tensor::Zeros(Concat(batch, {std::min(m, n)}), a.dtype())
-                  : Tensor::Empty({0}, a.dtype());
+  const DType vdt = ValueDType(a.dtype());
+  Tensor sv = svd ? Tensor::Zeros(Concat(batch, {std::min(m, n)}), vdt) : Tensor::Empty({0}, vdt);
   Tensor info = Int32Zeros(batch);
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
+    using R = Real<T>;
     if (m == 0 || n == 0 || k == 0) return;
-    const T rc = rcond ? static_cast<T>(*rcond)
-                       : std::numeric_limits<T>::epsilon() * static_cast<T>(std::max(m, n));
+    const R rc = rcond ? static_cast<R>(*rcond)
+                       : std::numeric_limits<R>::epsilon() * static_cast<R>(std::max(m, n));
+    const int64_t mn = std::min(m, n);
     std::vector<Int> jpvt(n);
     Int r = 0, iq = 1;
     T query = 0;
+    R rquery = 0;
     T* ap = ac.data_as<T>();
     T* xp = xb.data_as<T>();
-    T* sp = svd ? sv.data_as<T>() : nullptr;
-    std::vector<T> s1(std::min(m, n));
+    R* sp = svd ? sv.data_as<R>() : nullptr;
+    std::vector<R> s1(mn);
+    // The real workspace of the complex drivers: gelsy 2n, gelss 5 min(m, n), gelsd as its
+    // workspace query reports.
+    std::vector<R> rwork(std::max<int64_t>({1, 2 * n, 5 * mn}));
     // Workspace query, then one call per matrix.
-    auto call = [&](int64_t i, T* work, Int lwork, Int* iwork, Int* inf) {
+    auto call = [&](int64_t i, T* work, Int lwork, R* rw, Int* iwork, Int* inf) {
       T* ai = ap + i * m * n;
       T* xi = xp + i * rows * k;
-      T* si = sp ? sp + i * std::min(m, n) : s1.data();
+      R* si = sp ? sp + i * mn : s1.data();
       if (driver == "gels") {
         gels('N', m, n, k, ai, m, xi, rows, work, lwork, inf);
       } else if (driver == "gelsy") {
         std::fill(jpvt.begin(), jpvt.end(), 0);
-        gelsy(m, n, k, ai, m, xi, rows, jpvt.data(), rc, &r, work, lwork, inf);
+        gelsy(m, n, k, ai, m, xi, rows, jpvt.data(), rc, &r, work, lwork, rw, inf);
       } else if (driver == "gelsd") {
-        gelsd(m, n, k, ai, m, xi, rows, si, rc, &r, work, lwork, iwork, inf);
+        gelsd(m, n, k, ai, m, xi, rows, si, rc, &r, work, lwork, rw, iwork, inf);
       } else {
-        gelss(m, n, k, ai, m, xi, rows, si, rc, &r, work, lwork, inf);
+        gelss(m, n, k, ai, m, xi, rows, si, rc, &r, work, lwork, rw, iwork, inf);
       }
       if (driver != "gels" && lwork != -1) rank.data_as<int64_t>()[i] = r;
     };
     Int qinfo = 0;
-    call(0, &query, -1, &iq, &qinfo);
+    rwork[0] = 0;
+    call(0, &query, -1, rwork.data(), &iq, &qinfo);
+    rquery = rwork[0];
     std::vector<T> work(Lwork(query));
+    if (driver == "gelsd") rwork.resize(std::max<size_t>(rwork.size(), Lwork(rquery)));
     std::vector<Int> iwork(std::max<Int>(1, iq));
     for (int64_t i = 0; i < nb; ++i) {
-      call(i, work.data(), static_cast<Int>(work.size()), iwork.data(), info.data_as<Int>() + i);
+      call(i, work.data(), static_cast<Int>(work.size()), rwork.data(), iwork.data(),
+           info.data_as<Int>() + i);
     }
   });
   CheckErrors(info, kOp, info.numel() <= 1);
   // Residuals (sums of squares of rows n..m of the buffer) where torch gives them: m > n, a
   // driver other than gelsy, and for gelsd / gelss every matrix of full rank.
-  Tensor residuals = Tensor::Empty({0}, a.dtype());
+  Tensor residuals = Tensor::Empty({0}, vdt);
   bool with_residuals = m > n && driver != "gelsy";
   if (with_residuals && svd) {
     for (int64_t i = 0; i < nb; ++i) with_residuals &= rank.data_as<int64_t>()[i] == n;
   }
   if (with_residuals) {
-    residuals = Tensor::Empty(Concat(batch, {k}), a.dtype());
-    ForFloat(a.dtype(), [&](auto t) {
+    residuals = Tensor::Empty(Concat(batch, {k}), vdt);
+    ForType(a.dtype(), [&](auto t) {
       using T = decltype(t);
+      using R = Real<T>;
       const T* xp = xb.data_as<const T>();
-      T* rp = residuals.data_as<T>();
+      R* rp = residuals.data_as<R>();
       for (int64_t i = 0; i < nb; ++i) {
         for (int64_t j = 0; j < k; ++j) {
           const T* col = xp + i * rows * k + j * rows;
-          T acc = 0;
-          for (int64_t r = n; r < m; ++r) acc += col[r] * col[r];
+          R acc = 0;
+          for (int64_t r = n; r < m; ++r) acc += std::norm(col[r]);
           rp[i * k + j] = acc;
         }
       }

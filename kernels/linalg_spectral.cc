@@ -1,5 +1,6 @@
-// Spectral decompositions and the functions built on them: aten::_linalg_svd (LAPACK gesdd, as
-// torch's CPU default), aten::_linalg_eigh (syevd), aten::linalg_pinv.atol_rtol_tensor (composed
+// Spectral decompositions and the functions built on them, for float32, float64, complex64 and
+// complex128: aten::_linalg_svd (LAPACK gesdd, as torch's CPU default), aten::_linalg_eigh
+// (syevd / heevd), aten::linalg_pinv.atol_rtol_tensor (composed
 // from them exactly as torch composes it) and aten::linalg_matrix_exp (torch's optimized Taylor
 // polynomials with scaling and squaring, in the input's precision, on BLAS).
 #include <algorithm>
@@ -37,11 +38,11 @@ std::tuple<Tensor, Tensor, Tensor> Svd(const Tensor& a, bool full_matrices, bool
   const int64_t nb = BatchCount(batch), m = a.size(-2), n = a.size(-1), k = std::min(m, n);
   const int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
   Tensor work_a = ColMajorCopy(a);
-  Tensor s = Tensor::Empty(Concat(batch, {k}), a.dtype());
+  Tensor s = Tensor::Empty(Concat(batch, {k}), ValueDType(a.dtype()));
   Tensor u = compute_uv ? ColMajor(batch, m, ucols, a.dtype()) : Tensor::Empty({0}, a.dtype());
   Tensor vt = compute_uv ? ColMajor(batch, vrows, n, a.dtype()) : Tensor::Empty({0}, a.dtype());
   Tensor info = Int32Zeros(batch);
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     if (k == 0) {
       // No singular values; U and Vh (full) are identities, as LAPACK would leave them.
@@ -57,7 +58,13 @@ std::tuple<Tensor, Tensor, Tensor> Svd(const Tensor& a, bool full_matrices, bool
       }
       return;
     }
+    using R = Real<T>;
     const char jobz = !compute_uv ? 'N' : (full_matrices ? 'A' : 'S');
+    // cgesdd's real workspace: 7 min(m, n) without vectors, else
+    // min(m, n) * max(5 min(m, n) + 7, 2 max(m, n) + 2 min(m, n) + 1).
+    const int64_t mx = std::max(m, n);
+    std::vector<R> rwork(
+        kIsComplex<T> ? (compute_uv ? k * std::max(5 * k + 7, 2 * mx + 2 * k + 1) : 7 * k) : 1);
     // gesdd wants ldu >= 1 and ldvt >= 1 even when it does not write them.
     const Int ldu = static_cast<Int>(compute_uv ? m : 1);
     const Int ldvt = static_cast<Int>(compute_uv ? vrows : 1);
@@ -65,14 +72,21 @@ std::tuple<Tensor, Tensor, Tensor> Svd(const Tensor& a, bool full_matrices, bool
     std::vector<Int> iwork(8 * k);
     T query;
     Int qinfo;
-    gesdd(jobz, m, n, work_a.data_as<T>(), m, s.data_as<T>(), compute_uv ? u.data_as<T>() : dummy_u,
-          ldu, compute_uv ? vt.data_as<T>() : dummy_vt, ldvt, &query, -1, iwork.data(), &qinfo);
+    gesdd(jobz, m, n, work_a.data_as<T>(), m, s.data_as<R>(), compute_uv ? u.data_as<T>() : dummy_u,
+          ldu, compute_uv ? vt.data_as<T>() : dummy_vt, ldvt, &query, -1, rwork.data(),
+          iwork.data(), &qinfo);
     std::vector<T> work(Lwork(query));
     for (int64_t b = 0; b < nb; ++b) {
-      gesdd(jobz, m, n, work_a.data_as<T>() + b * m * n, m, s.data_as<T>() + b * k,
+      // gesdd may never return on an infinity (OpenBLAS): a matrix with a NaN or an infinity
+      // gets LAPACK 3.10's info -4 for it, which CheckErrors raises as torch does.
+      if (!AllFinite(work_a.data_as<const T>() + b * m * n, m * n)) {
+        info.data_as<Int>()[b] = -4;
+        continue;
+      }
+      gesdd(jobz, m, n, work_a.data_as<T>() + b * m * n, m, s.data_as<R>() + b * k,
             compute_uv ? u.data_as<T>() + b * m * ucols : dummy_u, ldu,
             compute_uv ? vt.data_as<T>() + b * vrows * n : dummy_vt, ldvt, work.data(),
-            static_cast<Int>(work.size()), iwork.data(), info.data_as<Int>() + b);
+            static_cast<Int>(work.size()), rwork.data(), iwork.data(), info.data_as<Int>() + b);
     }
   });
   CheckErrors(info, "linalg.svd", a.ndim() == 2);
@@ -89,22 +103,26 @@ std::tuple<Tensor, Tensor> Eigh(const Tensor& a, const std::string& uplo, bool c
   const Dims batch = BatchShape(a);
   const int64_t nb = BatchCount(batch), n = a.size(-1);
   Tensor v = ColMajorCopy(a);
-  Tensor w = Tensor::Empty(Concat(batch, {n}), a.dtype());
+  Tensor w = Tensor::Empty(Concat(batch, {n}), ValueDType(a.dtype()));
   Tensor info = Int32Zeros(batch);
   const char up = (uplo == "U" || uplo == "u") ? 'U' : 'L';
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
+    using R = Real<T>;
     if (n == 0) return;
     const char jobz = compute_v ? 'V' : 'N';
     T query;
+    R rquery = 1;
     Int iquery, qinfo;
-    syevd(jobz, up, n, v.data_as<T>(), n, w.data_as<T>(), &query, -1, &iquery, -1, &qinfo);
+    syevd(jobz, up, n, v.data_as<T>(), n, w.data_as<R>(), &query, -1, &rquery, -1, &iquery, -1,
+          &qinfo);
     std::vector<T> work(Lwork(query));
+    std::vector<R> rwork(Lwork(rquery));
     std::vector<Int> iwork(std::max<Int>(1, iquery));
     for (int64_t b = 0; b < nb; ++b) {
-      syevd(jobz, up, n, v.data_as<T>() + b * n * n, n, w.data_as<T>() + b * n, work.data(),
-            static_cast<Int>(work.size()), iwork.data(), static_cast<Int>(iwork.size()),
-            info.data_as<Int>() + b);
+      syevd(jobz, up, n, v.data_as<T>() + b * n * n, n, w.data_as<R>() + b * n, work.data(),
+            static_cast<Int>(work.size()), rwork.data(), static_cast<Int>(rwork.size()),
+            iwork.data(), static_cast<Int>(iwork.size()), info.data_as<Int>() + b);
     }
   });
   CheckErrors(info, "linalg.eigh", a.ndim() == 2);
@@ -136,44 +154,46 @@ Tensor Pinv(const Tensor& a, const std::optional<Tensor>& atol, const std::optio
   const std::vector<double> at = Tolerance(atol, batch, "atol");
   std::vector<double> rt = Tolerance(rtol, batch, "rtol");
   if (!rtol) {
-    const double eps = a.dtype() == DType::kFloat32 ? std::numeric_limits<float>::epsilon()
-                                                    : std::numeric_limits<double>::epsilon();
+    const double eps = ValueDType(a.dtype()) == DType::kFloat32
+                           ? std::numeric_limits<float>::epsilon()
+                           : std::numeric_limits<double>::epsilon();
     for (int64_t b = 0; b < nb; ++b) {
       rt[b] = (atol && at[b] > 0) ? 0.0 : eps * static_cast<double>(std::max(m, n));
     }
   }
-  ForFloat(a.dtype(), [&](auto t) {
+  ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
+    using R = Real<T>;
     T* o = out.data_as<T>();
     if (!hermitian) {
       auto [u, s, vt] = Svd(a, false, true, std::nullopt);
       for (int64_t b = 0; b < nb; ++b) {
-        const T* sb = s.data_as<const T>() + b * k;
+        const R* sb = s.data_as<const R>() + b * k;
         const double tol = std::max(at[b], rt[b] * static_cast<double>(sb[0]));
-        // pinv = V diag(s+) U^T: Vh^T (n x k) scaled by column, times U^T (k x m).
+        // pinv = V diag(s+) U^H: Vh^H (n x k) scaled by column, times U^H (k x m).
         Eigen::Map<const ColMat<T>> U(u.data_as<const T>() + b * m * k, m, k);
         Eigen::Map<const ColMat<T>> Vh(vt.data_as<const T>() + b * k * n, k, n);
-        ColMat<T> vs = Vh.transpose();
+        ColMat<T> vs = Vh.adjoint();
         for (int64_t j = 0; j < k; ++j) {
-          const T inv = static_cast<double>(sb[j]) > tol ? T(1) / sb[j] : T(0);
+          const R inv = static_cast<double>(sb[j]) > tol ? R(1) / sb[j] : R(0);
           vs.col(j) *= inv;
         }
-        Eigen::Map<ColMat<T>>(o + b * n * m, n, m).noalias() = vs * U.transpose();
+        Eigen::Map<ColMat<T>>(o + b * n * m, n, m).noalias() = vs * U.adjoint();
       }
     } else {
       auto [w, v] = Eigh(a, "L", true);
       for (int64_t b = 0; b < nb; ++b) {
-        const T* wb = w.data_as<const T>() + b * n;
-        T mx = 0;
+        const R* wb = w.data_as<const R>() + b * n;
+        R mx = 0;
         for (int64_t j = 0; j < n; ++j) mx = std::max(mx, std::abs(wb[j]));
         const double tol = std::max(at[b], rt[b] * static_cast<double>(mx));
         Eigen::Map<const ColMat<T>> V(v.data_as<const T>() + b * n * n, n, n);
         ColMat<T> vs = V;
         for (int64_t j = 0; j < n; ++j) {
-          const T inv = static_cast<double>(std::abs(wb[j])) > tol ? T(1) / wb[j] : T(0);
+          const R inv = static_cast<double>(std::abs(wb[j])) > tol ? R(1) / wb[j] : R(0);
           vs.col(j) *= inv;
         }
-        Eigen::Map<ColMat<T>>(o + b * n * n, n, n).noalias() = vs * V.transpose();
+        Eigen::Map<ColMat<T>>(o + b * n * n, n, n).noalias() = vs * V.adjoint();
       }
     }
   });
@@ -191,15 +211,17 @@ Tensor Pinv(const Tensor& a, const std::optional<Tensor>& atol, const std::optio
 // give torch's float32 result to the bit (larger products differ by BLAS summation order).
 template <typename T>
 class TaylorExp {
+  using R = Real<T>;
+
  public:
   explicit TaylorExp(int64_t n) : n_(n), nn_(n * n), eye_(nn_, T(0)) {
     for (int64_t i = 0; i < n; ++i) eye_[i * (n + 1)] = T(1);
   }
 
-  void Run(const T* a, T* out, const T* theta) {
-    T norm = 0;
+  void Run(const T* a, T* out, const R* theta) {
+    R norm = 0;
     for (int64_t j = 0; j < n_; ++j) {
-      T c = 0;
+      R c = 0;
       for (int64_t i = 0; i < n_; ++i) c += std::abs(a[j * n_ + i]);
       norm = std::max(norm, c);
     }
@@ -217,10 +239,10 @@ class TaylorExp {
     } else if (norm < theta[4]) {
       r = T12(a);
     } else {  // scaled by 2^-s into the degree-18 range, then squared s times
-      const T ratio = std::ceil(std::log2(norm / theta[5]));
-      const int s = ratio > T(0) ? static_cast<int>(ratio) : 0;
+      const R ratio = std::ceil(std::log2(norm / theta[5]));
+      const int s = ratio > R(0) ? static_cast<int>(ratio) : 0;
       std::vector<T> scaled(a, a + nn_);
-      const T scale = std::ldexp(T(1), -s);
+      const R scale = std::ldexp(R(1), -s);
       for (T& v : scaled) v *= scale;
       r = T18(scaled.data());
       for (int i = 0; i < s; ++i) r = Mul(r.data(), r.data());
@@ -285,8 +307,8 @@ class TaylorExp {
   // I + A + y2 A^2 + A8, A4 = A^2 (x1 A + x2 A^2),
   // A8 = (x3 A^2 + A4) (x4 I + x5 A + x6 A^2 + x7 A4); the constants rounded to T as torch's.
   std::vector<T> T8(const T* a) const {
-    const double s177 = static_cast<T>(0.1330413469565007072504e+2);
-    const double x3d = static_cast<T>(2. / 3.);
+    const double s177 = static_cast<R>(0.1330413469565007072504e+2);
+    const double x3d = static_cast<R>(2. / 3.);
     const T x1 = static_cast<T>(x3d * ((1. + s177) / 88.));
     const T x2 = static_cast<T>(x3d * ((1. + s177) / 352.));
     const T x3 = static_cast<T>(x3d);
@@ -364,10 +386,10 @@ Tensor MatrixExp(const Tensor& a) {
   Tensor x = ColMajorCopy(a);
   Tensor out = ColMajor(batch, n, n, a.dtype());
   if (n == 0) return out;
-  ForFloat(a.dtype(), [&](auto zero) {
+  ForType(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* theta = nullptr;
-    if constexpr (std::is_same_v<T, float>) {
+    const Real<T>* theta = nullptr;
+    if constexpr (std::is_same_v<Real<T>, float>) {
       theta = kThetaFloat;
     } else {
       theta = kThetaDouble;

@@ -68,11 +68,6 @@ SKIP = {
 }
 
 SKIP["chalf"] = "complex32 results: tensorbridge has no complex32 dtype"
-_COMPLEX_LINALG = (
-    "complex results of real inputs: the linear algebra kernels serve float32 and float64 only "
-    "(NotImplementedError naming the complex dtype)"
-)
-SKIP.update(dict.fromkeys(["linalg.eig", "linalg.eigvals"], _COMPLEX_LINALG))
 SKIP["polar"] = (
     "float64 gradients: polar's backward multiplies by the Python scalar 1j, and op arguments "
     "hold no complex numbers yet (NotImplementedError naming the scalar)"

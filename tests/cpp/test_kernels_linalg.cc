@@ -1,10 +1,11 @@
 // Tests for the linear algebra kernels (kernels/linalg_*.cc, LAPACK / OpenBLAS), called through
-// OpTable::Global() as users reach them. Values are worked out by hand on 2x2 matrices; the
-// Python tests compare every op with torch. Under ASan/UBSan these cover the batch and
-// column-major index arithmetic and the LAPACK workspaces.
+// OpTable::Global() as users reach them. Values are worked out by hand on 2x2 real and complex
+// matrices; the Python tests compare every op with torch. Under ASan/UBSan these cover the batch
+// and column-major index arithmetic and the LAPACK workspaces.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -110,6 +111,64 @@ TEST(LinalgTest, MatrixExpOfNilpotentAndDiagonal) {
   Stack e = Call("aten::linalg_matrix_exp", {a});
   const std::vector<double> v = Values<double>(e[0].to_tensor());
   ExpectNear(v, {1, 1, 0, 1, std::exp(1.0), 0, 0, std::exp(2.0)});
+}
+
+using C = std::complex<double>;
+
+void ExpectNear(const std::vector<C>& got, const std::vector<C>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(std::abs(got[i] - want[i]), 0, 1e-12) << i;
+}
+
+TEST(LinalgTest, ComplexCholeskyInverseAndDeterminantOfAHermitianMatrix) {
+  // A = [[2, i], [-i, 2]]: L = [[sqrt 2, 0], [-i / sqrt 2, sqrt 1.5]], det 3,
+  // A^-1 = [[2, -i], [i, 2]] / 3.
+  const C i(0, 1);
+  Tensor a = FromValues<C>({2, 2}, DType::kComplex128, {2, i, -i, 2});
+  Stack l = Call("aten::linalg_cholesky_ex", {a, false, true});
+  ExpectNear(Values<C>(l[0].to_tensor()), {std::sqrt(2.0), 0, -i / std::sqrt(2.0), std::sqrt(1.5)});
+  Stack inv = Call("aten::linalg_inv_ex", {a, false});
+  ExpectNear(Values<C>(inv[0].to_tensor()), {2.0 / 3, -i / 3.0, i / 3.0, 2.0 / 3});
+  Stack det = Call("aten::_linalg_det", {a});
+  ExpectNear(Values<C>(det[0].to_tensor()), {3});
+  // Singular values and Hermitian eigenvalues are real (float64): 1 and 3.
+  Stack eigh = Call("aten::_linalg_eigh", {a, std::string("L"), true});
+  EXPECT_EQ(eigh[0].to_tensor().dtype(), DType::kFloat64);
+  ExpectNear(Values<double>(eigh[0].to_tensor()), {1, 3});
+  Stack svd = Call("aten::_linalg_svd", {a, false, false, std::nullopt});
+  EXPECT_EQ(svd[1].to_tensor().dtype(), DType::kFloat64);
+  ExpectNear(Values<double>(svd[1].to_tensor()), {3, 1});
+}
+
+TEST(LinalgTest, EigOfARealRotationIsAConjugatePair) {
+  // [[0, -1], [1, 0]] has eigenvalues +-i; each eigenvector has unit norm and A v = lambda v.
+  Tensor a = FromValues<float>({2, 2}, DType::kFloat32, {0, -1, 1, 0});
+  Stack r = Call("aten::linalg_eig", {a});
+  Tensor w = r[0].to_tensor(), v = r[1].to_tensor();
+  ASSERT_EQ(w.dtype(), DType::kComplex64);
+  const std::vector<std::complex<float>> wv = Values<std::complex<float>>(w);
+  const std::vector<std::complex<float>> vv = Values<std::complex<float>>(v);
+  EXPECT_NEAR(std::abs(wv[0] - std::complex<float>(0, 1)), 0, 1e-6);
+  EXPECT_NEAR(std::abs(wv[1] - std::complex<float>(0, -1)), 0, 1e-6);
+  for (int j = 0; j < 2; ++j) {
+    const std::complex<float> x = vv[j], y = vv[2 + j];  // column j
+    EXPECT_NEAR(std::norm(x) + std::norm(y), 1, 1e-6);
+    EXPECT_NEAR(std::abs(-y - wv[j] * x), 0, 1e-6);  // row 0 of A v
+    EXPECT_NEAR(std::abs(x - wv[j] * y), 0, 1e-6);   // row 1 of A v
+  }
+  Stack vals = Call("aten::_linalg_eigvals", {a});
+  EXPECT_EQ(Values<std::complex<float>>(vals[0].to_tensor()), wv);
+}
+
+TEST(LinalgTest, SvdOfANonFiniteMatrixRaises) {
+  Tensor a = FromValues<double>({2, 2}, DType::kFloat64, {1, INFINITY, 0, 1});
+  try {
+    Call("aten::_linalg_svd", {a, false, true, std::nullopt});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kRuntimeError);
+    EXPECT_TRUE(Contains(e.message(), "contained non-finite values")) << e.message();
+  }
 }
 
 }  // namespace

@@ -180,10 +180,10 @@ def test_argument_errors():
         tbcall("aten::linalg_cholesky_ex", torch.ones(2, 3))
     with pytest.raises(ValueError, match="must have at least 2 dimensions"):
         tbcall("aten::linalg_inv_ex", torch.ones(3))
-    with pytest.raises(TypeError, match=r"linalg\.inv: Expected a floating point tensor.*int64"):
+    with pytest.raises(
+        TypeError, match=r"linalg\.inv: Expected a floating point or complex.*int64"
+    ):
         tbcall("aten::linalg_inv_ex", torch.ones(3, 3, dtype=torch.int64))
-    with pytest.raises(NotImplementedError, match="complex dtypes"):
-        tbcall("aten::linalg_inv_ex", torch.ones(3, 3, dtype=torch.complex64))
     with pytest.raises(NotImplementedError, match="LU without pivoting"):
         tbcall("aten::linalg_lu_factor_ex", torch.ones(3, 3), pivot=False)
     with pytest.raises(ValueError, match="Incompatible shapes of A and B"):
@@ -399,6 +399,8 @@ FAMILY = {
     "aten::linalg_lstsq",
     "aten::_linalg_svd",
     "aten::_linalg_eigh",
+    "aten::linalg_eig",
+    "aten::_linalg_eigvals",
     "aten::linalg_pinv.atol_rtol_tensor",
     "aten::linalg_matrix_exp",
 }
@@ -410,6 +412,8 @@ SWEEP = [
     "linalg.cholesky_ex",
     "linalg.cross",
     "linalg.det",
+    "linalg.eig",
+    "linalg.eigvals",
     "linalg.eigh",
     "linalg.eigvalsh",
     "linalg.householder_product",

@@ -74,8 +74,8 @@ KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
     ("nn.functional.conv_transpose3d", "float32"): "float32 summation order (< 4 ulp)",
     # torch's 16-bit matrix_exp reads its float64 coefficient tables as 16-bit values
     # (from_blob with the input's dtype), so its float16 / bfloat16 results are zeros or NaN past
-    # the smallest norms; the table's linear algebra serves float32 and float64 and raises a
-    # TypeError naming the dtype.
+    # the smallest norms; the table's linear algebra serves float32, float64, complex64 and
+    # complex128 and raises a TypeError naming the dtype.
     ("matrix_exp", "float16"): "torch's 16-bit matrix_exp is not a reference (TypeError here)",
     ("matrix_exp", "bfloat16"): "torch's 16-bit matrix_exp is not a reference (TypeError here)",
 }
