@@ -10,8 +10,9 @@ through ``__torch_dispatch__`` like any other op.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -598,6 +599,8 @@ def _python_key_kernels(on: bool = True) -> str:
         ]
         lib.tb_python_key_rules.restype = None
         lib.tb_python_key_rules.argtypes = [ctypes.c_int]
+        lib.tb_python_key_pause.restype = None
+        lib.tb_python_key_pause.argtypes = [ctypes.c_int]
         _python_key_lib = lib
         _count_dispatch_rules()
     global _python_key_count
@@ -614,6 +617,21 @@ _python_key_count = 0  # the ops the Python-key kernels serve (0: off)
 def _python_key_ops() -> int:
     """How many ops the Python-key kernels serve (0 when they are off)."""
     return _python_key_count
+
+
+@contextlib.contextmanager
+def _python_route() -> Iterator[None]:
+    """Within it, every op on tensorbridge.Tensors takes ``__torch_dispatch__`` although the
+    Python-key kernels are registered (for benchmarks that time both routes in one process;
+    it applies to all threads)."""
+    if _python_key_lib is None:
+        yield
+        return
+    _python_key_lib.tb_python_key_pause(1)
+    try:
+        yield
+    finally:
+        _python_key_lib.tb_python_key_pause(0)
 
 
 def _count_dispatch_rules() -> None:

@@ -62,6 +62,9 @@ AttachFn g_attach = nullptr;
 // register_torch_dispatch): while there are some, every call takes the Python route, which
 // looks them up.
 std::atomic<int64_t> g_rules{0};
+// Every call takes the Python route while set (tensorbridge._tensor._python_route(), for
+// benchmarks that time both routes in one process).
+std::atomic<bool> g_paused{false};
 
 // ---- torch's Python fallback --------------------------------------------------------------
 
@@ -244,7 +247,7 @@ class PythonKeyOp final : public c10::OperatorKernel {
   // Runs the op in C++ and returns true, or returns false (the stack untouched) where the
   // call must take the Python route.
   bool Fast(torch::jit::Stack* stack) const {
-    if (g_rules.load(std::memory_order_relaxed) > 0 ||
+    if (g_rules.load(std::memory_order_relaxed) > 0 || g_paused.load(std::memory_order_relaxed) ||
         c10::impl::TorchDispatchModeTLS::stack_len() > 0) {
       return false;
     }
@@ -430,4 +433,9 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
 // Counts torch_dispatch rules registered (+1) or removed (-1) for tensorbridge.Tensor.
 extern "C" __attribute__((visibility("default"))) void tb_python_key_rules(int delta) {
   tb_pykey::g_rules.fetch_add(delta, std::memory_order_relaxed);
+}
+
+// Sends every call to the Python route while `paused` is nonzero (benchmarks).
+extern "C" __attribute__((visibility("default"))) void tb_python_key_pause(int paused) {
+  tb_pykey::g_paused.store(paused != 0, std::memory_order_relaxed);
 }

@@ -148,6 +148,16 @@ def test_switching_off_takes_the_python_route(kernels_on):
     assert python_calls == 0
 
 
+def test_python_route_context(no_fallback):
+    a = tb.wrap(X)
+    with _tensor._python_route():
+        r, python_calls = _python_route_calls(lambda: a + a)
+    assert python_calls == 1
+    np.testing.assert_array_equal(_np(r), X + X)
+    _, python_calls = _python_route_calls(lambda: a + a)
+    assert python_calls == 0
+
+
 def test_environment_variable_leaves_them_off():
     code = (
         "import tensorbridge as tb, numpy as np\n"
