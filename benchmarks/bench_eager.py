@@ -351,6 +351,29 @@ def _timed_window(fn, calls: int) -> dict:
     return out
 
 
+def _python_route_steps(best: dict, s: dict, torch_side: float, f_dev) -> list:
+    """--breakdown's rows for an op through ``__torch_dispatch__`` (stage timers of
+    python/src/eager.cc)."""
+    return [
+        ("torch eager (the peer)", best["torch"]),
+        ("torch into a no-op subclass (floor)", best["noop"]),
+        ("device route (PrivateUse1), for comparison", best.get("dev", f_dev)),
+        ("tensorbridge, timers off", best["tb_untimed"]),
+        ("tensorbridge, timers on", s["call"]),
+        ("  torch: dispatch to __torch_dispatch__, return, result freed", torch_side),
+        ("  C++: argument binding, op lookup", s["entry"]),
+        ("  C++: unwrap arguments", s["unwrap"]),
+        ("  C++: table bind/resolve/metrics/GIL", s["table"] - s["kernel"]),
+        ("  C++: kernel", s["kernel"]),
+        (f"  C++: result wrapper ({WRAPPER_MAKER})", s["wrap_make"]),
+        ("  C++: Array object + _array attribute", s["wrap_attach"]),
+        (
+            "  C++: other",
+            s["total"] - s["entry"] - s["unwrap"] - s["table"] - s["wrap_make"] - s["wrap_attach"],
+        ),
+    ]
+
+
 def breakdown() -> None:
     global _NOOP_RESULT
     env_header(
@@ -376,33 +399,29 @@ def breakdown() -> None:
             if "tb" not in best or tb_win["call"] < best["tb"]["call"]:
                 best["tb"] = tb_win
             best["tb_untimed"] = min(best.get("tb_untimed", 1e18), _window(f_tb, calls))
+            with tb._tensor._python_route():
+                best["tb_python"] = min(best.get("tb_python", 1e18), _window(f_tb, calls))
             if not isinstance(f_dev, NA):
                 best["dev"] = min(best.get("dev", 1e18), _window(f_dev, calls))
         s = best["tb"]
         torch_side = s["call"] - s["total"]
-        steps = [
-            ("torch eager (the peer)", best["torch"]),
-            ("torch into a no-op subclass (floor)", best["noop"]),
-            ("device route (PrivateUse1), for comparison", best.get("dev", f_dev)),
-            ("tensorbridge, timers off", best["tb_untimed"]),
-            ("tensorbridge, timers on", s["call"]),
-            ("  torch: dispatch to __torch_dispatch__, return, result freed", torch_side),
-            ("  C++: argument binding, op lookup", s["entry"]),
-            ("  C++: unwrap arguments", s["unwrap"]),
-            ("  C++: table bind/resolve/metrics/GIL", s["table"] - s["kernel"]),
-            ("  C++: kernel", s["kernel"]),
-            (f"  C++: result wrapper ({WRAPPER_MAKER})", s["wrap_make"]),
-            ("  C++: Array object + _array attribute", s["wrap_attach"]),
-            (
-                "  C++: other",
-                s["total"]
-                - s["entry"]
-                - s["unwrap"]
-                - s["table"]
-                - s["wrap_make"]
-                - s["wrap_attach"],
-            ),
-        ]
+        if s["ops"] == 0:  # the Python-key kernels took the op: no __torch_dispatch__ stages
+            steps = [
+                ("torch eager (the peer)", best["torch"]),
+                ("torch into a no-op subclass (floor)", best["noop"]),
+                ("device route (PrivateUse1), for comparison", best.get("dev", f_dev)),
+                ("tensorbridge through __torch_dispatch__", best["tb_python"]),
+                ("tensorbridge, Python-key kernel, timers off", best["tb_untimed"]),
+                ("tensorbridge, Python-key kernel, timers on", s["call"]),
+                (
+                    "  torch's dispatch, conversions, GIL, result wrapper",
+                    s["call"] - s["kernel"] - s["wrap_attach"],
+                ),
+                ("  C++: kernel", s["kernel"]),
+                ("  C++: Array object + _array attribute", s["wrap_attach"]),
+            ]
+        else:
+            steps = _python_route_steps(best, s, torch_side, f_dev)
         for name, ns in steps:
             if isinstance(ns, NA):
                 rows.append([f"{op} 4x4", name, ns, "", ""])

@@ -342,15 +342,11 @@ bool ReturnTaken(const c10::TypePtr& type) {
 }
 
 // The kernel's entry for an op, or false where the op keeps torch's fallback: not aten, a
-// CompositeImplicitAutograd op (decomposed above the Python key), a Python-key kernel of
-// torch's own, a metadata op, out= variants (a keyword-only argument written), no returns or
-// returns the fast path does not make, no kernel in the table.
+// Python-key kernel of torch's own, a metadata op, out= variants (a keyword-only argument written),
+// no returns or returns the fast path does not make, no kernel in the table.
 bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, Entry* out) {
   if (name.name.rfind("aten::", 0) != 0) return false;
-  if (handle.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
-      handle.hasKernelForDispatchKey(c10::DispatchKey::Python)) {
-    return false;
-  }
+  if (handle.hasKernelForDispatchKey(c10::DispatchKey::Python)) return false;
   for (const char* m : kMetadataOps) {
     if (name.name == m) return false;
   }
