@@ -574,8 +574,9 @@ def _python_key_kernels(on: bool = True) -> str:
     ``__torch_dispatch__``; calls under a TorchDispatchMode, on other subclasses, or that the
     kernels cannot take, go to ``__torch_dispatch__`` as before. They need the libtorch-linked
     result wrappers (``_fast_wrappers``) and a build for the running torch release.
-    ``TB_NO_PYTHON_KEY_KERNELS=1`` at import leaves them off. Returns "" when they are
-    registered, else why not."""
+    ``TB_NO_PYTHON_KEY_KERNELS=1`` at import leaves them off. Not while other threads run ops
+    (torch's registrations change under them; ``_python_route()`` is the thread-safe switch).
+    Returns "" when they are registered, else why not."""
     global _python_key_lib
     import ctypes
     from pathlib import Path
