@@ -306,3 +306,56 @@ def test_two_threads(no_fallback):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+# ---- the kernels and __torch_dispatch__ give the same tensors --------------------------------
+
+_SAME_ROUTE_CASES = [
+    ("sub broadcast int", lambda a, i: a - i[:1].to(a.dtype)),
+    ("div scalar", lambda a, i: a / 3),
+    ("floor_divide int", lambda a, i: torch.floor_divide(i, 3)),
+    ("clamp", lambda a, i: a.clamp(-0.5, 0.5)),
+    ("masked_fill", lambda a, i: a.masked_fill(a > 0, 2.0)),
+    ("gather", lambda a, i: a.gather(1, (i.abs() % 6).long())),
+    ("index", lambda a, i: a[(i[:, 0].abs() % 4).long()]),
+    ("embedding", lambda a, i: torch.nn.functional.embedding((i.abs() % 4).long(), a)),
+    ("mean dims", lambda a, i: a.mean(dim=(0, 1))),
+    ("cumsum", lambda a, i: a.cumsum(0)),
+    ("argmax", lambda a, i: a.argmax(dim=1)),
+    ("unbind", lambda a, i: a.unbind(0)),
+    ("split", lambda a, i: a.split(2, dim=1)),
+    ("permute contiguous", lambda a, i: a.t().contiguous()),
+    ("expand", lambda a, i: a[:1].expand(3, 6)),
+    ("eq", lambda a, i: a == a.t().t()),
+    ("to int", lambda a, i: a.to(torch.int32)),
+    ("mul_ in place", lambda a, i: a.clone().mul_(2)),
+    ("bool any", lambda a, i: (a > 10).any()),
+    ("error: shapes", lambda a, i: a + a[:, :5]),
+    ("error: index", lambda a, i: a[torch.tensor([9])]),
+]
+
+
+@pytest.mark.parametrize("name,fn", _SAME_ROUTE_CASES, ids=[c[0] for c in _SAME_ROUTE_CASES])
+def test_same_results_as_the_python_route(no_fallback, name, fn):
+    a = tb.wrap(X)
+    i = tb.wrap((X * 10).astype(np.int64))
+
+    def run():
+        try:
+            out = fn(a, i)
+        except Exception as e:  # compared between the routes
+            return (type(e), str(e).split("\n")[0])
+        return out if isinstance(out, tuple) else (out,)
+
+    fast = run()
+    with _tensor._python_route():
+        slow, python_calls = _python_route_calls(run)
+    assert name.startswith("error") == isinstance(fast[0], type)
+    if isinstance(fast[0], type):
+        assert fast == slow
+        return
+    assert python_calls >= 1  # the second run took __torch_dispatch__
+    for f, s in zip(fast, slow, strict=True):
+        assert type(f) is type(s) is tb.Tensor
+        assert (f.shape, f.stride(), f.dtype) == (s.shape, s.stride(), s.dtype)
+        np.testing.assert_array_equal(_np(f), _np(s))
