@@ -296,6 +296,9 @@ class PythonKeyOp final : public c10::OperatorKernel {
       try {
         tb::OpTable::Global().Call(e_.id, s);
       } catch (const tb::Error& e) {
+        // torch has no BufferError (a read-only source written to): the Python route raises
+        // it (the kernel refused before writing).
+        if (e.kind() == tb::ErrorKind::kBufferError) return false;
         ThrowTableError(e);
       }
     }
