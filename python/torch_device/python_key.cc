@@ -300,6 +300,10 @@ class PythonKeyOp final : public c10::OperatorKernel {
         // it (the kernel refused before writing).
         if (e.kind() == tb::ErrorKind::kBufferError) return false;
         ThrowTableError(e);
+      } catch (const std::exception&) {
+        // Not the table's own error (a Python exception from its fallback handler, memory):
+        // the Python route raises it as the Python exception it is.
+        return false;
       }
     }
     const size_t nret = e_.returns_arg.size();
