@@ -27,15 +27,24 @@ The device route's 4x4 op is timed in the same windows.
 
 The result wrappers come from the libtorch-linked maker (``python/torch_device/wrapper.cc``)
 where the build has it; ``TB_NO_FAST_WRAPPERS=1`` times ``_make_wrapper_subclass`` instead.
+Where the build has the Python-key kernels (``python/torch_device/python_key.cc``), ops on
+``tb.Tensor`` go from torch's dispatcher to the table in C++ and the stage timers of
+``--breakdown`` see none of them: ``TB_NO_PYTHON_KEY_KERNELS=1`` times the route through
+``__torch_dispatch__`` (run both for the before / after of the per-op table).
 
 ``--models`` instead runs small ``transformers`` models (tensorbridge.zoo, size "small": hidden
 128, batch 2 x 32 tokens) eagerly: inference under ``no_grad`` and one training step (forward,
-loss, backward), torch eager vs the subclass (``tb.wrap_module``) vs the device route
-(``module_to_device``), each on its own copy of the same weights; ratios are torch's time over
-the route's (> 1.00x: the route is faster).
+loss, backward), torch eager vs the subclass (``tb.wrap_module``; "tb py": the same with every
+op through ``__torch_dispatch__``, ``tb._tensor._python_route()``, where the Python-key kernels
+are built) vs the device route (``module_to_device``), each on its own copy of the same
+weights; ratios are torch's time over the route's (> 1.00x: the route is faster).
+
+``--models --cpu-time`` times each step in the calling thread's CPU time instead (min of
+interleaved steps; with ``--threads 1`` all the work is on that thread): steadier on a machine
+busier than its cores.
 
 Usage: python benchmarks/bench_eager.py [--quick] [--repeats N] [--threads N]
-       [--breakdown | --models]
+       [--breakdown | --models [--cpu-time]]
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ import tensorbridge as tb
 from _bench_util import (
     NA,
     FallbackTracker,
+    Timing,
     env_header,
     fmt_median,
     fmt_ratio,
@@ -76,6 +86,11 @@ ARGS = parse_args(
         ),
         p.add_argument(
             "--models", action="store_true", help="small transformers models, eager, all routes"
+        ),
+        p.add_argument(
+            "--cpu-time",
+            action="store_true",
+            help="--models: each step's CPU time in the calling thread, min of interleaved steps",
         ),
     ),
 )
@@ -336,6 +351,29 @@ def _timed_window(fn, calls: int) -> dict:
     return out
 
 
+def _python_route_steps(best: dict, s: dict, torch_side: float, f_dev) -> list:
+    """--breakdown's rows for an op through ``__torch_dispatch__`` (stage timers of
+    python/src/eager.cc)."""
+    return [
+        ("torch eager (the peer)", best["torch"]),
+        ("torch into a no-op subclass (floor)", best["noop"]),
+        ("device route (PrivateUse1), for comparison", best.get("dev", f_dev)),
+        ("tensorbridge, timers off", best["tb_untimed"]),
+        ("tensorbridge, timers on", s["call"]),
+        ("  torch: dispatch to __torch_dispatch__, return, result freed", torch_side),
+        ("  C++: argument binding, op lookup", s["entry"]),
+        ("  C++: unwrap arguments", s["unwrap"]),
+        ("  C++: table bind/resolve/metrics/GIL", s["table"] - s["kernel"]),
+        ("  C++: kernel", s["kernel"]),
+        (f"  C++: result wrapper ({WRAPPER_MAKER})", s["wrap_make"]),
+        ("  C++: Array object + _array attribute", s["wrap_attach"]),
+        (
+            "  C++: other",
+            s["total"] - s["entry"] - s["unwrap"] - s["table"] - s["wrap_make"] - s["wrap_attach"],
+        ),
+    ]
+
+
 def breakdown() -> None:
     global _NOOP_RESULT
     env_header(
@@ -361,33 +399,29 @@ def breakdown() -> None:
             if "tb" not in best or tb_win["call"] < best["tb"]["call"]:
                 best["tb"] = tb_win
             best["tb_untimed"] = min(best.get("tb_untimed", 1e18), _window(f_tb, calls))
+            with tb._tensor._python_route():
+                best["tb_python"] = min(best.get("tb_python", 1e18), _window(f_tb, calls))
             if not isinstance(f_dev, NA):
                 best["dev"] = min(best.get("dev", 1e18), _window(f_dev, calls))
         s = best["tb"]
         torch_side = s["call"] - s["total"]
-        steps = [
-            ("torch eager (the peer)", best["torch"]),
-            ("torch into a no-op subclass (floor)", best["noop"]),
-            ("device route (PrivateUse1), for comparison", best.get("dev", f_dev)),
-            ("tensorbridge, timers off", best["tb_untimed"]),
-            ("tensorbridge, timers on", s["call"]),
-            ("  torch: dispatch to __torch_dispatch__, return, result freed", torch_side),
-            ("  C++: argument binding, op lookup", s["entry"]),
-            ("  C++: unwrap arguments", s["unwrap"]),
-            ("  C++: table bind/resolve/metrics/GIL", s["table"] - s["kernel"]),
-            ("  C++: kernel", s["kernel"]),
-            (f"  C++: result wrapper ({WRAPPER_MAKER})", s["wrap_make"]),
-            ("  C++: Array object + _array attribute", s["wrap_attach"]),
-            (
-                "  C++: other",
-                s["total"]
-                - s["entry"]
-                - s["unwrap"]
-                - s["table"]
-                - s["wrap_make"]
-                - s["wrap_attach"],
-            ),
-        ]
+        if s["ops"] == 0:  # the Python-key kernels took the op: no __torch_dispatch__ stages
+            steps = [
+                ("torch eager (the peer)", best["torch"]),
+                ("torch into a no-op subclass (floor)", best["noop"]),
+                ("device route (PrivateUse1), for comparison", best.get("dev", f_dev)),
+                ("tensorbridge through __torch_dispatch__", best["tb_python"]),
+                ("tensorbridge, Python-key kernel, timers off", best["tb_untimed"]),
+                ("tensorbridge, Python-key kernel, timers on", s["call"]),
+                (
+                    "  torch's dispatch, conversions, GIL, result wrapper",
+                    s["call"] - s["kernel"] - s["wrap_attach"],
+                ),
+                ("  C++: kernel", s["kernel"]),
+                ("  C++: Array object + _array attribute", s["wrap_attach"]),
+            ]
+        else:
+            steps = _python_route_steps(best, s, torch_side, f_dev)
         for name, ns in steps:
             if isinstance(ns, NA):
                 rows.append([f"{op} 4x4", name, ns, "", ""])
@@ -443,13 +477,54 @@ def _model_paths(name: str, train: bool):
         tb.wrap_module(m, copy=True)
         return runner(m, {k: tb.wrap(v, copy=True) for k, v in inputs.items()})
 
+    def tb_python_route_path():
+        if not tb._tensor._python_key_ops():
+            return NA("no Python-key kernels: the tb column is the Python route")
+        step = tb_path()
+
+        def run():
+            with tb._tensor._python_route():
+                return step()
+
+        return run
+
     def dev_path():
         if DEVICE is None:
             return NA(DEVICE_NOTE)
         m = DEVICE.module_to_device(copy.deepcopy(model))
         return runner(m, {k: DEVICE.to_device(v.clone()) for k, v in inputs.items()})
 
-    return [("torch", torch_path), ("tb", tb_path), ("dev", dev_path)]
+    return [
+        ("torch", torch_path),
+        ("tb", tb_path),
+        ("tb py", tb_python_route_path),
+        ("dev", dev_path),
+    ]
+
+
+def _cpu_time_interleaved(paths, steps: int) -> dict:
+    """--cpu-time: each path's step timed in the calling thread's CPU time
+    (``time.thread_time_ns``), the paths taking turns for `steps` rounds; the minimum per path.
+    With ``--threads 1`` every kernel runs on the calling thread, so time spent waiting for a
+    core on a busy machine is left out. Returns {label: Timing | NA}."""
+    out: dict = {}
+    live = []
+    for label, make_fn in paths:
+        fn = make_fn()
+        if isinstance(fn, NA):
+            out[label] = fn
+        else:
+            fn()
+            live.append((label, fn, []))
+    for _ in range(steps):
+        for _label, fn, times in live:
+            t0 = time.thread_time_ns()
+            fn()
+            times.append(time.thread_time_ns() - t0)
+    for label, _fn, times in live:
+        times.sort()
+        out[label] = Timing(float(times[0]), float(times[len(times) // 2]), 1, len(times))
+    return out
 
 
 def models() -> None:
@@ -459,24 +534,30 @@ def models() -> None:
         ARGS,
     )
     kw = dict(repeats=max(5, ARGS.repeats // 10), target_s=0.05, budget_s=BUDGET_S * 4)
-    rows, r_tb, r_dev = [], [], []
+    rows, r_tb, r_py, r_dev = [], [], [], []
     for name in MODELS:
         for train in (False, True):
             label = f"{name} {'train step' if train else 'inference'}"
-            t = measure_interleaved(_model_paths(name, train), **kw)
-            a, b = ratio(t["torch"], t["tb"]), ratio(t["torch"], t["dev"])
+            paths = _model_paths(name, train)
+            if ARGS.ns.cpu_time:
+                t = _cpu_time_interleaved(paths, steps=max(30, ARGS.repeats // 3))
+            else:
+                t = measure_interleaved(paths, **kw)
+            a, p, b = (ratio(t["torch"], t[k]) for k in ("tb", "tb py", "dev"))
             r_tb.append(a)
+            r_py.append(p)
             r_dev.append(b)
-            rows.append([label, t["torch"], t["tb"], t["dev"], a, b])
+            rows.append([label, t["torch"], t["tb"], t["tb py"], t["dev"], a, p, b])
             print(f"  measured {label}", file=sys.stderr, flush=True)
     print_table(
         "small transformers models (hidden 128, batch 2 x 32), eager, min of repeats; "
         "speed = torch's time / the route's (> 1.00x: faster than torch)",
-        ["model", "torch", "tb", "dev", "tb speed", "dev speed"],
+        ["model", "torch", "tb", "tb py", "dev", "tb speed", "tb py speed", "dev speed"],
         rows,
     )
     print(
-        f"geomean speed vs torch eager: tb {fmt_ratio(geomean(r_tb))}, dev {fmt_ratio(geomean(r_dev))}"
+        f"geomean speed vs torch eager: tb {fmt_ratio(geomean(r_tb))}, "
+        f"tb py {fmt_ratio(geomean(r_py))}, dev {fmt_ratio(geomean(r_dev))}"
     )
 
 

@@ -534,6 +534,35 @@ PyObject* FindTorchDispatchRule(PyObject* /*self*/, PyObject* const* argv, Py_ss
   }
 }
 
+// ---- the C functions of the Python-key kernels (python/torch_device/python_key.cc), which
+// take ops on tensorbridge.Tensors straight from torch's dispatcher to the table.
+
+// The Tensor of a tensorbridge.Tensor's `_array`, or nullptr where the slot holds no Array (a
+// traced stand-in's None, unset). Reads pointers only, without the GIL: the caller holds the
+// tensor, whose slot keeps the Array alive.
+const Tensor* CArrayTensor(PyObject* tensor) {
+  PyObject* arr =
+      *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(tensor) + State().array_offset);
+  if (arr == nullptr || Py_TYPE(arr) != State().array_type) return nullptr;
+  auto* inst = reinterpret_cast<py::detail::instance*>(arr);
+  void* value =
+      inst->simple_layout ? inst->simple_value_holder[0] : inst->nonsimple.values_and_holders[0];
+  return value != nullptr ? &static_cast<PyArray*>(value)->tensor : nullptr;
+}
+
+// Sets a new wrapper's `_array` to an Array over `*t`, with the GIL held. 0, or -1 with a
+// Python exception set.
+int CAttach(PyObject* wrapper, const Tensor* t) {
+  try {
+    int64_t since = Now();
+    Attach(py::reinterpret_borrow<py::object>(wrapper), *t, &since);
+    return 0;
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return -1;
+  }
+}
+
 PyMethodDef kFindRuleDef = {
     "_find_torch_dispatch_rule",
     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FindTorchDispatchRule)),
@@ -612,6 +641,11 @@ void BindEager(py::module_& m) {
     const bool was = st.fast_wrapper != nullptr;
     st.fast_wrapper = reinterpret_cast<EagerState::MakeWrapperFn>(address);
     return was;
+  });
+  // The addresses of CArrayTensor and CAttach, for the Python-key kernels.
+  m.def("_eager_c_api", [] {
+    return py::make_tuple(reinterpret_cast<uintptr_t>(&CArrayTensor),
+                          reinterpret_cast<uintptr_t>(&CAttach));
   });
   m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
     return EagerDispatch(func, args, kwargs);

@@ -10,8 +10,9 @@ through ``__torch_dispatch__`` like any other op.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -589,3 +590,107 @@ def _install_rule_lookup() -> bool:
 
 if not os.environ.get("TB_NO_FAST_RULE_LOOKUP"):
     _install_rule_lookup()
+
+
+_PYTHON_KEY_LIB = "libtb_torch_python_key.so"
+_python_key_lib: Any = None  # the loaded ctypes library, kept while its kernels are registered
+
+
+def _python_key_kernels(on: bool = True) -> str:
+    """Registers (``on``) or removes the libtorch-linked kernels on torch's ``Python`` dispatch
+    key (python/torch_device/python_key.cc): ops on tensorbridge.Tensors that the table serves
+    with a kernel go from torch's dispatcher to the table in C++, without the trip through
+    ``__torch_dispatch__``; calls under a TorchDispatchMode, on other subclasses, or that the
+    kernels cannot take, go to ``__torch_dispatch__`` as before. They need the libtorch-linked
+    result wrappers (``_fast_wrappers``) and a build for the running torch release.
+    ``TB_NO_PYTHON_KEY_KERNELS=1`` at import leaves them off. Not while other threads run ops
+    (torch's registrations change under them; ``_python_route()`` is the thread-safe switch).
+    Returns "" when they are registered, else why not."""
+    global _python_key_lib
+    import ctypes
+    from pathlib import Path
+
+    if _python_key_lib is None and not on:
+        return "switched off"
+    address, why = _wrapper_library()
+    path = Path(os.path.realpath(_C.__file__)).parent / _PYTHON_KEY_LIB
+    if address is None:
+        return why
+    if not path.is_file():
+        return "not built (no torch CMake config at build time)"
+    if _python_key_lib is None:
+        lib = ctypes.PyDLL(str(path))
+        lib.tb_python_key_kernels.restype = ctypes.c_int64
+        lib.tb_python_key_kernels.argtypes = [
+            ctypes.py_object,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_int,
+        ]
+        lib.tb_python_key_rules.restype = None
+        lib.tb_python_key_rules.argtypes = [ctypes.c_int]
+        lib.tb_python_key_pause.restype = None
+        lib.tb_python_key_pause.argtypes = [ctypes.c_int]
+        _python_key_lib = lib
+        _count_dispatch_rules()
+    global _python_key_count
+    array_tensor, attach = _C._eager_c_api()
+    _python_key_count = int(
+        _python_key_lib.tb_python_key_kernels(Tensor, array_tensor, attach, 1 if on else 0)
+    )
+    return "" if on else "switched off"
+
+
+_python_key_count = 0  # the ops the Python-key kernels serve (0: off)
+
+
+def _python_key_ops() -> int:
+    """How many ops the Python-key kernels serve (0 when they are off)."""
+    return _python_key_count
+
+
+@contextlib.contextmanager
+def _python_route() -> Iterator[None]:
+    """Within it, every op on tensorbridge.Tensors takes ``__torch_dispatch__`` although the
+    Python-key kernels are registered (for benchmarks that time both routes in one process;
+    it applies to all threads)."""
+    if _python_key_lib is None:
+        yield
+        return
+    _python_key_lib.tb_python_key_pause(1)
+    try:
+        yield
+    finally:
+        _python_key_lib.tb_python_key_pause(0)
+
+
+def _count_dispatch_rules() -> None:
+    """Tells the Python-key kernels while torch_dispatch rules
+    (``torch.library.register_torch_dispatch``) exist for tensorbridge.Tensor: calls then take
+    ``__torch_dispatch__``, where torch looks the rules up."""
+    from torch._library import simple_registry
+    from torch._library.utils import RegistrationHandle
+
+    holder = simple_registry.GenericTorchDispatchRuleHolder
+    original = holder.register
+    if getattr(original, "_tb_counts_rules", False):
+        return
+
+    def register(self: Any, torch_dispatch_class: type, func: Callable[..., Any]) -> Any:
+        handle = original(self, torch_dispatch_class, func)
+        if torch_dispatch_class is not Tensor or _python_key_lib is None:
+            return handle
+        _python_key_lib.tb_python_key_rules(1)
+
+        def deregister() -> None:
+            handle.destroy()
+            _python_key_lib.tb_python_key_rules(-1)
+
+        return RegistrationHandle(deregister)
+
+    register._tb_counts_rules = True  # type: ignore[attr-defined]
+    holder.register = register  # type: ignore[method-assign]
+
+
+if not os.environ.get("TB_NO_PYTHON_KEY_KERNELS") and not os.environ.get("TB_NO_FAST_WRAPPERS"):
+    _python_key_kernels(True)

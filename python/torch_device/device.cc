@@ -27,10 +27,17 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "convert.h"
 #include "dispatch/op_table.h"
 
 namespace tb_device {
 namespace {
+
+using tb_torch::ArgKind;
+using tb_torch::KindOf;
+using tb_torch::ToTb;
+using tb_torch::ToTorchDType;
+using tb_torch::WrittenReturns;
 
 constexpr c10::DeviceType kDev = c10::DeviceType::PrivateUse1;
 const c10::Device kDevice(kDev, 0);
@@ -126,67 +133,6 @@ at::Tensor CpuView(const at::Tensor& t) {
 
 // ---- table kernels: IValue <-> tb::Value -----------------------------------------------------
 
-bool ToTbDType(c10::ScalarType s, tb::DType* out) {
-  using S = c10::ScalarType;
-  using D = tb::DType;
-  switch (s) {
-    case S::Bool: *out = D::kBool; return true;
-    case S::Byte: *out = D::kUInt8; return true;
-    case S::Char: *out = D::kInt8; return true;
-    case S::Short: *out = D::kInt16; return true;
-    case S::Int: *out = D::kInt32; return true;
-    case S::Long: *out = D::kInt64; return true;
-    case S::Half: *out = D::kFloat16; return true;
-    case S::BFloat16: *out = D::kBFloat16; return true;
-    case S::Float: *out = D::kFloat32; return true;
-    case S::Double: *out = D::kFloat64; return true;
-    case S::ComplexFloat: *out = D::kComplex64; return true;
-    case S::ComplexDouble: *out = D::kComplex128; return true;
-    default: return false;
-  }
-}
-
-c10::ScalarType ToTorchDType(tb::DType d) {
-  using S = c10::ScalarType;
-  using D = tb::DType;
-  switch (d) {
-    case D::kBool: return S::Bool;
-    case D::kUInt8: return S::Byte;
-    case D::kInt8: return S::Char;
-    case D::kInt16: return S::Short;
-    case D::kInt32: return S::Int;
-    case D::kInt64: return S::Long;
-    case D::kFloat16: return S::Half;
-    case D::kBFloat16: return S::BFloat16;
-    case D::kFloat32: return S::Float;
-    case D::kFloat64: return S::Double;
-    case D::kComplex64: return S::ComplexFloat;
-    case D::kComplex128: return S::ComplexDouble;
-    default:
-      TORCH_CHECK(false, "tensorbridge device: dtype ", tb::DTypeName(d),
-                  " has no torch equivalent");
-  }
-}
-
-// A tb::Tensor over t's memory; the tb storage holds a reference to t's StorageImpl.
-tb::Tensor ToTb(const at::Tensor& t) {
-  tb::DType dtype;
-  TORCH_CHECK(ToTbDType(t.scalar_type(), &dtype), "tensorbridge device: unsupported dtype ",
-              t.scalar_type());
-  c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
-  c10::raw::intrusive_ptr::incref(impl);
-  auto storage = tb::Storage::Wrap(
-      impl->mutable_data(), impl->nbytes(), tb::Device{}, impl, [](void* ctx) noexcept {
-        c10::raw::intrusive_ptr::decref(static_cast<c10::StorageImpl*>(ctx));
-      });
-  const auto sizes = t.sizes();
-  const auto strides = t.strides();
-  tb::Tensor out(std::move(storage), t.data_ptr(), tb::IntArrayRef(sizes.data(), sizes.size()),
-                 tb::IntArrayRef(strides.data(), strides.size()), dtype, tb::Device{});
-  if (t.unsafeGetTensorImpl()->is_wrapped_number()) out.set_wrapped_number(true);
-  return out;
-}
-
 // A PrivateUse1 tensor over a table result's memory; the DataPtr holds the tb storage.
 at::Tensor FromTb(const tb::Tensor& t) {
   const std::shared_ptr<tb::Storage>& src = t.storage();
@@ -210,46 +156,12 @@ at::Tensor FromTb(const tb::Tensor& t) {
   return at::Tensor(std::move(impl));
 }
 
-// How one schema argument converts: by its declared type where the IValue alone is ambiguous
-// (ScalarType, Layout and MemoryFormat travel as ints).
-enum class ArgKind : uint8_t { kPlain, kDType, kLayout, kMemoryFormat, kDevice };
-
 struct OpEntry {
   tb::OpId id = 0;
   std::vector<ArgKind> kinds;
   // For each return: the argument it writes and returns (in-place / out=), or -1.
   std::vector<int> returns_arg;
 };
-
-ArgKind KindOf(const c10::TypePtr& declared) {
-  c10::TypePtr t = declared;
-  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
-  switch (t->kind()) {
-    case c10::TypeKind::ScalarTypeType: return ArgKind::kDType;
-    case c10::TypeKind::LayoutType: return ArgKind::kLayout;
-    case c10::TypeKind::MemoryFormatType: return ArgKind::kMemoryFormat;
-    case c10::TypeKind::DeviceObjType: return ArgKind::kDevice;
-    default: return ArgKind::kPlain;
-  }
-}
-
-std::vector<int> WrittenReturns(const c10::FunctionSchema& schema) {
-  std::vector<int> out;
-  for (const auto& ret : schema.returns()) {
-    int found = -1;
-    const c10::AliasInfo* ra = ret.alias_info();
-    if (ra != nullptr && ra->isWrite()) {
-      for (size_t i = 0; i < schema.arguments().size() && found < 0; ++i) {
-        const c10::AliasInfo* aa = schema.arguments()[i].alias_info();
-        if (aa != nullptr && aa->isWrite() && aa->beforeSets() == ra->beforeSets()) {
-          found = static_cast<int>(i);
-        }
-      }
-    }
-    out.push_back(found);
-  }
-  return out;
-}
 
 OpEntry MakeEntry(const c10::FunctionSchema& schema) {
   OpEntry e;
@@ -259,75 +171,6 @@ OpEntry MakeEntry(const c10::FunctionSchema& schema) {
   for (const auto& a : schema.arguments()) e.kinds.push_back(KindOf(a.real_type()));
   e.returns_arg = WrittenReturns(schema);
   return e;
-}
-
-tb::Value ToValue(const c10::IValue& v, ArgKind kind) {
-  if (v.isNone()) return tb::Value();
-  switch (kind) {
-    case ArgKind::kDType: {
-      tb::DType d;
-      TORCH_CHECK(ToTbDType(v.toScalarType(), &d), "tensorbridge device: unsupported dtype");
-      return tb::Value(d);
-    }
-    case ArgKind::kLayout:
-      TORCH_CHECK(v.toLayout() == c10::kStrided, "tensorbridge device: strided tensors only");
-      return tb::Value("strided");
-    case ArgKind::kMemoryFormat:
-      switch (v.toMemoryFormat()) {
-        case c10::MemoryFormat::Contiguous: return tb::Value("contiguous_format");
-        case c10::MemoryFormat::Preserve: return tb::Value("preserve_format");
-        case c10::MemoryFormat::ChannelsLast: return tb::Value("channels_last");
-        case c10::MemoryFormat::ChannelsLast3d: return tb::Value("channels_last_3d");
-        default: TORCH_CHECK(false, "tensorbridge device: unknown memory format");
-      }
-    case ArgKind::kDevice: return tb::Value(std::string("cpu"));
-    case ArgKind::kPlain: break;
-  }
-  if (v.isTensor()) {
-    const at::Tensor& t = v.toTensor();
-    return t.defined() ? tb::Value(ToTb(t)) : tb::Value();
-  }
-  if (v.isDouble()) return tb::Value(v.toDouble());
-  if (v.isInt()) return tb::Value(static_cast<int64_t>(v.toInt()));
-  if (v.isBool()) return tb::Value(v.toBool());
-  if (v.isSymInt()) return tb::Value(static_cast<int64_t>(v.toSymInt().expect_int()));
-  if (v.isSymFloat()) return tb::Value(v.toSymFloat().expect_float());
-  if (v.isString()) return tb::Value(std::string(v.toStringRef()));
-  if (v.isIntList()) {
-    auto l = v.toIntVector();
-    return tb::Value(std::vector<int64_t>(l.begin(), l.end()));
-  }
-  if (v.isDoubleList()) return tb::Value(v.toDoubleVector());
-  if (v.isBoolList()) {
-    auto l = v.toBoolList();
-    return tb::Value(std::vector<bool>(l.begin(), l.end()));
-  }
-  if (v.isTensorList()) {
-    std::vector<tb::Tensor> out;
-    for (const at::Tensor& t : v.toTensorVector()) out.push_back(ToTb(t));
-    return tb::Value(std::move(out));
-  }
-  if (v.isList()) {  // Tensor?[], SymInt[]
-    std::vector<std::optional<tb::Tensor>> tensors;
-    std::vector<int64_t> ints;
-    bool all_int = true;
-    for (const c10::IValue& item : v.toListRef()) {
-      if (item.isNone()) {
-        tensors.emplace_back(std::nullopt);
-        all_int = false;
-      } else if (item.isTensor()) {
-        tensors.emplace_back(ToTb(item.toTensor()));
-        all_int = false;
-      } else if (item.isInt() || item.isSymInt()) {
-        ints.push_back(item.isInt() ? item.toInt() : item.toSymInt().expect_int());
-      } else {
-        TORCH_CHECK(false, "tensorbridge device: unsupported list item ", item.tagKind());
-      }
-    }
-    if (all_int) return tb::Value(std::move(ints));
-    return tb::Value(std::move(tensors));
-  }
-  TORCH_CHECK(false, "tensorbridge device: unsupported argument ", v.tagKind());
 }
 
 c10::IValue FromValue(const tb::Value& v) {
@@ -360,7 +203,8 @@ class TableOp final : public c10::OperatorKernel {
     const size_t first = stack->size() - n;
     tb::Stack s;
     s.reserve(n);
-    for (size_t i = 0; i < n; ++i) s.push_back(ToValue((*stack)[first + i], e_.kinds[i]));
+    for (size_t i = 0; i < n; ++i)
+      s.push_back(tb_torch::ToValue((*stack)[first + i], e_.kinds[i], ToTb));
     try {
       tb::OpTable::Global().Call(e_.id, s);
     } catch (const std::exception& ex) {

@@ -1,0 +1,444 @@
+// Kernels on torch's Python dispatch key that run ops on tensorbridge.Tensors in C++.
+//
+// A tensorbridge.Tensor carries torch's Python key, so every op on it reaches torch's Python
+// fallback (PythonFallbackKernel.cpp), which takes the GIL, boxes the arguments into Python
+// objects and calls __torch_dispatch__. For each aten op the table serves with a kernel, this
+// library registers a boxed kernel on the Python key in its place. When every argument that
+// has the Python key is a tensorbridge.Tensor with data (its PyObject, read from the
+// TensorImpl's slot, is of exactly that class), no TorchDispatchMode is active and no
+// torch_dispatch rule is registered for the class, the kernel converts torch's stack to table
+// values (the Array behind each tensorbridge.Tensor, zero-copy views of plain CPU tensors),
+// runs the table's kernel without the GIL and makes the result wrappers in C++ (the GIL held
+// only for their Python objects). Every other call does exactly what torch's Python fallback
+// does: the top mode's or the subclass's __torch_dispatch__, so FakeTensor, FunctionalTensor,
+// DTensor and other subclasses behave as before. Autograd sits above the Python key and
+// records as before.
+//
+// It links libtorch, libtorch_python and the tensorbridge core (one torch release's C++ ABI).
+// tensorbridge/_tensor.py loads it with ctypes where it was built against the running torch
+// and hands it the class and the eager path's C functions (python/src/eager.cc).
+#include <Python.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <ATen/record_function.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/impl/PyInterpreter.h>
+#include <c10/core/impl/PyInterpreterHooks.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bridge/error.h"
+#include "convert.h"
+#include "wrapper.h"
+
+// libtorch_python's own (torch/csrc/autograd/python_variable.h, which needs torch's copy of
+// pybind11): a new Python object of `type` over `var`.
+PyObject* THPVariable_Wrap(const at::TensorBase& var, PyTypeObject* type);
+
+namespace tb_pykey {
+namespace {
+
+using tb_torch::ArgKind;
+
+// The eager path's C functions (python/src/eager.cc): the Tensor behind a
+// tensorbridge.Tensor's `_array` (nullptr: none), and attaching a new Array to a new wrapper
+// (0, or -1 with a Python exception set; the GIL held).
+using ArrayTensorFn = const tb::Tensor* (*)(PyObject*);
+using AttachFn = int (*)(PyObject*, const tb::Tensor*);
+
+PyTypeObject* g_cls = nullptr;  // tensorbridge.Tensor; set before any kernel is registered
+ArrayTensorFn g_array_tensor = nullptr;
+AttachFn g_attach = nullptr;
+// torch_dispatch rules registered for tensorbridge.Tensor (torch.library's
+// register_torch_dispatch): while there are some, every call takes the Python route, which
+// looks them up.
+std::atomic<int64_t> g_rules{0};
+// Every call takes the Python route while set (tensorbridge._tensor._python_route(), for
+// benchmarks that time both routes in one process).
+std::atomic<bool> g_paused{false};
+
+// ---- torch's Python fallback --------------------------------------------------------------
+
+// Every key below Python.
+constexpr c10::DispatchKeySet kAfterPython =
+    c10::DispatchKeySet(c10::DispatchKeySet::FULL) ^
+    (c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::Python) |
+     c10::DispatchKeySet(c10::DispatchKey::Python));
+
+// What torch's own Python-key fallback does (aten/src/ATen/core/PythonFallbackKernel.cpp),
+// which a kernel registered for the key replaces for its op: the top TorchDispatchMode's
+// __torch_dispatch__ if a mode is active, else the subclasses' __torch_dispatch__ (torch's
+// one Python interpreter) if an argument has the Python key, else the keys below.
+void PythonFallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                    torch::jit::Stack* stack) {
+  c10::impl::ExcludeDispatchKeyGuard exclude(kAfterPython);
+  const size_t n = op.schema().arguments().size();
+  const int64_t modes = c10::impl::TorchDispatchModeTLS::stack_len();
+  if (modes > 0) {
+    RECORD_FUNCTION("PythonDispatchMode", torch::jit::last(*stack, n));
+    c10::impl::TorchDispatchModeTLS::get_stack_at(modes - 1)->pyinterpreter()->dispatch(op, stack);
+    return;
+  }
+  RECORD_FUNCTION("PythonSubclass", torch::jit::last(*stack, n));
+  bool python_key = false;
+  for (const c10::IValue& v : torch::jit::last(*stack, n)) {
+    if (v.isTensor()) {
+      python_key |= v.unsafeToTensorImpl()->key_set().has(c10::DispatchKey::Python);
+    } else if (v.isTensorList() || v.isOptionalTensorList()) {
+      for (const c10::IValue& item : v.toListRef()) {
+        if (!item.isNone()) {
+          python_key |= item.unsafeToTensorImpl()->key_set().has(c10::DispatchKey::Python);
+        }
+      }
+    }
+  }
+  c10::impl::PyInterpreter* interpreter = c10::impl::getGlobalPyInterpreter();
+  TORCH_INTERNAL_ASSERT(interpreter != nullptr, "Hit Python dispatch key without a Python");
+  if (python_key) {
+    (*interpreter)->dispatch(op, stack);
+    return;
+  }
+  // No mode and no tensor with the Python key: the keys below, with Python left out of the
+  // included set too (modes add it there).
+  const c10::impl::LocalDispatchKeySet local = c10::impl::tls_local_dispatch_key_set();
+  c10::impl::ForceDispatchKeyGuard no_python(local.included_.remove(c10::DispatchKey::Python),
+                                             local.excluded_);
+  op.redispatchBoxed(keys.remove(c10::DispatchKey::Python), stack);
+}
+
+// ---- the fast path ----------------------------------------------------------------------
+
+struct Decline {};  // an argument the fast path does not take: the call goes to Python
+
+// The keys of a plain dense CPU tensor (with autograd): anything else (conjugate or negative
+// views, sparse, functorch or functionalization wrappers) takes the Python route.
+constexpr c10::DispatchKeySet kPlainKeys = c10::DispatchKeySet(c10::DispatchKey::CPU) |
+                                           c10::DispatchKeySet(c10::DispatchKey::AutogradCPU) |
+                                           c10::DispatchKeySet(c10::DispatchKey::ADInplaceOrView) |
+                                           c10::DispatchKeySet(c10::DispatchKey::AutocastCPU);
+
+// A Python error (set by libtorch_python or the eager path) as a C++ exception, the GIL held.
+[[noreturn]] void ThrowPythonError(const char* what) {
+  PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
+  PyErr_Fetch(&type, &value, &trace);
+  std::string message = what;
+  if (value != nullptr) {
+    PyObject* s = PyObject_Str(value);
+    const char* text = s != nullptr ? PyUnicode_AsUTF8(s) : nullptr;
+    if (text != nullptr) message += std::string(": ") + text;
+    Py_XDECREF(s);
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(trace);
+  PyErr_Clear();
+  TORCH_CHECK(false, "tensorbridge: ", message);
+}
+
+// A table error as the torch exception of the Python exception the eager path would raise.
+[[noreturn]] void ThrowTableError(const tb::Error& e) {
+  switch (e.kind()) {
+    case tb::ErrorKind::kValueError: C10_THROW_ERROR(ValueError, e.message());
+    case tb::ErrorKind::kTypeError: C10_THROW_ERROR(TypeError, e.message());
+    case tb::ErrorKind::kIndexError: C10_THROW_ERROR(IndexError, e.message());
+    case tb::ErrorKind::kNotImplementedError: C10_THROW_ERROR(NotImplementedError, e.message());
+    default: C10_THROW_ERROR(Error, e.message());
+  }
+}
+
+// Releases the GIL for its scope where the calling thread holds it (torch's Python bindings
+// release it before dispatching; other callers may not).
+class GilRelease {
+ public:
+  GilRelease() : saved_(PyGILState_Check() != 0 ? PyEval_SaveThread() : nullptr) {}
+  ~GilRelease() {
+    if (saved_ != nullptr) PyEval_RestoreThread(saved_);
+  }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* saved_;
+};
+
+// Holds the GIL for its scope.
+class GilAcquire {
+ public:
+  GilAcquire() : state_(PyGILState_Ensure()) {}
+  ~GilAcquire() { PyGILState_Release(state_); }
+  GilAcquire(const GilAcquire&) = delete;
+  GilAcquire& operator=(const GilAcquire&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
+// A new tensorbridge.Tensor over a table result, the GIL held: its TensorImpl (wrapper.h),
+// its Python object of the class, and the object's Array. The object lives as long as the
+// TensorImpl is referenced (torch's PyObject preservation).
+at::Tensor MakeResult(const tb::Tensor& t) {
+  TORCH_CHECK(t.device().is_cpu(), "tensorbridge: a result on ", tb::DeviceString(t.device()));
+  const auto nd = static_cast<int64_t>(t.ndim());
+  bool contiguous = true;
+  int64_t expected = 1;
+  for (int64_t i = nd - 1; i >= 0; --i) {
+    contiguous &= t.strides()[i] == expected;
+    expected *= std::max<int64_t>(t.shape()[i], 1);
+  }
+  at::Tensor w =
+      tb_torch::MakeWrapperTensor(tb_torch::ToTorchDType(t.dtype()), nd, t.shape().data(),
+                                  contiguous ? nullptr : t.strides().data());
+  PyObject* obj = THPVariable_Wrap(w, g_cls);
+  if (obj == nullptr) ThrowPythonError("making a result wrapper failed");
+  if (g_attach(obj, &t) != 0) {
+    Py_DECREF(obj);
+    ThrowPythonError("attaching a result's array failed");
+  }
+  Py_DECREF(obj);
+  return w;
+}
+
+c10::IValue ToIValue(const tb::Value& v) {
+  switch (v.tag()) {
+    case tb::Value::Tag::kNone: return c10::IValue();
+    case tb::Value::Tag::kBool: return c10::IValue(v.to_bool());
+    case tb::Value::Tag::kInt: return c10::IValue(v.to_int());
+    case tb::Value::Tag::kDouble: return c10::IValue(v.to_double());
+    case tb::Value::Tag::kTensor:
+      return v.to_tensor().defined() ? c10::IValue(MakeResult(v.to_tensor())) : c10::IValue();
+    case tb::Value::Tag::kTensorList: {
+      c10::List<at::Tensor> out;
+      for (const tb::Tensor& t : v.to_tensor_list()) out.push_back(MakeResult(t));
+      return c10::IValue(out);
+    }
+    case tb::Value::Tag::kIntList: return c10::IValue(v.to_int_list());
+    default: TORCH_CHECK(false, "tensorbridge: unsupported result ", v.type_name());
+  }
+}
+
+struct Entry {
+  tb::OpId id = 0;
+  std::vector<ArgKind> kinds;
+  // For each return: the argument it writes and returns (in-place), or -1.
+  std::vector<int> returns_arg;
+  bool view = false;  // returns a view of an argument
+};
+
+// The kernel of one op.
+class PythonKeyOp final : public c10::OperatorKernel {
+ public:
+  explicit PythonKeyOp(Entry entry) : e_(std::move(entry)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                  torch::jit::Stack* stack) {
+    if (!Fast(stack)) PythonFallback(op, keys, stack);
+  }
+
+ private:
+  // Runs the op in C++ and returns true, or returns false (the stack untouched) where the
+  // call must take the Python route.
+  bool Fast(torch::jit::Stack* stack) const {
+    if (g_rules.load(std::memory_order_relaxed) > 0 || g_paused.load(std::memory_order_relaxed) ||
+        c10::impl::TorchDispatchModeTLS::stack_len() > 0) {
+      return false;
+    }
+    // A view in inference mode: the eager path makes its wrapper outside inference mode
+    // where the base is a normal tensor.
+    if (e_.view && c10::InferenceMode::is_enabled()) return false;
+    const size_t n = e_.kinds.size();
+    const size_t first = stack->size() - n;
+    bool any_ours = false;
+    auto convert = [&any_ours](const at::Tensor& t) -> tb::Tensor {
+      c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+      const c10::DispatchKeySet keys = impl->key_set();
+      if (keys.has(c10::DispatchKey::Python)) {
+        PyObject* obj = impl->pyobj_slot()->load_pyobj();
+        if (obj == nullptr || Py_TYPE(obj) != g_cls) throw Decline{};
+        const tb::Tensor* array = g_array_tensor(obj);
+        if (array == nullptr) throw Decline{};
+        any_ours = true;
+        return *array;
+      }
+      tb::DType dtype;
+      if (!kPlainKeys.isSupersetOf(keys) || !impl->has_storage() || t.layout() != c10::kStrided ||
+          !tb_torch::ToTbDType(t.scalar_type(), &dtype)) {
+        throw Decline{};
+      }
+      return tb_torch::ToTb(t);
+    };
+    tb::Stack s;
+    s.reserve(n);
+    try {
+      for (size_t i = 0; i < n; ++i) {
+        const c10::IValue& v = (*stack)[first + i];
+        if (e_.kinds[i] == ArgKind::kDevice && v.isDevice() && !v.toDevice().is_cpu()) {
+          return false;
+        }
+        s.push_back(tb_torch::ToValue(v, e_.kinds[i], convert));
+      }
+    } catch (const Decline&) {
+      return false;
+    } catch (const c10::Error&) {
+      return false;  // an argument the conversion does not take: the eager path's error
+    }
+    if (!any_ours) return false;  // torch's fallback: no mode, no subclass, the keys below
+    {
+      GilRelease release;
+      try {
+        tb::OpTable::Global().Call(e_.id, s);
+      } catch (const tb::Error& e) {
+        // torch has no BufferError (a read-only source written to): the Python route raises
+        // it (the kernel refused before writing).
+        if (e.kind() == tb::ErrorKind::kBufferError) return false;
+        ThrowTableError(e);
+      } catch (const std::exception&) {
+        // Not the table's own error (a Python exception from its fallback handler, memory):
+        // the Python route raises it as the Python exception it is.
+        return false;
+      }
+    }
+    const size_t nret = e_.returns_arg.size();
+    std::vector<c10::IValue> results;
+    results.reserve(nret);
+    bool needs_python = false;
+    for (size_t r = 0; r < nret; ++r) needs_python |= e_.returns_arg[r] < 0;
+    {
+      std::unique_ptr<GilAcquire> gil;
+      if (needs_python) gil = std::make_unique<GilAcquire>();
+      for (size_t r = 0; r < nret; ++r) {
+        const int arg = e_.returns_arg[r];
+        results.push_back(arg >= 0 ? (*stack)[first + arg] : ToIValue(s.at(r)));
+      }
+    }
+    torch::jit::drop(*stack, n);
+    for (auto& r : results) stack->push_back(std::move(r));
+    return true;
+  }
+
+  const Entry e_;
+};
+
+// In-place ops that change the tensor itself (shape, strides, memory): the eager path's
+// Python handler changes the wrapper's metadata too.
+constexpr const char* kMetadataOps[] = {"aten::as_strided_", "aten::squeeze_",   "aten::unsqueeze_",
+                                        "aten::t_",          "aten::transpose_", "aten::swapdims_",
+                                        "aten::swapaxes_",   "aten::resize_",    "aten::resize_as_",
+                                        "aten::set_"};
+
+// Whether the fast path can hand this return type back.
+bool ReturnTaken(const c10::TypePtr& type) {
+  switch (type->kind()) {
+    case c10::TypeKind::TensorType:
+    case c10::TypeKind::IntType:
+    case c10::TypeKind::FloatType:
+    case c10::TypeKind::BoolType:
+    case c10::TypeKind::NumberType: return true;
+    case c10::TypeKind::ListType:
+      return type->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::TensorType;
+    default: return false;
+  }
+}
+
+// The kernel's entry for an op, or false where the op keeps torch's fallback: not aten, a
+// Python-key kernel of torch's own, a metadata op, out= variants (a keyword-only argument written),
+// no returns or returns the fast path does not make, no kernel in the table.
+bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, Entry* out) {
+  if (name.name.rfind("aten::", 0) != 0) return false;
+  if (handle.hasKernelForDispatchKey(c10::DispatchKey::Python)) return false;
+  for (const char* m : kMetadataOps) {
+    if (name.name == m) return false;
+  }
+  const c10::FunctionSchema& schema = handle.schema();
+  if (schema.returns().empty() || schema.is_vararg() || schema.is_varret()) return false;
+  for (const auto& a : schema.arguments()) {
+    if (a.alias_info() != nullptr && a.alias_info()->isWrite() && a.kwarg_only()) return false;
+  }
+  Entry e;
+  for (const auto& r : schema.returns()) {
+    if (!ReturnTaken(r.real_type())) return false;
+    if (r.alias_info() != nullptr && !r.alias_info()->isWrite()) e.view = true;
+  }
+  e.returns_arg = tb_torch::WrittenReturns(schema);
+  for (size_t r = 0; r < e.returns_arg.size(); ++r) {
+    const c10::AliasInfo* ra = schema.returns()[r].alias_info();
+    if (ra != nullptr && ra->isWrite() && e.returns_arg[r] < 0) return false;
+  }
+  const std::string qualified =
+      name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+  tb::OpTable& table = tb::OpTable::Global();
+  auto id = table.Find(qualified);
+  if (!id) return false;
+  const tb::ServedBy by = table.Resolve(*id, tb::DeviceType::kCPU).served_by;
+  if (by != tb::ServedBy::kKernel && by != tb::ServedBy::kComposite) return false;
+  e.id = *id;
+  for (const auto& a : schema.arguments()) e.kinds.push_back(tb_torch::KindOf(a.real_type()));
+  *out = std::move(e);
+  return true;
+}
+
+std::mutex g_mu;
+std::unique_ptr<torch::Library> g_lib;  // guarded by g_mu; its destruction deregisters
+int64_t g_registered = 0;               // guarded by g_mu
+
+}  // namespace
+}  // namespace tb_pykey
+
+// Registers the kernels (on != 0) or removes them (on == 0). `cls` is tensorbridge.Tensor,
+// the two addresses the eager path's C functions (_C._eager_c_api()). Returns the number of
+// ops registered, or -1 with a Python exception set. Called with the GIL held (ctypes.PyDLL).
+extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
+    PyObject* cls, uintptr_t array_tensor, uintptr_t attach, int on) {
+  using namespace tb_pykey;
+  try {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_lib.reset();
+    g_registered = 0;
+    if (on == 0) return 0;
+    if (g_cls == nullptr) {
+      Py_INCREF(cls);  // lives for the process, as the class does
+      g_cls = reinterpret_cast<PyTypeObject*>(cls);
+      g_array_tensor = reinterpret_cast<ArrayTensorFn>(array_tensor);
+      g_attach = reinterpret_cast<AttachFn>(attach);
+    }
+    TORCH_CHECK(reinterpret_cast<PyObject*>(g_cls) == cls, "tensorbridge: another tensor class");
+    auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                                c10::DispatchKey::Python, __FILE__, __LINE__);
+    for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+      auto handle = c10::Dispatcher::singleton().findOp(name);
+      Entry e;
+      if (!handle || !Eligible(name, *handle, &e)) continue;
+      const std::string unqualified =
+          name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
+      lib->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                         std::make_unique<PythonKeyOp>(std::move(e))));
+      ++g_registered;
+    }
+    g_lib = std::move(lib);
+    return g_registered;
+  } catch (const std::exception& e) {
+    PyErr_SetString(
+        PyExc_RuntimeError,
+        (std::string("tensorbridge: registering the Python-key kernels failed: ") + e.what())
+            .c_str());
+    return -1;
+  }
+}
+
+// Counts torch_dispatch rules registered (+1) or removed (-1) for tensorbridge.Tensor.
+extern "C" __attribute__((visibility("default"))) void tb_python_key_rules(int delta) {
+  tb_pykey::g_rules.fetch_add(delta, std::memory_order_relaxed);
+}
+
+// Sends every call to the Python route while `paused` is nonzero (benchmarks).
+extern "C" __attribute__((visibility("default"))) void tb_python_key_pause(int paused) {
+  tb_pykey::g_paused.store(paused != 0, std::memory_order_relaxed);
+}
