@@ -95,6 +95,7 @@ Tensor ColMajorCopy(const Tensor& a, IntArrayRef batch) {
   const int64_t rows = a.size(-2), cols = a.size(-1);
   Tensor out = ColMajor(batch, rows, cols, a.dtype());
   const bool same_batch = IntArrayRef(BatchShape(a)) == batch;
+  if (out.numel() == 0) return out;  // nothing to copy (and possibly no memory to copy from)
   if (same_batch && IsColMajorBatch(a)) {
     std::memcpy(out.mutable_data(), a.data(), static_cast<size_t>(a.nbytes()));
   } else if (same_batch && a.is_contiguous() && (a.element_size() == 4 || a.element_size() == 8)) {

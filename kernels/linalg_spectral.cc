@@ -238,6 +238,13 @@ class TaylorExp {
       r = T8(a);
     } else if (norm < theta[4]) {
       r = T12(a);
+    } else if (std::isinf(norm)) {  // torch's scaling by 2^-inf = 0 gives NaN everywhere
+      const R nan = std::numeric_limits<R>::quiet_NaN();
+      if constexpr (kIsComplex<T>) {
+        r.assign(nn_, T(nan, nan));
+      } else {
+        r.assign(nn_, nan);
+      }
     } else {  // scaled by 2^-s into the degree-18 range, then squared s times
       const R ratio = std::ceil(std::log2(norm / theta[5]));
       const int s = ratio > R(0) ? static_cast<int>(ratio) : 0;

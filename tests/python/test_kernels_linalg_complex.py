@@ -205,6 +205,10 @@ def test_matrix_exp_cross_eye(dtype):
     _check("aten::linalg_cross", x, y, tol=tol)
     _check("aten::linalg_cross", x.mT, y.mT, dim=0, tol=tol)
     _check("aten::eye.m", 3, 4, dtype=dtype)
+    for value in (float("inf"), float("nan")):  # NaN results, as torch's
+        x = _crand(3, 3, dtype=dtype)
+        x[0, 0] = value
+        _check("aten::linalg_matrix_exp", x, tol={"equal_nan": True})
 
 
 # ---- results defined up to a phase: reconstruction ----------------------------------------------
