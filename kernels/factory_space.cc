@@ -30,6 +30,19 @@ Tensor EyeM(int64_t n, int64_t m, std::optional<DType> dtype, const Value& layou
   const DType dt = dtype.value_or(DType::kFloat32);
   Tensor out = Tensor::Zeros({n, m}, dt);
   const int64_t k = std::min(n, m);
+  if (IsComplex(dt)) {
+    auto ones = [&](auto part) {
+      using R = decltype(part);
+      auto* p = static_cast<R*>(out.mutable_data());  // (re, im) pairs
+      for (int64_t i = 0; i < k; ++i) p[2 * (i * m + i)] = R(1);
+    };
+    if (dt == DType::kComplex64) {
+      ones(float{});
+    } else {
+      ones(double{});
+    }
+    return out;
+  }
   TB_DISPATCH(dt, kOp, TB_TYPES_ALL, [&] {
     using T = scalar_t;
     T* p = out.data_as<T>();
@@ -79,14 +92,14 @@ Tensor Logspace(const Scalar& start, const Scalar& end, int64_t steps, double ba
 
 // The value of a 0-d (or one-element) bound tensor as a Scalar.
 Scalar BoundValue(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
+  TB_CHECK_SUPPORTED(t.device().is_host_accessible())
       << op << ": tensors on " << DeviceString(t.device())
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(t.ndim() == 0, ValueError)
       << op << ": start and end must be 0-dimensional tensors, got shape "
       << ShapeString(t.shape());
   if (IsFloatingPoint(t.dtype())) return Scalar(*Cast(t, DType::kFloat64).data_as<double>());
-  TB_CHECK(IsIntegral(t.dtype(), /*include_bool=*/true), NotImplementedError)
+  TB_CHECK_SUPPORTED(IsIntegral(t.dtype(), /*include_bool=*/true))
       << op << ": bounds of dtype " << DTypeName(t.dtype()) << " are not supported";
   return Scalar(*Cast(t, DType::kInt64).data_as<int64_t>());
 }

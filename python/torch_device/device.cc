@@ -288,6 +288,10 @@ tb::Value ToValue(const c10::IValue& v, ArgKind kind) {
     return t.defined() ? tb::Value(ToTb(t)) : tb::Value();
   }
   if (v.isDouble()) return tb::Value(v.toDouble());
+  if (v.isComplexDouble()) {
+    const c10::complex<double> c = v.toComplexDouble();
+    return tb::Value(std::complex<double>(c.real(), c.imag()));
+  }
   if (v.isInt()) return tb::Value(static_cast<int64_t>(v.toInt()));
   if (v.isBool()) return tb::Value(v.toBool());
   if (v.isSymInt()) return tb::Value(static_cast<int64_t>(v.toSymInt().expect_int()));
@@ -336,6 +340,10 @@ c10::IValue FromValue(const tb::Value& v) {
     case tb::Value::Tag::kBool: return c10::IValue(v.to_bool());
     case tb::Value::Tag::kInt: return c10::IValue(v.to_int());
     case tb::Value::Tag::kDouble: return c10::IValue(v.to_double());
+    case tb::Value::Tag::kComplex: {
+      const std::complex<double> c = v.to_complex();
+      return c10::IValue(c10::complex<double>(c.real(), c.imag()));
+    }
     case tb::Value::Tag::kTensor:
       return v.to_tensor().defined() ? c10::IValue(FromTb(v.to_tensor())) : c10::IValue();
     case tb::Value::Tag::kTensorList: {
