@@ -393,6 +393,13 @@ def test_scalar_weighted_products(dtype):
 
 
 @pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+def test_cross(dtype):
+    a, b = _rand(4, 3, dtype=dtype), _rand(1, 3, dtype=dtype, seed=1)
+    _check(lambda x, y: torch.linalg.cross(x, y), a, b)
+    _check(lambda x, y: torch.linalg.cross(x, y, dim=0), a[:3].T.contiguous(), a[1:].T.contiguous())
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
 def test_renorm_ldexp_silu_eye(dtype):
     a = _rand(3, 4, dtype=dtype) * 3
     _check(lambda x: torch.renorm(x, 2, 0, 1.5), a)
