@@ -28,10 +28,15 @@ TB_API const char* ErrorKindName(ErrorKind kind);
 
 class TB_API Error : public std::exception {
  public:
-  explicit Error(ErrorKind kind, std::string message = {})
-      : kind_(kind), message_(std::move(message)) {}
+  explicit Error(ErrorKind kind, std::string message = {}, bool declined = false)
+      : kind_(kind), message_(std::move(message)), declined_(declined) {}
 
   ErrorKind kind() const noexcept { return kind_; }
+  // True for a kernel's refusal of a dtype, device or element size it has no loop for
+  // (TB_DECLINE: a NotImplementedError). The op table serves such a call with its fallback
+  // handler when one is installed; Python sees tensorbridge.KernelDeclinedError, a subclass
+  // of NotImplementedError.
+  bool declined() const noexcept { return declined_; }
   const std::string& message() const noexcept { return message_; }
   const char* what() const noexcept override { return message_.c_str(); }
 
@@ -47,11 +52,17 @@ class TB_API Error : public std::exception {
  private:
   ErrorKind kind_;
   std::string message_;
+  bool declined_;
 };
 
 }  // namespace tb
 
 #define TB_THROW(Kind) throw ::tb::Error(::tb::ErrorKind::k##Kind)
+
+// A kernel declining an input it has no loop for (a dtype, a device, an element size):
+// TB_DECLINE << "aten::cumsum: dtype complex64 is not supported". A NotImplementedError
+// marked declined(), so that the fallback may serve the call.
+#define TB_DECLINE throw ::tb::Error(::tb::ErrorKind::kNotImplementedError, {}, true)
 
 // Internal invariant: failing it is a tensorbridge bug, reported with the place it failed.
 #define TB_ICHECK(cond)                                                                    \
@@ -60,6 +71,12 @@ class TB_API Error : public std::exception {
     throw ::tb::Error(::tb::ErrorKind::kInternalError)                                     \
         << "tensorbridge internal error at " << __FILE__ << ":" << __LINE__ << ": check `" \
         << #cond << "` failed. "
+
+// TB_DECLINE unless cond: TB_CHECK_SUPPORTED(IsFloatingPoint(dt)) << op << ": dtype ...".
+#define TB_CHECK_SUPPORTED(cond) \
+  if (cond) {                    \
+  } else                         \
+    TB_DECLINE
 
 // User-facing check: TB_CHECK(cond, ValueError) << "message".
 #define TB_CHECK(cond, Kind) \

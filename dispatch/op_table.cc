@@ -45,7 +45,7 @@ struct OpTable::Entry {
   std::atomic<const Snapshot*> snapshot{nullptr};
   std::atomic<bool> legal{true};
   std::atomic<uint64_t> calls{0}, kernel{0}, composite{0}, decomposition{0}, fallback{0},
-      time_ns{0};
+      declined{0}, time_ns{0};
 };
 
 RegistrationHandle& RegistrationHandle::operator=(RegistrationHandle&& o) noexcept {
@@ -346,22 +346,39 @@ void OpTable::Call(OpId op, Stack& stack) {
 void OpTable::CallResolved(OpId op, const Resolution& r, Stack& stack) {
   Entry& e = *entries_[op].load(std::memory_order_acquire);
   e.calls.fetch_add(1, std::memory_order_relaxed);
+  std::atomic<uint64_t>* served = nullptr;
   switch (r.served_by) {
-    case ServedBy::kKernel: e.kernel.fetch_add(1, std::memory_order_relaxed); break;
-    case ServedBy::kComposite: e.composite.fetch_add(1, std::memory_order_relaxed); break;
-    case ServedBy::kDecomposition: e.decomposition.fetch_add(1, std::memory_order_relaxed); break;
-    case ServedBy::kFallback: e.fallback.fetch_add(1, std::memory_order_relaxed); break;
-    case ServedBy::kMissing: ReportMissing(op, DeviceType::kCPU);
+    case ServedBy::kKernel: served = &e.kernel; break;
+    case ServedBy::kComposite: served = &e.composite; break;
+    case ServedBy::kDecomposition: served = &e.decomposition; break;
+    case ServedBy::kFallback: served = &e.fallback; break;
+    case ServedBy::kMissing: ReportMissing(op, DeviceType::kCPU); return;
   }
-  if (!profiling()) {
+  served->fetch_add(1, std::memory_order_relaxed);
+  const auto t0 =
+      profiling() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  const size_t nargs = stack.size();
+  try {
     (*r.kernel)(e.info, stack);
-    return;
+  } catch (const Error& err) {
+    // A kernel declining its input: the fallback serves the call instead, unless the kernel
+    // already consumed its arguments (a boxed kernel that pops them), which none of the typed
+    // kernels do before returning.
+    std::shared_ptr<FallbackHandler> fb;
+    if (!err.declined() || r.served_by == ServedBy::kFallback || !fallback_on_decline() ||
+        stack.size() != nargs || !(fb = std::atomic_load(&fallback_))) {
+      throw;
+    }
+    served->fetch_sub(1, std::memory_order_relaxed);
+    e.fallback.fetch_add(1, std::memory_order_relaxed);
+    e.declined.fetch_add(1, std::memory_order_relaxed);
+    (*fb)(e.info, stack);
   }
-  auto t0 = std::chrono::steady_clock::now();
-  (*r.kernel)(e.info, stack);
-  auto dt = std::chrono::steady_clock::now() - t0;
-  e.time_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count(),
-                      std::memory_order_relaxed);
+  if (profiling()) {
+    auto dt = std::chrono::steady_clock::now() - t0;
+    e.time_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count(),
+                        std::memory_order_relaxed);
+  }
 }
 
 void OpTable::Call(std::string_view qualified, Stack& stack) {
@@ -392,14 +409,16 @@ OpCounters OpTable::Counters(OpId op) const {
   Info(op);
   const Entry& e = *entries_[op].load();
   return OpCounters{e.calls.load(),         e.kernel.load(),   e.composite.load(),
-                    e.decomposition.load(), e.fallback.load(), e.time_ns.load()};
+                    e.decomposition.load(), e.fallback.load(), e.declined.load(),
+                    e.time_ns.load()};
 }
 
 void OpTable::ResetCounters() {
   size_t n = size_.load();
   for (size_t i = 0; i < n; ++i) {
     Entry& e = *entries_[i].load();
-    for (auto* c : {&e.calls, &e.kernel, &e.composite, &e.decomposition, &e.fallback, &e.time_ns}) {
+    for (auto* c : {&e.calls, &e.kernel, &e.composite, &e.decomposition, &e.fallback, &e.declined,
+                    &e.time_ns}) {
       c->store(0, std::memory_order_relaxed);
     }
   }

@@ -82,7 +82,8 @@ struct OpCounters {
   uint64_t composite = 0;
   uint64_t decomposition = 0;
   uint64_t fallback = 0;
-  uint64_t time_ns = 0;  // only while profiling is on
+  uint64_t declined = 0;  // of the fallbacks, calls whose kernel declined its input
+  uint64_t time_ns = 0;   // only while profiling is on
 };
 
 class TB_API OpTable {
@@ -115,6 +116,11 @@ class TB_API OpTable {
   RegistrationHandle RegisterDecomposition(std::string_view op, BoxedKernel fn, std::string debug);
   void SetFallback(FallbackHandler handler);
   bool has_fallback() const;
+  // Whether a call whose kernel declines its input (a dtype or device it has no loop for:
+  // Error::declined(), bridge/error.h) is retried on the fallback handler, counted as a
+  // fallback (and as declined). On by default; off, the kernel's NotImplementedError stands.
+  void SetFallbackOnDecline(bool on) { fallback_on_decline_.store(on); }
+  bool fallback_on_decline() const { return fallback_on_decline_.load(); }
 
   // The backend-legal set: a composite that is not legal is decomposed (step 3).
   void SetLegal(OpId op, bool legal);
@@ -166,6 +172,7 @@ class TB_API OpTable {
   std::vector<std::unique_ptr<FunctionSchema>> defined_schemas_;  // guarded by mu_
   std::shared_ptr<FallbackHandler> fallback_;                     // read with atomic_load
   std::atomic<bool> profiling_{false};
+  std::atomic<bool> fallback_on_decline_{true};
   uint64_t next_token_ = 1;
 };
 

@@ -1,8 +1,11 @@
 #include "dispatch/schema.h"
 
 #include <cctype>
+#include <complex>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -292,6 +295,28 @@ std::string FunctionSchema::ToString() const {
 
 namespace {
 
+// The value of a 0-d tensor in host memory as a number (bool, int, float or complex), or
+// nullopt (other shapes, devices, and the 16-bit and sub-byte dtypes).
+std::optional<Value> TensorNumber(const Tensor& t) {
+  if (!t.defined() || t.ndim() != 0 || !t.device().is_host_accessible()) return std::nullopt;
+  switch (t.dtype()) {
+    case DType::kBool: return Value(*t.data_as<const bool>());
+    case DType::kUInt8: return Value(static_cast<int64_t>(*t.data_as<const uint8_t>()));
+    case DType::kInt8: return Value(static_cast<int64_t>(*t.data_as<const int8_t>()));
+    case DType::kInt16: return Value(static_cast<int64_t>(*t.data_as<const int16_t>()));
+    case DType::kInt32: return Value(static_cast<int64_t>(*t.data_as<const int32_t>()));
+    case DType::kInt64: return Value(*t.data_as<const int64_t>());
+    case DType::kFloat32: return Value(static_cast<double>(*t.data_as<const float>()));
+    case DType::kFloat64: return Value(*t.data_as<const double>());
+    case DType::kComplex64: {
+      const std::complex<float> c = *t.data_as<const std::complex<float>>();
+      return Value(std::complex<double>(c.real(), c.imag()));
+    }
+    case DType::kComplex128: return Value(*t.data_as<const std::complex<double>>());
+    default: return std::nullopt;
+  }
+}
+
 [[noreturn]] void BadArg(const FunctionSchema& s, const Argument& a, const Value& v) {
   TB_THROW(TypeError) << s.name().ToString() << ": argument '" << a.name << "' must be "
                       << a.type.text << ", not " << v.type_name();
@@ -354,6 +379,10 @@ Value Check(const FunctionSchema& s, const Argument& a, Value v) {
       }
       return v;
     case TypeKind::kScalar:
+      if (v.is_tensor()) {
+        // A one-element (0-d) CPU tensor stands for its value, as in torch's argument parser.
+        if (auto n = TensorNumber(v.to_tensor())) return *n;
+      }
       if (!v.is_scalar()) BadArg(s, a, v);
       return v;
     case TypeKind::kScalarType:

@@ -1,8 +1,15 @@
 #include "dispatch/value.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace tb {
+
+void Scalar::CheckReal(const char* type) const {
+  TB_CHECK(imag_ == 0, RuntimeError)
+      << "value cannot be converted to type " << type << " without overflow: (" << d_
+      << (std::signbit(imag_) ? "" : "+") << imag_ << "j) has a nonzero imaginary part";
+}
 
 const char* Value::type_name() const {
   switch (tag()) {
@@ -19,6 +26,7 @@ const char* Value::type_name() const {
     case Tag::kString: return "str";
     case Tag::kDType: return "ScalarType";
     case Tag::kDevice: return "Device";
+    case Tag::kComplex: return "complex";
   }
   return "?";
 }
@@ -47,6 +55,12 @@ std::string Value::Repr() const {
     case Tag::kString: return "'" + to_string() + "'";
     case Tag::kDType: return std::string(DTypeName(to_dtype()));
     case Tag::kDevice: return DeviceString(to_device());
+    case Tag::kComplex: {
+      const std::complex<double> c = to_complex();
+      std::ostringstream os;
+      os << "(" << c.real() << (std::signbit(c.imag()) ? "" : "+") << c.imag() << "j)";
+      return os.str();
+    }
     default: return type_name();
   }
 }
@@ -59,6 +73,9 @@ Tensor WrapNumber(const Value& number) {
   } else if (number.is_int()) {
     t = Tensor::Empty({}, DType::kInt64);
     *t.data_as<int64_t>() = number.to_int();
+  } else if (number.is_complex()) {
+    t = Tensor::Empty({}, DType::kComplex128);
+    *t.data_as<std::complex<double>>() = number.to_complex();
   } else {
     t = Tensor::Empty({}, DType::kFloat64);
     *t.data_as<double>() = number.to_double();

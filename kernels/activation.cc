@@ -16,6 +16,7 @@
 #include "dispatch/op_table.h"
 #include "kernels/activation_internal.h"
 #include "kernels/common_internal.h"
+#include "kernels/complex_internal.h"
 
 namespace tb {
 namespace {
@@ -40,8 +41,7 @@ Tensor Assign(const Tensor& self, const Tensor& value) {
 
 Tensor Relu(const Tensor& self) {
   constexpr const char* kOp = "aten::relu";
-  TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
-      << kOp << ": dtype bool is not supported";
+  TB_CHECK_SUPPORTED(self.dtype() != DType::kBool) << kOp << ": dtype bool is not supported";
   // Contiguous float32 / float64: x <= 0 ? 0 : x on threshold_backward's row loop with
   // grad = x (NaN stays NaN, as in torch; oneDNN's relu gives 0).
   Tensor out;
@@ -57,8 +57,7 @@ Tensor Relu_(const Tensor& self) { return Assign(self, Relu(self)); }
 
 Tensor Threshold(const Tensor& self, const Scalar& threshold, const Scalar& value) {
   constexpr const char* kOp = "aten::threshold";
-  TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
-      << kOp << ": dtype bool is not supported";
+  TB_CHECK_SUPPORTED(self.dtype() != DType::kBool) << kOp << ": dtype bool is not supported";
   // The forward compares in opmath: float for the 16-bit floats (its backward in their own type).
   const DType dt = self.dtype();
   const bool half = dt == DType::kFloat16 || dt == DType::kBFloat16;
@@ -141,8 +140,7 @@ Tensor LeakyRelu_(const Tensor& self, const Scalar& negative_slope) {
 
 Tensor Hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
   constexpr const char* kOp = "aten::hardtanh";
-  TB_CHECK(self.dtype() != DType::kBool, NotImplementedError)
-      << kOp << ": dtype bool is not supported";
+  TB_CHECK_SUPPORTED(self.dtype() != DType::kBool) << kOp << ": dtype bool is not supported";
   const double lo = min_val.to_double(), hi = max_val.to_double();
   return MapNumeric(kOp, self, [lo, hi](auto x) {
     using A = decltype(x);
@@ -223,6 +221,7 @@ Tensor Gelu_(const Tensor& self, const std::string& approximate) {
 
 Tensor Silu(const Tensor& self) {
   constexpr const char* kOp = "aten::silu";
+  if (IsComplex(self.dtype())) return kernels::complex::Unary(kOp, kOp, self, false);
   CheckFloat(kOp, self);
   return EltwiseOr(self, algorithm::eltwise_swish, 1.f, 0.f, [&] {
     return MapFloat(kOp, self, [](auto x) {

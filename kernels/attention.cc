@@ -310,9 +310,8 @@ Problem CheckProblem(const char* op, const Tensor& q, const Tensor& k, const Ten
       << op << ": expected query, key and value of one dtype, got " << DTypeName(q.dtype()) << ", "
       << DTypeName(k.dtype()) << " and " << DTypeName(v.dtype());
   const DType dt = q.dtype();
-  TB_CHECK(dt == DType::kFloat32 || dt == DType::kFloat64 || dt == DType::kBFloat16 ||
-               dt == DType::kFloat16,
-           NotImplementedError)
+  TB_CHECK_SUPPORTED(dt == DType::kFloat32 || dt == DType::kFloat64 || dt == DType::kBFloat16 ||
+                     dt == DType::kFloat16)
       << op << ": dtype " << DTypeName(dt)
       << " is not supported (float32, float64, bfloat16, float16)";
   Problem p;

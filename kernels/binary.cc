@@ -122,6 +122,7 @@ void CheckSub(const char* op, const Tensor& self, const Tensor& other) {
 }
 
 Scalar Negate(const Scalar& s) {
+  if (s.is_complex()) return Scalar(-s.to_complex());
   if (s.is_floating_point()) return Scalar(-s.to_double());
   return Scalar(static_cast<int64_t>(0ULL - static_cast<uint64_t>(s.to_int())));
 }

@@ -38,12 +38,16 @@ bool CanCast(DType from, DType to) {
 DType ScalarDType(const Scalar& s) {
   if (s.is_bool()) return DType::kBool;
   if (s.is_integral()) return DType::kInt64;
+  if (s.is_complex()) return DType::kComplex128;
   return DType::kFloat64;
 }
 
 Tensor WrapScalar(const Scalar& s) { return WrapNumber(Value(s)); }
 
 void CheckAlpha(const char* op, DType result, const Scalar& alpha, const char* name) {
+  TB_CHECK(IsComplex(result) || !alpha.is_complex(), RuntimeError)
+      << op << ": for non-complex input tensors, argument " << name
+      << " must not be a complex number";
   TB_CHECK(!alpha.is_bool() || result == DType::kBool, TypeError)
       << op << ": boolean " << name << " only supported for bool results, got "
       << DTypeName(result);
@@ -63,7 +67,7 @@ void CheckNotBool(const char* op, DType dtype) {
 }
 
 void CheckFloating(const char* op, DType dtype) {
-  TB_CHECK(!IsComplex(dtype), NotImplementedError)
+  TB_CHECK_SUPPORTED(!IsComplex(dtype))
       << op << ": dtype " << DTypeName(dtype) << " is not supported";
   TB_CHECK(IsFloatingPoint(dtype), TypeError)
       << op << ": supports only floating-point tensors, got " << DTypeName(dtype);

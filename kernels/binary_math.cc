@@ -94,7 +94,11 @@ Tensor PowTensorScalar(const char* op, const Tensor& self, const Scalar& exponen
            ValueError)
       << op << ": integers to negative integer powers are not allowed (exponent "
       << exponent.to_int() << ", dtype " << DTypeName(dt) << ")";
-  const double e = exponent.to_double();
+  if (exponent.is_complex() && exponent.to_complex().imag() != 0) {
+    return kernels::complex::Arithmetic(op, kernels::complex::Arith::kPow, dt, self,
+                                        WrapScalar(exponent), 1, dest);
+  }
+  const double e = exponent.to_complex().real();
   if (IsComplex(dt)) return kernels::complex::PowScalar(op, dt, self, e, dest);
   return Elementwise(op, {{&self, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
     if (e == 0) return FillOnes(op, dt, out);
@@ -128,7 +132,7 @@ Tensor PowTensorScalar(const char* op, const Tensor& self, const Scalar& exponen
 Tensor PowScalarTensor(const char* op, const Scalar& self, const Tensor& exponent,
                        const Tensor* dest) {
   const DType dt = ResultType({ScalarOperand(self), Operand(exponent)});
-  if (!self.is_bool() && self.to_double() == 1.0) {
+  if (!self.is_bool() && self.to_complex() == std::complex<double>(1.0)) {
     kernels::CheckNotBool(op, dt);
     return Elementwise(op, {{&exponent, dt}}, dt, dest,
                        [&](const Tensor& out, const In&) { FillOnes(op, dt, out); });

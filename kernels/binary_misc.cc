@@ -1,6 +1,7 @@
 // Element-wise binary odds and ends: aten::logaddexp, logaddexp2, heaviside, nextafter, gcd,
 // lcm, ldexp and frexp, with their out= and in-place overloads.
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/binary_internal.h"
+#include "kernels/complex_internal.h"
 
 namespace tb {
 namespace {
@@ -27,6 +29,7 @@ DType Promote(const Tensor& a, const Tensor& b) { return ResultType({Operand(a),
 template <bool kBase2>
 Tensor LogAddExpImpl(const char* op, const Tensor& a, const Tensor& b, const Tensor* dest) {
   const DType dt = kernels::FloatResult(Promote(a, b));
+  if (!kBase2 && IsComplex(dt)) return kernels::complex::LogAddExp(op, dt, a, b, dest);
   return Elementwise(op, {{&a, dt}, {&b, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
     TB_DISPATCH_T(dt, op, TB_TYPES_FLOAT, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -191,6 +194,30 @@ Tensor LcmInplace(const Tensor& a, const Tensor& b) {
 
 Tensor LdexpImpl(const char* op, const Tensor& self, const Tensor& other, const Tensor* dest) {
   const DType dt = kernels::FloatResult(Promote(self, other));
+  if (IsComplex(dt)) {
+    // torch's mul(self, pow(2, other)): a real power of two scales both parts; a complex
+    // exponent gives std::pow(2, e) in the dtype and the textbook product.
+    const bool real_exponent = !IsComplex(other.dtype());
+    const DType rt = dt == DType::kComplex64 ? DType::kFloat32 : DType::kFloat64;
+    return Elementwise(op, {{&self, dt}, {&other, real_exponent ? rt : dt}}, dt, dest,
+                       [&](const Tensor& out, const In& in) {
+                         auto run = [&](auto zero) {
+                           using R = decltype(zero);
+                           using Z = std::complex<R>;
+                           if (real_exponent) {
+                             BinaryMap<Z, Z, R>(out, in[0], in[1],
+                                                [](Z x, R e) { return x * std::exp2(e); });
+                             return;
+                           }
+                           BinaryMap<Z, Z, Z>(out, in[0], in[1], [](Z x, Z e) {
+                             const Z p = std::pow(Z(2), e);
+                             return Z(x.real() * p.real() - x.imag() * p.imag(),
+                                      x.real() * p.imag() + x.imag() * p.real());
+                           });
+                         };
+                         dt == DType::kComplex64 ? run(float{}) : run(double{});
+                       });
+  }
   return Elementwise(op, {{&self, dt}, {&other, dt}}, dt, dest,
                      [&](const Tensor& out, const In& in) {
                        TB_DISPATCH_T(dt, op, TB_TYPES_FLOAT, [&](auto tag) {

@@ -24,29 +24,29 @@ void ByteRange(const Tensor& t, uintptr_t* lo, uintptr_t* hi) {
 
 void CheckHostTensor(const char* op, const Tensor& t) {
   if (!t.defined()) return;
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
+  TB_CHECK_SUPPORTED(t.device().is_host_accessible())
       << op << ": tensors on " << DeviceString(t.device())
       << " are not supported; tensorbridge computes on the CPU";
 }
 
 void CheckByteSized(const char* op, const Tensor& t) {
-  TB_CHECK(!IsSubByte(t.dtype()), NotImplementedError)
+  TB_CHECK_SUPPORTED(!IsSubByte(t.dtype()))
       << op << ": the packed sub-byte dtype " << DTypeName(t.dtype()) << " is not supported";
 }
 
 void CheckFloat(const char* op, const Tensor& t) {
-  TB_CHECK(IsFloatingPoint(t.dtype()), NotImplementedError)
+  TB_CHECK_SUPPORTED(IsFloatingPoint(t.dtype()))
       << op << ": dtype " << DTypeName(t.dtype()) << " is not supported";
 }
 
 void CheckOptions(const char* op, const Value& layout, const Value& device) {
   if (device.tag() == Value::Tag::kDevice && !device.to_device().is_cpu()) {
-    TB_THROW(NotImplementedError) << op << ": device " << DeviceString(device.to_device())
-                                  << " is not supported; tensorbridge computes on the CPU";
+    TB_DECLINE << op << ": device " << DeviceString(device.to_device())
+               << " is not supported; tensorbridge computes on the CPU";
   }
   if (device.tag() == Value::Tag::kString && device.to_string() != "cpu") {
-    TB_THROW(NotImplementedError) << op << ": device " << device.to_string()
-                                  << " is not supported; tensorbridge computes on the CPU";
+    TB_DECLINE << op << ": device " << device.to_string()
+               << " is not supported; tensorbridge computes on the CPU";
   }
   if (layout.tag() == Value::Tag::kString && layout.to_string() != "strided") {
     TB_THROW(NotImplementedError) << op << ": layout " << layout.to_string()

@@ -4,9 +4,11 @@
 //
 // Checks take the op name first (`kOp`, "aten::cat") and raise one exception per kind of bad
 // input, whichever family the op belongs to:
-//   a tensor the CPU cannot read (on another device)        NotImplementedError
-//   a dtype the kernel has no loop for (TB_DISPATCH's too)  NotImplementedError
-//   an element size or packed sub-byte dtype it cannot move NotImplementedError
+//   a tensor the CPU cannot read (on another device)        NotImplementedError, declined
+//   a dtype the kernel has no loop for (TB_DISPATCH's too)  NotImplementedError, declined
+//   an element size or packed sub-byte dtype it cannot move NotImplementedError, declined
+// A declined call (TB_DECLINE, bridge/error.h) is served by the op table's fallback when one
+// is installed.
 // Shape and value errors stay with the kernels (ValueError), as do torch's own type rules
 // (TypeError, e.g. kernels/binary_internal.h's CheckAlpha).
 #pragma once
@@ -61,9 +63,7 @@ void WithBits(const char* op, int64_t element_size, F&& fn) {
     case 4: fn(uint32_t{}); return;
     case 8: fn(uint64_t{}); return;
     case 16: fn(Bits128{}); return;
-    default:
-      TB_THROW(NotImplementedError)
-          << op << ": elements of " << element_size << " bytes are not supported";
+    default: TB_DECLINE << op << ": elements of " << element_size << " bytes are not supported";
   }
 }
 

@@ -96,7 +96,7 @@ Tensor IsinImpl(const Tensor& elements, const Tensor& test, bool invert) {
   constexpr const char* kOp = "aten::isin";
   kernels::CheckHost(kOp, elements, test);
   const DType dt = ResultType({Operand(elements), Operand(test)});
-  TB_CHECK(!IsComplex(dt), NotImplementedError)
+  TB_CHECK_SUPPORTED(!IsComplex(dt))
       << kOp << ": not implemented for " << DTypeName(dt) << " tensors";
   Tensor out = Tensor::Empty(elements.shape(), DType::kBool);
   if (out.numel() == 0) return out;

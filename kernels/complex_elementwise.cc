@@ -119,6 +119,7 @@ const std::unordered_map<std::string_view, UnaryFn>& UnaryTable() {
       {"aten::acosh", Same([](Z z) { return std::acosh(z); })},
       {"aten::atanh", Same([](Z z) { return std::atanh(z); })},
       {"aten::sigmoid", Same([](Z z) { return Div(Z(1), Z(1) + std::exp(-z)); })},
+      {"aten::silu", Same([](Z z) { return Div(z, Z(1) + std::exp(-z)); })},
       {"aten::sgn", Same(&Sgn)},
       {"aten::sinc", Same(&Sinc<Z>, &Sinc<Z32>)},
       {"aten::abs", Real([](Z z) { return std::abs(z); })},
@@ -140,7 +141,7 @@ template <typename Body>
 void Dispatch(DType t, const char* op, Body&& body) {
   if (t == DType::kComplex64) return body(TypeTag<std::complex<float>>{});
   if (t == DType::kComplex128) return body(TypeTag<std::complex<double>>{});
-  TB_THROW(NotImplementedError) << op << ": dtype " << DTypeName(t) << " is not supported";
+  TB_DECLINE << op << ": dtype " << DTypeName(t) << " is not supported";
 }
 
 }  // namespace
@@ -148,7 +149,7 @@ void Dispatch(DType t, const char* op, Body&& body) {
 Tensor Unary(const char* name, const char* op, const Tensor& self, bool inplace) {
   const auto& table = UnaryTable();
   const auto it = table.find(name);
-  TB_CHECK(it != table.end(), NotImplementedError)
+  TB_CHECK_SUPPORTED(it != table.end())
       << op << ": dtype " << DTypeName(self.dtype()) << " is not supported";
   const UnaryFn fn = it->second;
   TB_CHECK(!(inplace && fn.kind == Kind::kReal), RuntimeError)
@@ -187,11 +188,16 @@ Tensor Arithmetic(const char* op, Arith kind, DType dt, const Tensor& self, cons
           using R = typename T::value_type;
           switch (kind) {
             case Arith::kAdd: {
-              const R k = static_cast<R>(alpha.to_double());
-              if (k == R(1)) {
+              const std::complex<double> a = alpha.to_complex();
+              const T k(static_cast<R>(a.real()), static_cast<R>(a.imag()));
+              if (k == T(1)) {
                 return BinaryMap<T, T, T>(out, in[0], in[1], [](T x, T y) { return x + y; });
               }
-              return BinaryMap<T, T, T>(out, in[0], in[1], [k](T x, T y) { return x + k * y; });
+              if (a.imag() == 0) {  // a real alpha scales both parts
+                return BinaryMap<T, T, T>(out, in[0], in[1],
+                                          [r = k.real()](T x, T y) { return x + r * y; });
+              }
+              return BinaryMap<T, T, T>(out, in[0], in[1], [k](T x, T y) { return x + Mul(k, y); });
             }
             case Arith::kMul:
               return BinaryMap<T, T, T>(out, in[0], in[1], [](T x, T y) { return Mul(x, y); });
@@ -247,6 +253,90 @@ Tensor Where(const char* op, DType dt, const Tensor& condition, const Tensor& se
                              out, [](bool c, T x, T y) { return c ? x : y; }, in[0], in[1], in[2]);
                        });
                      });
+}
+
+std::complex<double> LogAddExpOne(std::complex<double> x, std::complex<double> y) {
+  auto nan = [](Z z) { return std::isnan(z.real()) || std::isnan(z.imag()); };
+  Z lo = y, hi = y;
+  if (!nan(y)) {
+    if (nan(x)) {
+      lo = hi = x;
+    } else if (x.real() < y.real()) {
+      lo = x;
+    } else {
+      hi = x;
+    }
+  }
+  if (nan(lo)) {
+    const double q = std::numeric_limits<double>::quiet_NaN();
+    return {q, q};
+  }
+  if (!std::isfinite(lo.real()) && lo.real() == hi.real()) {
+    return lo.real() < 0 ? lo : std::log(std::exp(lo) + std::exp(hi));
+  }
+  return Log1p(std::exp(lo - hi)) + hi;
+}
+
+Tensor LogAddExp(const char* op, DType dt, const Tensor& self, const Tensor& other,
+                 const Tensor* dest) {
+  return Elementwise(op, {{&self, dt}, {&other, dt}}, dt, dest,
+                     [&](const Tensor& out, const In& in) {
+                       Dispatch(dt, op, [&](auto tag) {
+                         using T = typename decltype(tag)::type;
+                         BinaryMap<T, T, T>(out, in[0], in[1],
+                                            [](T x, T y) { return T(LogAddExpOne(Z(x), Z(y))); });
+                       });
+                     });
+}
+
+Tensor Addc(const char* op, bool divide, DType dt, const Tensor& self, const Tensor& t1,
+            const Tensor& t2, const Scalar& value, const Tensor* dest) {
+  return Elementwise(
+      op, {{&self, dt}, {&t1, dt}, {&t2, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
+        Dispatch(dt, op, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          using R = typename T::value_type;
+          const std::complex<double> c = value.to_complex();
+          const T v(static_cast<R>(c.real()), static_cast<R>(c.imag()));
+          // torch's order: self + value * t1 * t2 (or / t2), c10::complex's products.
+          if (divide) {
+            Map<T, T, T, T>(
+                out, [v](T s, T a, T b) { return s + Div(Mul(v, a), b); }, in[0], in[1], in[2]);
+          } else {
+            Map<T, T, T, T>(
+                out, [v](T s, T a, T b) { return s + Mul(Mul(v, a), b); }, in[0], in[1], in[2]);
+          }
+        });
+      });
+}
+
+namespace {
+// torch's lerp: from the nearer end (|weight| < 0.5 picks self + weight * (end - self)).
+template <typename T>
+T LerpOne(T a, T b, T w) {
+  using R = typename T::value_type;
+  return std::abs(w) < R(0.5) ? a + Mul(w, b - a) : b - Mul(b - a, T(1) - w);
+}
+}  // namespace
+
+Tensor Lerp(const char* op, DType dt, const Tensor& self, const Tensor& end, const Tensor* weight,
+            const Scalar& scalar_weight, const Tensor* dest) {
+  std::vector<Input> inputs = {{&self, dt}, {&end, dt}};
+  if (weight != nullptr) inputs.push_back({weight, dt});
+  return Elementwise(op, inputs, dt, dest, [&](const Tensor& out, const In& in) {
+    Dispatch(dt, op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using R = typename T::value_type;
+      if (weight != nullptr) {
+        Map<T, T, T, T>(
+            out, [](T a, T b, T w) { return LerpOne(a, b, w); }, in[0], in[1], in[2]);
+        return;
+      }
+      const std::complex<double> c = scalar_weight.to_complex();
+      const T w(static_cast<R>(c.real()), static_cast<R>(c.imag()));
+      BinaryMap<T, T, T>(out, in[0], in[1], [w](T a, T b) { return LerpOne(a, b, w); });
+    });
+  });
 }
 
 Tensor NonzeroMask(const Tensor& self) {

@@ -6,6 +6,8 @@
 // rounded once). An op without a complex form raises NotImplementedError naming op and dtype.
 #pragma once
 
+#include <complex>
+
 #include <optional>
 
 #include "bridge/tensor.h"
@@ -36,6 +38,20 @@ Tensor Equality(const char* op, bool equal, DType dt, const Tensor& self, const 
 // where(condition, self, other) in the complex dtype `dt`.
 Tensor Where(const char* op, DType dt, const Tensor& condition, const Tensor& self,
              const Tensor& other, const Tensor* dest);
+// torch's complex _log_add_exp_helper, log(exp(x) + exp(y)): a NaN in either part infects; of
+// two equal infinite real parts, -inf gives the smaller operand and +inf log(exp(x) + exp(y));
+// otherwise log1p(exp(min - max)) + max, min and max by real part.
+std::complex<double> LogAddExpOne(std::complex<double> x, std::complex<double> y);
+// logaddexp(self, other) in the complex dtype `dt`.
+Tensor LogAddExp(const char* op, DType dt, const Tensor& self, const Tensor& other,
+                 const Tensor* dest);
+// self + value * t1 * t2 (t1 / t2 when `divide`) in the complex dtype `dt` (addcmul / addcdiv).
+Tensor Addc(const char* op, bool divide, DType dt, const Tensor& self, const Tensor& t1,
+            const Tensor& t2, const Scalar& value, const Tensor* dest);
+// lerp(self, end, weight) in the complex dtype `dt`: the weight tensor when given, else the
+// Scalar weight.
+Tensor Lerp(const char* op, DType dt, const Tensor& self, const Tensor& end, const Tensor* weight,
+            const Scalar& scalar_weight, const Tensor* dest);
 // A bool tensor: element != 0 (nonzero's mask).
 Tensor NonzeroMask(const Tensor& self);
 
@@ -64,8 +80,13 @@ Tensor AddParts(const Tensor& parts, bool take_sqrt);
 
 // out = alpha * (a @ b) + beta * out for [B, M, K] a, [B, K, N] b and [B, M, N] out (any
 // strides; out uninitialised when beta is 0) on BLAS cgemm / zgemm.
-void Gemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
-          double beta);
+void Gemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b,
+          std::complex<double> alpha, std::complex<double> beta);
+// torch's loop for small batched products (k * m * n < 400, baddbmm_cpu_kernel): out =
+// beta * out + alpha * (a @ b) summed in order in the dtype (alpha * (a @ b) when beta is 0,
+// a @ b when `plain`, as bmm), so that small products round as torch's do.
+void SmallGemm(const Tensor& out, const Tensor& a, const Tensor& b, std::complex<double> alpha,
+               std::complex<double> beta, bool plain);
 // sum(conj(a) * b) when `conj_a` (vdot), sum(a * b) otherwise, for 1-d a and b; a 0-d result.
 Tensor Dot(const char* op, const Tensor& a, const Tensor& b, bool conj_a);
 

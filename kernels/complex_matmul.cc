@@ -87,11 +87,11 @@ void GemmBatches(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T
 
 }  // namespace
 
-void Gemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
-          double beta) {
+void Gemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b,
+          std::complex<double> alpha, std::complex<double> beta) {
   if (out.numel() == 0) return;
   const DType dt = out.dtype();
-  TB_CHECK(dt == DType::kComplex64 || dt == DType::kComplex128, NotImplementedError)
+  TB_CHECK_SUPPORTED(dt == DType::kComplex64 || dt == DType::kComplex128)
       << op << ": dtype " << DTypeName(dt) << " is not supported";
   const int64_t limit = std::numeric_limits<lapack_int>::max();
   TB_CHECK(out.size(1) <= limit && out.size(2) <= limit && a.size(2) <= limit, ValueError)
@@ -103,15 +103,67 @@ void Gemm(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, d
   Tensor c = out;
   if (!direct) {
     c = Tensor::Empty(out.shape(), dt);
-    if (beta != 0) c.copy_from(out);
+    if (beta != 0.0) c.copy_from(out);
   }
   if (dt == DType::kComplex64) {
-    GemmBatches<std::complex<float>>(c, ra, rb, static_cast<float>(alpha),
-                                     static_cast<float>(beta));
+    GemmBatches<std::complex<float>>(c, ra, rb, std::complex<float>(alpha),
+                                     std::complex<float>(beta));
   } else {
     GemmBatches<std::complex<double>>(c, ra, rb, alpha, beta);
   }
   if (!direct) out.copy_from(c);
+}
+
+namespace {
+
+// c10::complex's textbook product.
+template <typename T>
+T Mul(T x, T y) {
+  return {x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real()};
+}
+
+template <typename T>
+void SmallGemmLoop(const Tensor& out, const Tensor& a, const Tensor& b, std::complex<double> alpha,
+                   std::complex<double> beta, bool plain) {
+  using R = typename T::value_type;
+  const T ta(static_cast<R>(alpha.real()), static_cast<R>(alpha.imag()));
+  const T tb(static_cast<R>(beta.real()), static_cast<R>(beta.imag()));
+  const int64_t nb = out.size(0), m = out.size(1), n = out.size(2), k = a.size(2);
+  const T* pa = a.data_as<const T>();
+  const T* pb = b.data_as<const T>();
+  T* pc = static_cast<T*>(out.mutable_data());
+  const int64_t a0 = a.stride(0), a1 = a.stride(1), a2 = a.stride(2);
+  const int64_t b0 = b.stride(0), b1 = b.stride(1), b2 = b.stride(2);
+  const int64_t c0 = out.stride(0), c1 = out.stride(1), c2 = out.stride(2);
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        T acc(0);
+        for (int64_t x = 0; x < k; ++x) {
+          acc += Mul(pa[bi * a0 + i * a1 + x * a2], pb[bi * b0 + x * b1 + j * b2]);
+        }
+        T& r = pc[bi * c0 + i * c1 + j * c2];
+        if (plain) {
+          r = acc;
+        } else if (beta == 0.0) {
+          r = Mul(ta, acc);
+        } else {
+          r = Mul(r, tb) + Mul(ta, acc);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void SmallGemm(const Tensor& out, const Tensor& a, const Tensor& b, std::complex<double> alpha,
+               std::complex<double> beta, bool plain) {
+  if (out.dtype() == DType::kComplex64) {
+    SmallGemmLoop<std::complex<float>>(out, a, b, alpha, beta, plain);
+  } else {
+    SmallGemmLoop<std::complex<double>>(out, a, b, alpha, beta, plain);
+  }
 }
 
 Tensor Dot(const char* op, const Tensor& a, const Tensor& b, bool conj_a) {
@@ -133,8 +185,7 @@ Tensor Dot(const char* op, const Tensor& a, const Tensor& b, bool conj_a) {
   } else if (a.dtype() == DType::kComplex128) {
     run(std::complex<double>());
   } else {
-    TB_THROW(NotImplementedError) << op << ": dtype " << DTypeName(a.dtype())
-                                  << " is not supported";
+    TB_DECLINE << op << ": dtype " << DTypeName(a.dtype()) << " is not supported";
   }
   return out;
 }

@@ -33,7 +33,7 @@ template <typename Body>
 void Dispatch(DType t, const char* op, Body&& body) {
   if (t == DType::kComplex64) return body(std::complex<float>());
   if (t == DType::kComplex128) return body(std::complex<double>());
-  TB_THROW(NotImplementedError) << op << ": dtype " << DTypeName(t) << " is not supported";
+  TB_DECLINE << op << ": dtype " << DTypeName(t) << " is not supported";
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ bool Allclose(const Tensor& self, const Tensor& other, double rtol, double atol,
 Tensor PreluKernel(const Tensor& self, const Tensor& weight) {
   constexpr const char* kOp = "aten::_prelu_kernel";
   static const OpRef gt("aten::gt.Scalar"), mul("aten::mul.Tensor"), where("aten::where.self");
-  TB_CHECK(IsFloatingPoint(self.dtype()) && !IsComplex(self.dtype()), NotImplementedError)
+  TB_CHECK_SUPPORTED(IsFloatingPoint(self.dtype()) && !IsComplex(self.dtype()))
       << kOp << ": not implemented for " << DTypeName(self.dtype())
       << " (torch's CPU prelu serves floating dtypes)";
   TB_CHECK(weight.dtype() == self.dtype(), TypeError)
@@ -169,16 +169,18 @@ Tensor Renorm(const Tensor& self, const Scalar& p, int64_t dim, const Scalar& ma
       << kOp << ": expected maxnorm to be >= 0 but got " << maxnorm.to_double();
   TB_CHECK(self.ndim() > 1, ValueError)
       << kOp << ": input needs at least 2 dimensions, got " << self.ndim() << " dimensions";
-  TB_CHECK(IsFloatingPoint(self.dtype()) && !IsComplex(self.dtype()), NotImplementedError)
+  TB_CHECK_SUPPORTED(IsFloatingPoint(self.dtype()) || IsComplex(self.dtype()))
       << kOp << ": not implemented for " << DTypeName(self.dtype());
   dim = WrapDim(dim, self.ndim(), kOp);
   std::vector<int64_t> reduce;
   for (int64_t d = 0; d < self.ndim(); ++d) {
     if (d != dim) reduce.push_back(d);
   }
-  const DType acc = self.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  // Complex input: the norms are real (float32 for complex64), the factor a real one.
+  const bool wide = self.dtype() == DType::kFloat64 || self.dtype() == DType::kComplex128;
+  const DType acc = wide ? DType::kFloat64 : DType::kFloat32;
   std::vector<std::pair<std::string, Value>> kw = {{"keepdim", Value(true)}};
-  if (acc != self.dtype()) kw.emplace_back("dtype", Value(acc));
+  if (acc != self.dtype() && !IsComplex(self.dtype())) kw.emplace_back("dtype", Value(acc));
   Tensor n = norm.WithKeywords({self, Value(p), Value(reduce)}, kw).tensor().contiguous();
   Tensor factor = Tensor::Empty(n.shape(), acc);
   auto scale = [&](auto zero) {

@@ -5,6 +5,7 @@
 // storage-only ones included); converting copies go through CopyCast. In-place ops write
 // through mutable_data(), so read-only memory (JAX arrays, non-writeable numpy arrays)
 // raises BufferError.
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -30,8 +31,7 @@ void CopyInto(const Tensor& dst, const Tensor& src, const char* op) {
   CheckHost(op, src);
   Tensor s = src.expand(dst.shape());
   if (IsSubByte(dst.dtype()) || IsSubByte(s.dtype())) {
-    TB_CHECK(s.dtype() == dst.dtype() && s.is_contiguous() && dst.is_contiguous(),
-             NotImplementedError)
+    TB_CHECK_SUPPORTED(s.dtype() == dst.dtype() && s.is_contiguous() && dst.is_contiguous())
         << op << ": only whole contiguous copies of the packed sub-byte dtype "
         << DTypeName(dst.dtype()) << " are supported";
     void* d = dst.mutable_data();
@@ -100,7 +100,10 @@ void FillWith(const Tensor& t, const Scalar& value, const char* op) {
   CheckHost(op, t);
   t.mutable_data();
   if (t.numel() == 0) return;
-  Tensor v = WrapNumber(Value(value));
+  // A complex value fills a real tensor only without an imaginary part (torch's RuntimeError
+  // "value cannot be converted to type double without overflow" otherwise).
+  Tensor v = WrapNumber(
+      Value(value.is_complex() && !IsComplex(t.dtype()) ? Scalar(value.to_double()) : value));
   if (IsSubByte(t.dtype()) || IsStorageOnly(t.dtype()) || IsComplex(t.dtype())) {
     CopyCast(t, v);  // raises NotImplementedError for dtypes it cannot convert to
     return;
@@ -125,6 +128,12 @@ Scalar LocalScalar(const Tensor& self) {
   CheckHost(kOp, self);
   TB_CHECK(self.numel() == 1, ValueError)
       << kOp << ": a Tensor with " << self.numel() << " elements cannot be converted to Scalar";
+  if (self.dtype() == DType::kComplex64) {
+    const auto v = *self.data_as<const std::complex<float>>();
+    return Scalar(std::complex<double>(v.real(), v.imag()));
+  }
+  if (self.dtype() == DType::kComplex128)
+    return Scalar(*self.data_as<const std::complex<double>>());
   Scalar out;
   TB_DISPATCH(self.dtype(), kOp, TB_TYPES_ALL, [&] {
     using T = scalar_t;

@@ -57,7 +57,7 @@ T PNorm(const T* a, const T* b, int64_t m, double p) {
 }
 
 void CheckFloat(const char* op, const char* what, const Tensor& t) {
-  TB_CHECK(t.dtype() == DType::kFloat32 || t.dtype() == DType::kFloat64, NotImplementedError)
+  TB_CHECK_SUPPORTED(t.dtype() == DType::kFloat32 || t.dtype() == DType::kFloat64)
       << op << ": " << what << " has dtype " << DTypeName(t.dtype())
       << "; only float32 and float64 are supported (as torch on CPU)";
 }

@@ -89,14 +89,12 @@ inline To Convert(From v) {
   TB_DISPATCH_CASE_(kFloat64, double, __VA_ARGS__)
 
 // Runs the lambda (the last argument) with scalar_t bound to DTYPE's C++ type, for the
-// dtypes of TYPES; any other dtype raises NotImplementedError naming OP. Returns nothing:
-// write results through captured references.
-#define TB_DISPATCH(DTYPE, OP, TYPES, ...)                                        \
-  [&] {                                                                           \
-    switch (DTYPE) {                                                              \
-      TYPES(__VA_ARGS__)                                                          \
-      default:                                                                    \
-        TB_THROW(NotImplementedError)                                             \
-            << OP << ": dtype " << ::tb::DTypeName(DTYPE) << " is not supported"; \
-    }                                                                             \
+// dtypes of TYPES; any other dtype is declined (TB_DECLINE: a NotImplementedError naming OP
+// that the fallback may serve). Returns nothing: write results through captured references.
+#define TB_DISPATCH(DTYPE, OP, TYPES, ...)                                                      \
+  [&] {                                                                                         \
+    switch (DTYPE) {                                                                            \
+      TYPES(__VA_ARGS__)                                                                        \
+      default: TB_DECLINE << OP << ": dtype " << ::tb::DTypeName(DTYPE) << " is not supported"; \
+    }                                                                                           \
   }()

@@ -32,11 +32,14 @@ using kernels::CheckOptions;
 DType DefaultDTypeFor(const Scalar& s) {
   if (s.is_bool()) return DType::kBool;
   if (s.is_integral()) return DType::kInt64;
+  if (s.is_complex()) return DType::kComplex64;
   return DType::kFloat32;
 }
 
-void FillWith(const Tensor& t, const Scalar& value) {
+void FillWith(const Tensor& t, const Scalar& fill) {
   if (t.numel() == 0) return;
+  // A complex value fills a real tensor only without an imaginary part (RuntimeError).
+  const Scalar value = fill.is_complex() && !IsComplex(t.dtype()) ? Scalar(fill.to_double()) : fill;
   if (!t.is_contiguous() && (IsSubByte(t.dtype()) || !IsDense(t))) {
     CopyCast(t, WrapNumber(Value(value)));
     return;

@@ -92,14 +92,14 @@ Tensor Logspace(const Scalar& start, const Scalar& end, int64_t steps, double ba
 
 // The value of a 0-d (or one-element) bound tensor as a Scalar.
 Scalar BoundValue(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
+  TB_CHECK_SUPPORTED(t.device().is_host_accessible())
       << op << ": tensors on " << DeviceString(t.device())
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(t.ndim() == 0, ValueError)
       << op << ": start and end must be 0-dimensional tensors, got shape "
       << ShapeString(t.shape());
   if (IsFloatingPoint(t.dtype())) return Scalar(*Cast(t, DType::kFloat64).data_as<double>());
-  TB_CHECK(IsIntegral(t.dtype(), /*include_bool=*/true), NotImplementedError)
+  TB_CHECK_SUPPORTED(IsIntegral(t.dtype(), /*include_bool=*/true))
       << op << ": bounds of dtype " << DTypeName(t.dtype()) << " are not supported";
   return Scalar(*Cast(t, DType::kInt64).data_as<int64_t>());
 }

@@ -101,7 +101,7 @@ Tensor Col2Im(const Tensor& self, const std::vector<int64_t>& output_size,
       << ShapeString(padding) << ", stride " << ShapeString(stride) << ", expected size of "
       << "input's dimension 2 to match the calculated number of sliding blocks " << bh << " * "
       << bw << " = " << bh * bw << ", but got " << L;
-  TB_CHECK(IsFloatingPoint(self.dtype()), NotImplementedError)
+  TB_CHECK_SUPPORTED(IsFloatingPoint(self.dtype()))
       << kOp << ": dtype " << DTypeName(self.dtype()) << " is not supported";
   const int64_t n = batched ? self.size(0) : 1;
   const int64_t c = rows / (kh * kw);

@@ -653,7 +653,7 @@ std::vector<Tensor> Pointwise(const std::vector<Tensor>& inputs, const std::vect
     const Tensor& t = inputs[k];
     TB_CHECK(t.ndim() <= nd, ValueError) << kOpName << ": input " << k << " of shape " << t.ndim()
                                          << "-d does not broadcast to " << nd << "-d";
-    TB_CHECK(!IsComplex(t.dtype()), NotImplementedError)
+    TB_CHECK_SUPPORTED(!IsComplex(t.dtype()))
         << kOpName << ": dtype " << DTypeName(t.dtype()) << " is not supported";
     strides[k].assign(nd, 0);
     const int lead = nd - static_cast<int>(t.ndim());

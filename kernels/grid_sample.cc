@@ -128,7 +128,7 @@ Tensor GridSampler2d(const Tensor& input, const Tensor& grid, int64_t interpolat
   TB_CHECK(padding_mode >= 0 && padding_mode <= 2, ValueError)
       << kOp << ": padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got "
       << padding_mode;
-  TB_CHECK(IsFloatingPoint(input.dtype()), NotImplementedError)
+  TB_CHECK_SUPPORTED(IsFloatingPoint(input.dtype()))
       << kOp << ": dtype " << DTypeName(input.dtype()) << " is not supported";
   const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
   const int64_t ho = grid.size(1), wo = grid.size(2);

@@ -27,7 +27,7 @@ constexpr const char* kOp = "aten::histogramdd";
 
 // self as [N, D] contiguous, checked.
 Tensor Points(const Tensor& self, int64_t dims_expected) {
-  TB_CHECK(self.device().is_host_accessible(), NotImplementedError)
+  TB_CHECK_SUPPORTED(self.device().is_host_accessible())
       << kOp << ": tensors on " << DeviceString(self.device())
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(self.dtype() == DType::kFloat32 || self.dtype() == DType::kFloat64, TypeError)

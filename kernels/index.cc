@@ -8,6 +8,7 @@
 // negative indices wrap, as in torch. index_select, embedding and the like take indices in
 // [0, size) only, as torch does.
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -342,6 +343,8 @@ void IndexPutInto(const Tensor& self, const std::vector<std::optional<Tensor>>& 
     });
     return;
   }
+  if (self.dtype() == DType::kComplex64) return run(AddTo<std::complex<float>>);
+  if (self.dtype() == DType::kComplex128) return run(AddTo<std::complex<double>>);
   TB_DISPATCH(self.dtype(), op, TB_TYPES_ALL, [&] {
     using T = scalar_t;
     run([](char* d, const char* s) { AddTo<T>(d, s); });

@@ -9,6 +9,7 @@
 // accumulate add in that order, index_copy and put keep the last write.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -86,6 +87,35 @@ void CheckSource(const Tensor& self, int64_t dim, int64_t count, const Tensor& s
 
 enum class Kind { kAdd, kCopy, kProd, kMean, kAmax, kAmin };
 
+// index_add (self + alpha * source, c10::complex's product) or index_copy of complex rows
+// with parts of type R, in index order.
+template <typename R>
+void ComplexIndexCombine(const Tensor& out, const Blocks& b, const std::vector<int64_t>& idx,
+                         const Tensor& src, bool add, const Scalar& alpha) {
+  using T = std::complex<R>;
+  T* o = out.data_as<T>();
+  const T* s = src.data_as<const T>();
+  const int64_t n = static_cast<int64_t>(idx.size());
+  const std::complex<double> a = add ? alpha.to_complex() : std::complex<double>(1);
+  const R ar = static_cast<R>(a.real()), ai = static_cast<R>(a.imag());
+  for (int64_t x = 0; x < b.outer; ++x) {
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t y = 0; y < b.inner; ++y) {
+        T& d = o[(x * b.len + idx[i]) * b.inner + y];
+        const T v = s[(x * n + i) * b.inner + y];
+        if (!add) {
+          d = v;
+        } else if (ai == 0) {
+          d = T(d.real() + ar * v.real(), d.imag() + ar * v.imag());
+        } else {
+          d = T(d.real() + (ar * v.real() - ai * v.imag()),
+                d.imag() + (ar * v.imag() + ai * v.real()));
+        }
+      }
+    }
+  }
+}
+
 // out (a contiguous copy of self) <- the indexed rows of source combined by `kind`.
 void IndexCombine(const Tensor& out, int64_t dim, const std::vector<int64_t>& idx,
                   const Tensor& source, Kind kind, const Scalar& alpha, bool include_self,
@@ -93,6 +123,14 @@ void IndexCombine(const Tensor& out, int64_t dim, const std::vector<int64_t>& id
   const Blocks b = BlocksOf(out.shape(), dim);
   Tensor src = source.contiguous();
   const int64_t n = static_cast<int64_t>(idx.size());
+  if (IsComplex(out.dtype()) && (kind == Kind::kAdd || kind == Kind::kCopy)) {
+    if (out.dtype() == DType::kComplex64) {
+      ComplexIndexCombine<float>(out, b, idx, src, kind == Kind::kAdd, alpha);
+    } else {
+      ComplexIndexCombine<double>(out, b, idx, src, kind == Kind::kAdd, alpha);
+    }
+    return;
+  }
   TB_DISPATCH(out.dtype(), op, TB_TYPES_ALL, [&] {
     using T = scalar_t;
     using Acc = std::conditional_t<std::is_same_v<T, bool>, int64_t, kernels::opmath_t<T>>;
@@ -259,6 +297,7 @@ Tensor IndexFillImpl(const Tensor& self, int64_t dim, const Tensor& index, const
 }
 
 Tensor ValueTensor(const Scalar& value) {
+  if (value.is_complex()) return WrapNumber(Value(value));
   Tensor t = Tensor::Empty({}, value.is_floating_point() ? DType::kFloat64 : DType::kInt64);
   if (value.is_floating_point()) {
     *t.data_as<double>() = value.to_double();

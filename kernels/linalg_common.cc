@@ -1,6 +1,7 @@
 // The checks and batch helpers of kernels/linalg_internal.h, aten::_linalg_check_errors and
 // aten::linalg_cross.
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <string>
 
@@ -213,9 +214,14 @@ Tensor LinalgCross(const Tensor& self, const Tensor& other, int64_t dim) {
   int64_t inner = 1;
   for (size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
   const int64_t outer = out.numel() / (3 * inner);
-  if (IsComplex(self.dtype())) {  // products and differences in the complex dtype, as torch's
-    ForType(self.dtype(), [&](auto zero) {
+  if (IsComplex(self.dtype())) {
+    // c10::complex's textbook products, in the dtype.
+    auto run = [&](auto zero) {
       using T = decltype(zero);
+      auto mul = [](T u, T v) {
+        return T(u.real() * v.real() - u.imag() * v.imag(),
+                 u.real() * v.imag() + u.imag() * v.real());
+      };
       const T* x = a.data_as<const T>();
       const T* y = b.data_as<const T>();
       T* o = out.data_as<T>();
@@ -224,12 +230,17 @@ Tensor LinalgCross(const Tensor& self, const Tensor& other, int64_t dim) {
           const int64_t p = i * 3 * inner + j;
           const T x0 = x[p], x1 = x[p + inner], x2 = x[p + 2 * inner];
           const T y0 = y[p], y1 = y[p + inner], y2 = y[p + 2 * inner];
-          o[p] = x1 * y2 - x2 * y1;
-          o[p + inner] = x2 * y0 - x0 * y2;
-          o[p + 2 * inner] = x0 * y1 - x1 * y0;
+          o[p] = mul(x1, y2) - mul(x2, y1);
+          o[p + inner] = mul(x2, y0) - mul(x0, y2);
+          o[p + 2 * inner] = mul(x0, y1) - mul(x1, y0);
         }
       }
-    });
+    };
+    if (self.dtype() == DType::kComplex64) {
+      run(std::complex<float>());
+    } else {
+      run(std::complex<double>());
+    }
     return out;
   }
   TB_DISPATCH(self.dtype(), kOp, TB_TYPES_NUMERIC, [&] {

@@ -37,7 +37,7 @@ Operands Prepare(const char* op, int64_t reduction, std::vector<const Tensor*> t
                  bool same_shape_target) {
   for (const Tensor* t : ts) {
     if (t == nullptr) continue;
-    TB_CHECK(t->device().is_host_accessible(), NotImplementedError)
+    TB_CHECK_SUPPORTED(t->device().is_host_accessible())
         << op << ": tensors on " << DeviceString(t->device())
         << " are not supported; tensorbridge computes on the CPU";
     TB_CHECK(IsFloatingPoint(t->dtype()), TypeError)

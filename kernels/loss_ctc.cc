@@ -34,8 +34,8 @@ struct Problem {
 Problem Prepare(const Tensor& log_probs, const Tensor& targets,
                 const std::vector<int64_t>& input_lengths,
                 const std::vector<int64_t>& target_lengths, int64_t blank, const char* op) {
-  TB_CHECK(log_probs.device().is_host_accessible() && targets.device().is_host_accessible(),
-           NotImplementedError)
+  TB_CHECK_SUPPORTED(log_probs.device().is_host_accessible() &&
+                     targets.device().is_host_accessible())
       << op << ": tensors on " << DeviceString(log_probs.device())
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(log_probs.dtype() == DType::kFloat32 || log_probs.dtype() == DType::kFloat64, TypeError)
@@ -233,7 +233,7 @@ Tensor CtcLossBackward(const Tensor& grad, const Tensor& log_probs, const Tensor
 }
 
 std::vector<int64_t> Lengths(const Tensor& t, const char* what) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
+  TB_CHECK_SUPPORTED(t.device().is_host_accessible())
       << kOp << ": tensors on " << DeviceString(t.device())
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(IsIntegral(t.dtype(), false) && t.ndim() <= 1, TypeError)

@@ -31,8 +31,7 @@ struct Frame {
 
 Frame Prepare(const Tensor& self, const Tensor& target, int64_t reduction, bool multilabel,
               const char* op) {
-  TB_CHECK(self.device().is_host_accessible() && target.device().is_host_accessible(),
-           NotImplementedError)
+  TB_CHECK_SUPPORTED(self.device().is_host_accessible() && target.device().is_host_accessible())
       << op << ": tensors on " << DeviceString(self.device())
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(IsFloatingPoint(self.dtype()), TypeError)

@@ -5,6 +5,7 @@
 // post-op), float16 as float32 on oneDNN, float64 and the integer types on Eigen.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -38,9 +39,8 @@ void CheckSameDType(const char* op, const Tensor& a, const Tensor& b) {
 }
 
 void CheckComputable(const char* op, DType t) {
-  TB_CHECK(t != DType::kBool && !IsStorageOnly(t) && t != DType::kUInt16 && t != DType::kUInt32 &&
-               t != DType::kUInt64,
-           NotImplementedError)
+  TB_CHECK_SUPPORTED(t != DType::kBool && !IsStorageOnly(t) && t != DType::kUInt16 &&
+                     t != DType::kUInt32 && t != DType::kUInt64)
       << op << ": dtype " << DTypeName(t) << " is not supported";
 }
 
@@ -324,6 +324,12 @@ Tensor Addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const S
   constexpr const char* kOp = "aten::addmm";
   CheckMm(kOp, mat1, mat2);
   CheckSameDType(kOp, self, mat1);
+  if (IsComplex(self.dtype())) {
+    const std::complex<double> a = alpha.to_complex(), b = beta.to_complex();
+    Tensor out = OutWithSelf(kOp, self, {mat1.size(0), mat2.size(1)}, b != 0.0 ? 1.0 : 0.0);
+    kernels::complex::Gemm(kOp, out.unsqueeze(0), mat1.unsqueeze(0), mat2.unsqueeze(0), a, b);
+    return out;
+  }
   const double b = ScalarValue(beta, self.dtype());
   const double a = ScalarValue(alpha, self.dtype());
   // float32 linear layers (a bias vector, beta = alpha = 1): the bias is oneDNN's bias
@@ -359,6 +365,10 @@ Tensor Bmm(const Tensor& self, const Tensor& mat2) {
   CheckBmm(kOp, self, mat2);
   Tensor out = Tensor::Empty({self.size(0), self.size(1), mat2.size(2)}, self.dtype());
   if (self.size(2) > 0 && self.size(2) * self.size(1) * mat2.size(2) < kSmallBmm) {
+    if (IsComplex(out.dtype())) {
+      kernels::complex::SmallGemm(out, self, mat2, 1.0, 0.0, /*plain=*/true);
+      return out;
+    }
     SmallBatchedGemm(kOp, out, self, mat2, 1.0, 0.0);
   } else {
     BatchedGemm(kOp, out, self, mat2, 1.0, 0.0);
@@ -371,6 +381,17 @@ Tensor Baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, c
   constexpr const char* kOp = "aten::baddbmm";
   CheckBmm(kOp, batch1, batch2);
   CheckSameDType(kOp, self, batch1);
+  if (IsComplex(self.dtype())) {
+    const std::complex<double> a = alpha.to_complex(), b = beta.to_complex();
+    Tensor out = OutWithSelf(kOp, self, {batch1.size(0), batch1.size(1), batch2.size(2)},
+                             b != 0.0 ? 1.0 : 0.0);
+    if (batch1.size(2) > 0 && batch1.size(2) * batch1.size(1) * batch2.size(2) < kSmallBmm) {
+      kernels::complex::SmallGemm(out, batch1, batch2, a, b, /*plain=*/false);
+    } else {
+      kernels::complex::Gemm(kOp, out, batch1, batch2, a, b);
+    }
+    return out;
+  }
   const double b = ScalarValue(beta, self.dtype());
   const double a = ScalarValue(alpha, self.dtype());
   Tensor out = OutWithSelf(kOp, self, {batch1.size(0), batch1.size(1), batch2.size(2)}, b);
@@ -397,6 +418,13 @@ Tensor Addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Sca
   constexpr const char* kOp = "aten::addmv";
   CheckMv(kOp, mat, vec);
   CheckSameDType(kOp, self, mat);
+  if (IsComplex(self.dtype())) {
+    const std::complex<double> a = alpha.to_complex(), b = beta.to_complex();
+    Tensor out = OutWithSelf(kOp, self, {mat.size(0)}, b != 0.0 ? 1.0 : 0.0);
+    kernels::complex::Gemm(kOp, out.unsqueeze(0).unsqueeze(2), mat.unsqueeze(0),
+                           vec.unsqueeze(1).unsqueeze(0), a, b);
+    return out;
+  }
   const double b = ScalarValue(beta, self.dtype());
   const double a = ScalarValue(alpha, self.dtype());
   Tensor out = OutWithSelf(kOp, self, {mat.size(0)}, b);

@@ -3,7 +3,8 @@
 // As torch's CPU kernel: the arithmetic runs in the result dtype, each product rounded to it
 // (float16 / bfloat16 per operation, as torch's vectorized half loops); beta == 0 ignores self
 // (NaN in it does not propagate); bool computes (beta && self) || (alpha && vec1 && vec2);
-// integers wrap.
+// integers wrap; complex products are c10::complex's textbook ones.
+#include <complex>
 #include <cstdint>
 
 #include "dispatch/op_table.h"
@@ -16,6 +17,40 @@ using kernels::Elementwise;
 using kernels::opmath_t;
 
 using In = std::vector<Tensor>;
+
+// (x * y) as c10::complex computes it.
+template <typename T>
+T CMul(T x, T y) {
+  return {x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real()};
+}
+
+// beta * s + (alpha * a) * b (alpha * a * b when beta is 0) in the complex dtype `dt`.
+Tensor ComplexAddr(const char* op, DType dt, const Tensor& s, const Tensor& a, const Tensor& b,
+                   const Scalar& beta, const Scalar& alpha, const Tensor* dest) {
+  const std::complex<double> bz = beta.to_complex(), az = alpha.to_complex();
+  return Elementwise(
+      op, {{&s, dt}, {&a, dt}, {&b, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
+        auto run = [&](auto zero) {
+          using T = decltype(zero);
+          using R = typename T::value_type;
+          const T bv(static_cast<R>(bz.real()), static_cast<R>(bz.imag()));
+          const T av(static_cast<R>(az.real()), static_cast<R>(az.imag()));
+          if (bz == 0.0) {
+            kernels::Map<T, T, T, T>(
+                out, [av](T, T u, T v) { return CMul(CMul(av, u), v); }, in[0], in[1], in[2]);
+          } else {
+            kernels::Map<T, T, T, T>(
+                out, [av, bv](T x, T u, T v) { return CMul(bv, x) + CMul(CMul(av, u), v); }, in[0],
+                in[1], in[2]);
+          }
+        };
+        if (dt == DType::kComplex64) {
+          run(std::complex<float>());
+        } else {
+          run(std::complex<double>());
+        }
+      });
+}
 
 Tensor AddrImpl(const char* op, const Tensor& self, const Tensor& vec1, const Tensor& vec2,
                 const Scalar& beta, const Scalar& alpha, const Tensor* dest) {
@@ -37,6 +72,7 @@ Tensor AddrImpl(const char* op, const Tensor& self, const Tensor& vec1, const Te
   TB_CHECK(s.ndim() == 2 && s.size(0) == shape[0] && s.size(1) == shape[1], ValueError)
       << op << ": self of shape " << ShapeString(self.shape())
       << " does not broadcast to the outer product's shape " << ShapeString(shape);
+  if (IsComplex(dt)) return ComplexAddr(op, dt, s, a, b, beta, alpha, dest);
   const bool beta_zero = beta.to_double() == 0;
   return Elementwise(
       op, {{&s, dt}, {&a, dt}, {&b, dt}}, dt, dest, [&](const Tensor& out, const In& in) {

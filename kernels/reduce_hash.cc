@@ -28,7 +28,7 @@ uint64_t Bits(T v) {
 Tensor HashTensor(const Tensor& self, const std::vector<int64_t>& dim, bool keepdim, int64_t mode) {
   constexpr const char* kOp = "aten::hash_tensor";
   TB_CHECK(mode == 0, ValueError) << kOp << ": mode " << mode << " is not supported (only 0)";
-  TB_CHECK(!IsComplex(self.dtype()), NotImplementedError)
+  TB_CHECK_SUPPORTED(!IsComplex(self.dtype()))
       << kOp << ": complex dtypes (" << DTypeName(self.dtype()) << ") are not supported";
   TB_CHECK(!dim.empty() || self.numel() > 0, ValueError)
       << kOp << ": Expected reduction dim to be specified for input.numel() == 0. Specify the "

@@ -6,6 +6,7 @@
 // torch's Welford in double. logsumexp subtracts the max first (0 where the max is infinite,
 // as torch). Norms accumulate in float (double for float64).
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -178,11 +179,57 @@ struct ShiftedExpReducer {
   void Write(int64_t o, Acc a) const { out[o] = kernels::Convert<T>(std::log(a.s) + a.shift); }
 };
 
+// Complex logsumexp, as torch's: the shift is the largest real part (0 when infinite), the
+// sum of exp(x - shift) and its log in complex128.
+template <typename T>
+struct ComplexMaxRealReducer {
+  using In = T;
+  using Acc = double;
+  static constexpr bool kPairwise = false;
+  double* out;
+  Acc Init(int64_t) const { return -std::numeric_limits<double>::infinity(); }
+  Acc Step(Acc a, In x, int64_t) const { return Merge(a, static_cast<double>(x.real())); }
+  Acc Merge(Acc a, Acc x) const { return (x > a) | (x != x) ? x : a; }
+  void Write(int64_t o, Acc a) const { out[o] = std::isinf(a) ? 0.0 : a; }
+};
+
+template <typename T>
+struct ComplexShiftedExpReducer {
+  using In = T;
+  using Z = std::complex<double>;
+  struct Acc {
+    Z s;
+    double shift;
+  };
+  static constexpr bool kPairwise = true;
+  const double* shift;
+  T* out;
+  Acc Init(int64_t o) const { return {Z(0), shift[o]}; }
+  Acc Step(Acc a, In x, int64_t) const { return {a.s + std::exp(Z(x) - a.shift), a.shift}; }
+  Acc Merge(Acc a, Acc b) const { return {a.s + b.s, a.shift}; }
+  void Write(int64_t o, Acc a) const { out[o] = T(std::log(a.s) + a.shift); }
+};
+
+template <typename T>
+void ComplexLogSumExp(const Tensor& out, const kernels::Geometry& g) {
+  std::vector<double> shift(static_cast<size_t>(out.numel()));
+  kernels::RunReduce(g, ComplexMaxRealReducer<T>{shift.data()});
+  kernels::RunReduce(g, ComplexShiftedExpReducer<T>{shift.data(), out.data_as<T>()});
+}
+
 Tensor LogSumExp(const Tensor& self, const std::vector<int64_t>& dim, bool keepdim) {
   constexpr const char* kOp = "aten::logsumexp";
-  // Not the float cast below: that would drop the imaginary parts.
-  TB_CHECK(!IsComplex(self.dtype()), NotImplementedError)
-      << kOp << ": dtype " << DTypeName(self.dtype()) << " is not supported";
+  if (IsComplex(self.dtype())) {
+    ReduceDims rd = kernels::ParseReduceDims(kOp, self, IntArrayRef(dim), keepdim);
+    Tensor out = Tensor::Empty(rd.out_shape, self.dtype());
+    kernels::Geometry g = kernels::PlanReduce(self, rd.reduced);
+    if (self.dtype() == DType::kComplex64) {
+      ComplexLogSumExp<std::complex<float>>(out, g);
+    } else {
+      ComplexLogSumExp<std::complex<double>>(out, g);
+    }
+    return out;
+  }
   Tensor in = IsFloatingPoint(self.dtype()) ? self : Cast(self, DType::kFloat32);
   ReduceDims rd = kernels::ParseReduceDims(kOp, in, IntArrayRef(dim), keepdim);
   Tensor out = Tensor::Empty(rd.out_shape, in.dtype());

@@ -154,7 +154,7 @@ Tensor ApplyTaps(const Tensor& x, int64_t dim, const Taps& taps, int64_t n_in, b
 }
 
 void CheckFloat(const Tensor& t, const char* op) {
-  TB_CHECK(t.device().is_host_accessible(), NotImplementedError)
+  TB_CHECK_SUPPORTED(t.device().is_host_accessible())
       << op << ": tensors on " << DeviceString(t.device())
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(IsFloatingPoint(t.dtype()), TypeError)

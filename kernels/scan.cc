@@ -10,6 +10,7 @@
 // accumulates as cumsum does (float32 in double, 16-bit floats in float).
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -176,10 +177,37 @@ A LogAddExpAcc(A x, A acc) {
   return x;
 }
 
+using Z = std::complex<double>;
+
+// logcumsumexp of a complex tensor, accumulated in complex128 (torch's acc_type).
+template <typename T>
+void LogCumSumExpComplex(const Tensor& x, const Tensor& out, const ScanShape& s) {
+  const T* in = x.data_as<const T>();
+  T* o = out.data_as<T>();
+  using R = typename T::value_type;
+  ScanLoop<Z>(
+      s, [] { return Z(-std::numeric_limits<double>::infinity(), 0); },
+      [&](Z& a, int64_t off, int64_t) {
+        a = kernels::complex::LogAddExpOne(Z(in[off].real(), in[off].imag()), a);
+        o[off] = T(static_cast<R>(a.real()), static_cast<R>(a.imag()));
+      });
+}
+
 Tensor LogCumSumExp(const Tensor& self, int64_t dim) {
   const char* op = "aten::logcumsumexp";
   dim = WrapDim(dim, self.ndim(), op);
-  TB_CHECK(IsFloatingPoint(self.dtype()), NotImplementedError)
+  if (IsComplex(self.dtype())) {
+    Tensor out = Tensor::Empty(self.shape(), self.dtype());
+    if (out.numel() == 0) return out;
+    const Tensor x = self.contiguous();
+    if (self.dtype() == DType::kComplex64) {
+      LogCumSumExpComplex<std::complex<float>>(x, out, ShapeOf(x, dim));
+    } else {
+      LogCumSumExpComplex<std::complex<double>>(x, out, ShapeOf(x, dim));
+    }
+    return out;
+  }
+  TB_CHECK_SUPPORTED(IsFloatingPoint(self.dtype()))
       << op << ": dtype " << DTypeName(self.dtype()) << " is not supported";
   Tensor out = Tensor::Empty(self.shape(), self.dtype());
   if (out.numel() == 0) return out;

@@ -241,6 +241,28 @@ void ScatterInto(const Tensor& out1, int64_t dim, const Tensor& idx, const Tenso
     });
     return;
   }
+  if (IsComplex(out1.dtype()) && reduce == Reduce::kSum) {
+    // A complex sum adds the real and the imaginary parts apart, in index order.
+    auto sum = [&](auto part) {
+      using R = decltype(part);
+      SerialRows<3>(idx.shape(), data, strides,
+                    [&](std::array<char*, 3>& p, const std::array<int64_t, 3>& st, int64_t n) {
+                      for (int64_t i = 0; i < n; ++i) {
+                        const int64_t k = *reinterpret_cast<int64_t*>(p[1] + i * st[1]);
+                        auto* t = reinterpret_cast<R*>(p[0] + i * st[0] + k * step);
+                        const auto* v = reinterpret_cast<const R*>(p[2] + i * st[2]);
+                        t[0] += v[0];
+                        t[1] += v[1];
+                      }
+                    });
+    };
+    if (out1.dtype() == DType::kComplex64) {
+      sum(float{});
+    } else {
+      sum(double{});
+    }
+    return;
+  }
   char* base = static_cast<char*>(out1.data());
   TB_DISPATCH(out1.dtype(), op, TB_TYPES_ALL, [&] {
     using T = scalar_t;

@@ -43,7 +43,7 @@ struct Segments {
 
 Segments Plan(const Tensor& data, const std::optional<Tensor>& lengths,
               const std::optional<Tensor>& offsets, int64_t axis, bool check_sum, const char* op) {
-  TB_CHECK(data.device().is_host_accessible(), NotImplementedError)
+  TB_CHECK_SUPPORTED(data.device().is_host_accessible())
       << op << ": tensors on " << DeviceString(data.device())
       << " are not supported; tensorbridge computes on the CPU";
   TB_CHECK(lengths.has_value() != offsets.has_value(), ValueError)

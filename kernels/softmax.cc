@@ -123,7 +123,7 @@ void LogSoftmaxLastDim16(const Tensor& x, const Tensor& out, const Split& s) {
 }
 
 Tensor Softmax(const char* op, const Tensor& self, int64_t dim, bool half_to_float, bool log) {
-  TB_CHECK(IsFloatingPoint(self.dtype()), NotImplementedError)
+  TB_CHECK_SUPPORTED(IsFloatingPoint(self.dtype()))
       << op << ": dtype " << DTypeName(self.dtype()) << " is not supported";
   TB_CHECK(!half_to_float || self.dtype() == DType::kFloat16 || self.dtype() == DType::kBFloat16,
            ValueError)
@@ -176,9 +176,8 @@ Tensor SoftmaxBackward(const char* op, const Tensor& grad_output, const Tensor& 
   TB_CHECK(grad_output.shape() == output.shape(), ValueError)
       << op << ": grad_output of shape " << ShapeString(grad_output.shape())
       << " does not match output of shape " << ShapeString(output.shape());
-  TB_CHECK(IsFloatingPoint(grad_output.dtype()) && IsFloatingPoint(output.dtype()) &&
-               IsFloatingPoint(input_dtype),
-           NotImplementedError)
+  TB_CHECK_SUPPORTED(IsFloatingPoint(grad_output.dtype()) && IsFloatingPoint(output.dtype()) &&
+                     IsFloatingPoint(input_dtype))
       << op << ": only floating point dtypes are supported";
   const Split s = SplitAt(op, output, dim);
   Tensor g = grad_output.contiguous(), y = Cast(output, grad_output.dtype()).contiguous();

@@ -244,7 +244,7 @@ M Lerp(M a, M b, M w) {
 
 // self, end (and a weight tensor) must share one floating dtype; a 0-d weight may differ.
 DType LerpDType(const char* op, const Tensor& self, const Tensor& end, const Tensor* weight) {
-  kernels::CheckFloating(op, self.dtype());
+  if (!IsComplex(self.dtype())) kernels::CheckFloating(op, self.dtype());
   TB_CHECK(end.dtype() == self.dtype(), TypeError)
       << op << ": expected dtype " << DTypeName(self.dtype()) << " for `end` but got dtype "
       << DTypeName(end.dtype());
@@ -257,6 +257,7 @@ DType LerpDType(const char* op, const Tensor& self, const Tensor& end, const Ten
 Tensor LerpScalarImpl(const char* op, const Tensor& self, const Tensor& end, const Scalar& weight,
                       const Tensor* dest) {
   const DType dt = LerpDType(op, self, end, nullptr);
+  if (IsComplex(dt)) return kernels::complex::Lerp(op, dt, self, end, nullptr, weight, dest);
   return Elementwise(op, {{&self, dt}, {&end, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
     TB_DISPATCH_T(dt, op, TB_TYPES_FLOAT, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -281,6 +282,7 @@ Tensor LerpScalarImpl(const char* op, const Tensor& self, const Tensor& end, con
 Tensor LerpTensorImpl(const char* op, const Tensor& self, const Tensor& end, const Tensor& weight,
                       const Tensor* dest) {
   const DType dt = LerpDType(op, self, end, &weight);
+  if (IsComplex(dt)) return kernels::complex::Lerp(op, dt, self, end, &weight, Scalar(), dest);
   return Elementwise(op, {{&self, dt}, {&end, dt}, {&weight, dt}}, dt, dest,
                      [&](const Tensor& out, const In& in) {
                        TB_DISPATCH_T(dt, op, TB_TYPES_FLOAT, [&](auto tag) {
@@ -330,6 +332,9 @@ Tensor AddcImpl(const char* op, bool divide, const Tensor& self, const Tensor& t
   }
   const DType dt = ResultType({Operand(self), Operand(t1), Operand(t2)});
   kernels::CheckNotBool(op, dt);
+  if (IsComplex(dt)) return kernels::complex::Addc(op, divide, dt, self, t1, t2, value, dest);
+  TB_CHECK(!value.is_complex(), RuntimeError)
+      << op << ": for non-complex input tensors, argument value must not be a complex number";
   return Elementwise(
       op, {{&self, dt}, {&t1, dt}, {&t2, dt}}, dt, dest, [&](const Tensor& out, const In& in) {
         TB_DISPATCH_T(dt, op, TB_TYPES_NUMERIC, [&](auto tag) {

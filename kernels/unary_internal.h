@@ -49,7 +49,7 @@ inline bool CanCast(DType from, DType to) {
 
 // Unary kernels compute on real dtypes only.
 inline void CheckReal(const char* op, DType t) {
-  TB_CHECK(!IsComplex(t) && !IsStorageOnly(t), NotImplementedError)
+  TB_CHECK_SUPPORTED(!IsComplex(t) && !IsStorageOnly(t))
       << op << ": dtype " << DTypeName(t) << " is not supported";
 }
 
@@ -199,7 +199,7 @@ struct SameTypeUnary {
   static DType Result(const char* op, DType t) {
     CheckReal(op, t);
     if constexpr (!Derived::kBool) {
-      TB_CHECK(t != DType::kBool, NotImplementedError) << op << ": dtype bool is not supported";
+      TB_CHECK_SUPPORTED(t != DType::kBool) << op << ": dtype bool is not supported";
     }
     return t;
   }

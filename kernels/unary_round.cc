@@ -66,7 +66,7 @@ struct FracOp {
   static constexpr const char* kName = "aten::frac";
   static DType Result(const char* op, DType t) {
     kernels::unary::CheckReal(op, t);
-    TB_CHECK(IsFloatingPoint(t), NotImplementedError)
+    TB_CHECK_SUPPORTED(IsFloatingPoint(t))
         << op << ": dtype " << DTypeName(t) << " is not supported (floating dtypes only)";
     return t;
   }
@@ -85,7 +85,7 @@ struct FracOp {
 // decimals == 0, as torch.
 Tensor RoundDecimalsImpl(const char* op, const Tensor& self, int64_t decimals, bool inplace) {
   kernels::unary::CheckReal(op, self.dtype());
-  TB_CHECK(IsFloatingPoint(self.dtype()), NotImplementedError)
+  TB_CHECK_SUPPORTED(IsFloatingPoint(self.dtype()))
       << op << ": dtype " << DTypeName(self.dtype()) << " is not supported (floating dtypes only)";
   return kernels::unary::RunUnary(
       op, self, self.dtype(), inplace, [&](const Tensor& out, const Tensor& in) {

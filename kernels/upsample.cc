@@ -126,7 +126,7 @@ Tensor Upsample(const char* op, Mode mode, int64_t nsp, const Tensor& input,
         << op << ": input and output sizes should be greater than 0, got input of shape "
         << ShapeString(input.shape()) << " and output_size " << ShapeString(output_size);
   }
-  TB_CHECK(mode != Mode::kLinear || IsFloatingPoint(input.dtype()), NotImplementedError)
+  TB_CHECK_SUPPORTED(mode != Mode::kLinear || IsFloatingPoint(input.dtype()))
       << op << ": dtype " << DTypeName(input.dtype()) << " is not supported";
   Dims shape{input.size(0), input.size(1)};
   for (auto s : output_size) shape.push_back(s);

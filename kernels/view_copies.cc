@@ -186,9 +186,11 @@ Tensor PixelShuffle(const Tensor& self, int64_t r) {
       << self.ndim() << " dimension(s)";
   TB_CHECK(r > 0, ValueError) << kOp << ": upscale_factor must be greater than 0, got " << r;
   const int64_t c = self.size(-3), h = self.size(-2), w = self.size(-1);
-  TB_CHECK(c % (r * r) == 0, ValueError)
+  // r * r in range (3037000499 squared is below 2^63), else no channel count divides by it.
+  TB_CHECK(r <= 3037000499 && c % (r * r) == 0, ValueError)
       << kOp << ": pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
-      << "square of upscale_factor, but input.size(-3)=" << c << " is not divisible by " << r * r;
+      << "square of upscale_factor, but input.size(-3)=" << c << " is not divisible by " << r
+      << "^2";
   const int64_t nb = self.ndim() - 3;
   std::vector<int64_t> batch(self.shape().begin(), self.shape().begin() + nb);
   std::vector<int64_t> split = batch;

@@ -36,11 +36,10 @@ Value ToValue(py::handle obj) {
   if (PyBool_Check(obj.ptr())) return Value(obj.cast<bool>());
   if (PyLong_Check(obj.ptr())) return Value(obj.cast<int64_t>());
   if (PyFloat_Check(obj.ptr())) return Value(obj.cast<double>());
-  // Values hold no complex numbers: a complex Python scalar argument (fill value, alpha, ...)
-  // is refused by name, not taken for an array.
-  TB_CHECK(!PyComplex_Check(obj.ptr()), NotImplementedError)
-      << "complex Python scalars (" << py::repr(obj).cast<std::string>()
-      << ") are not supported as op arguments; pass a complex tensor instead";
+  if (PyComplex_Check(obj.ptr())) {
+    return Value(
+        std::complex<double>(PyComplex_RealAsDouble(obj.ptr()), PyComplex_ImagAsDouble(obj.ptr())));
+  }
   if (py::isinstance<py::str>(obj)) return Value(obj.cast<std::string>());
   if (auto d = AsDType(obj)) return Value(*d);
   if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
@@ -84,6 +83,10 @@ py::object FromValue(const Value& v) {
     case Value::Tag::kBool: return py::bool_(v.to_bool());
     case Value::Tag::kInt: return py::int_(v.to_int());
     case Value::Tag::kDouble: return py::float_(v.to_double());
+    case Value::Tag::kComplex: {
+      const std::complex<double> c = v.to_complex();
+      return py::reinterpret_steal<py::object>(PyComplex_FromDoubles(c.real(), c.imag()));
+    }
     case Value::Tag::kTensor:
       if (!v.to_tensor().defined()) return py::none();  // an output masked off
       return WrapTensor(v.to_tensor());
@@ -175,9 +178,15 @@ BoxedKernel PythonKernel(py::object fn, bool pass_op_name) {
   return [f, pass_op_name](const OpInfo& op, Stack& stack) {
     py::gil_scoped_acquire gil;
     auto [args, kwargs] = ToPythonArgs(op, stack);
-    py::object result = pass_op_name
-                            ? py::reinterpret_borrow<py::object>(f)(op.qualified, args, kwargs)
+    py::object result;
+    try {
+      result = pass_op_name ? py::reinterpret_borrow<py::object>(f)(op.qualified, args, kwargs)
                             : py::reinterpret_borrow<py::object>(f)(*args, **kwargs);
+    } catch (py::error_already_set& e) {
+      // A user kernel raising KernelDeclinedError declines the call, as a C++ kernel may.
+      if (pass_op_name || !e.matches(KernelDeclinedError())) throw;
+      throw Error(ErrorKind::kNotImplementedError, py::str(e.value()).cast<std::string>(), true);
+    }
     FromPythonResult(op, result, stack);
   };
 }
@@ -216,6 +225,11 @@ void BindOps(py::module_& m) {
         return OpTable::Global().Info(OpTable::Global().Define(schema)).qualified;
       },
       py::arg("schema"), "Declares the schema of an op outside aten.");
+  m.def(
+      "_set_fallback_on_decline", [](bool on) { OpTable::Global().SetFallbackOnDecline(on); },
+      py::arg("on"),
+      "Whether a kernel that declines its input's dtype or device hands the call to the "
+      "fallback (config.fallback 'allow' / 'warn') or raises KernelDeclinedError ('error').");
   m.def(
       "_set_fallback",
       [](py::object fn) {
@@ -313,13 +327,15 @@ void BindOps(py::module_& m) {
           d["composite"] = c.composite;
           d["decomposition"] = c.decomposition;
           d["fallback"] = c.fallback;
+          d["declined"] = c.declined;
           d["time_ns"] = c.time_ns;
           out[py::str(table.Info(id).qualified)] = d;
         }
         return out;
       },
       "Per-op counters: calls, and how many were served by kernel, composite, decomposition "
-      "or fallback; time_ns while profiling is on.");
+      "or fallback; declined: of the fallbacks, the calls whose kernel declined the input's "
+      "dtype or device; time_ns while profiling is on.");
   m.def(
       "reset_metrics", [] { OpTable::Global().ResetCounters(); },
       "Sets every per-op counter of metrics() back to zero.");

@@ -28,6 +28,8 @@ Tensor TensorFromObject(py::handle obj, py::handle device, py::handle copy);
 py::object WrapTensor(Tensor t);
 
 void BindErrors(py::module_& m);
+// tensorbridge.KernelDeclinedError (made by BindErrors): a NotImplementedError subclass.
+PyObject* KernelDeclinedError();
 void BindArray(py::module_& m);
 void BindDLPack(py::module_& m);
 void BindOps(py::module_& m);

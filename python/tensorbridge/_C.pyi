@@ -5,7 +5,11 @@ from __future__ import annotations
 import collections.abc
 import typing
 import typing_extensions
-__all__: list[str] = ['Array', 'KernelRegistration', 'Plan', 'call', 'dump', 'empty_cache', 'explain', 'from_dlpack', 'has_kernel', 'memory_stats', 'metrics', 'onednn_info', 'ops', 'reset_metrics', 'reset_peak_memory', 'schema', 'set_host_cache_limit', 'set_profiling', 'storage_allocations']
+__all__: list[str] = ['Array', 'KernelDeclinedError', 'KernelRegistration', 'Plan', 'call', 'dump', 'empty_cache', 'explain', 'from_dlpack', 'has_kernel', 'memory_stats', 'metrics', 'onednn_info', 'ops', 'reset_metrics', 'reset_peak_memory', 'schema', 'set_host_cache_limit', 'set_profiling', 'storage_allocations']
+class KernelDeclinedError(NotImplementedError):
+    """
+    A tensorbridge kernel has no loop for the input's dtype or device (a NotImplementedError naming the op and the dtype). With config.fallback 'allow' or 'warn' such a call runs PyTorch's CPU kernel instead; with 'error' it raises this.
+    """
 class Array:
     """
     A tensor over memory that tensorbridge or another framework owns, described by shape,
@@ -237,6 +241,10 @@ def _set_fallback(fn: typing.Any) -> None:
     """
     Installs fn(op_name, args, kwargs) as the table's fallback (step 4).
     """
+def _set_fallback_on_decline(on: bool) -> None:
+    """
+    Whether a kernel that declines its input's dtype or device hands the call to the fallback (config.fallback 'allow' / 'warn') or raises KernelDeclinedError ('error').
+    """
 def _set_legal(arg0: str, arg1: bool) -> None:
     ...
 def _torch_dispatch(*args: typing.Any, **kwargs: typing.Any) -> typing.Any:
@@ -279,7 +287,7 @@ def memory_stats() -> dict:
     """
 def metrics() -> dict:
     """
-    Per-op counters: calls, and how many were served by kernel, composite, decomposition or fallback; time_ns while profiling is on.
+    Per-op counters: calls, and how many were served by kernel, composite, decomposition or fallback; declined: of the fallbacks, the calls whose kernel declined the input's dtype or device; time_ns while profiling is on.
     """
 def onednn_info() -> dict:
     """

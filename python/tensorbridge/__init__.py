@@ -25,7 +25,7 @@ import typing as _typing
 from tensorbridge import _C, _config, _distributed, _fallback
 from tensorbridge import cpp as cpp
 from tensorbridge import diagnostics as diagnostics
-from tensorbridge._C import Array, call, from_dlpack, ops, schema
+from tensorbridge._C import Array, KernelDeclinedError, call, from_dlpack, ops, schema
 from tensorbridge._call_torch import call_torch, torch_function
 from tensorbridge._compile import backend, load_exported
 from tensorbridge._config import config
@@ -59,6 +59,7 @@ _distributed.install()  # torch.distributed's collectives on Tensor run torch's 
 
 __all__ = [
     "Array",
+    "KernelDeclinedError",
     "KernelHandle",
     "Tensor",
     "__version__",

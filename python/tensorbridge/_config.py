@@ -44,6 +44,10 @@ class Config:
     ``fallback``: what happens to an op the table has no kernel for. ``"allow"`` (default) runs
     PyTorch's own CPU kernel on zero-copy views and counts it in ``metrics()``; ``"warn"`` does
     the same with one warning per op; ``"error"`` raises ``NotImplementedError`` naming the op.
+    A kernel that declines its input (a dtype or device it has no loop for) is served the same
+    way: ``"allow"`` and ``"warn"`` run PyTorch's kernel, counted as a fallback (and under
+    ``declined`` in ``metrics()``); ``"error"`` raises ``KernelDeclinedError``, a
+    ``NotImplementedError`` naming the op and the dtype.
 
     ``jit_mode``: how ``call_torch`` runs a torch function inside ``jax.jit``. ``"ffi"``: a
     plan captured once, run by an XLA FFI custom call with no Python per call (an error when
@@ -127,6 +131,8 @@ class Config:
         if mode not in _FALLBACK_MODES:
             raise ValueError(f"config.fallback must be one of {_FALLBACK_MODES}, got {mode!r}")
         self._fallback = mode
+        # A kernel declining its input's dtype or device falls back too, except under "error".
+        _C._set_fallback_on_decline(mode != "error")
 
     @property
     def ffi_threads(self) -> int:

@@ -52,6 +52,10 @@ def register_kernel(
         def my_gelu(x, approximate="none"): ...
 
         my_gelu.remove()
+
+    `fn` may decline a call it has no loop for (a dtype, say) by raising
+    ``tensorbridge.KernelDeclinedError``: the call then goes to the fallback as a built-in
+    kernel's refusal does (``config.fallback``).
     """
 
     def install(f: Callable) -> KernelHandle:

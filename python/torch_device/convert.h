@@ -147,6 +147,10 @@ tb::Value ToValue(const c10::IValue& v, ArgKind kind, TensorFn&& tensor) {
     return t.defined() ? tb::Value(tensor(t)) : tb::Value();
   }
   if (v.isDouble()) return tb::Value(v.toDouble());
+  if (v.isComplexDouble()) {
+    const c10::complex<double> c = v.toComplexDouble();
+    return tb::Value(std::complex<double>(c.real(), c.imag()));
+  }
   if (v.isInt()) return tb::Value(static_cast<int64_t>(v.toInt()));
   if (v.isBool()) return tb::Value(v.toBool());
   if (v.isSymInt()) return tb::Value(static_cast<int64_t>(v.toSymInt().expect_int()));

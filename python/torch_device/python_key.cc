@@ -213,6 +213,10 @@ c10::IValue ToIValue(const tb::Value& v) {
     case tb::Value::Tag::kBool: return c10::IValue(v.to_bool());
     case tb::Value::Tag::kInt: return c10::IValue(v.to_int());
     case tb::Value::Tag::kDouble: return c10::IValue(v.to_double());
+    case tb::Value::Tag::kComplex: {
+      const std::complex<double> c = v.to_complex();
+      return c10::IValue(c10::complex<double>(c.real(), c.imag()));
+    }
     case tb::Value::Tag::kTensor:
       return v.to_tensor().defined() ? c10::IValue(MakeResult(v.to_tensor())) : c10::IValue();
     case tb::Value::Tag::kTensorList: {

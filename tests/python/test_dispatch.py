@@ -129,6 +129,55 @@ def test_fallback_modes():
         tb.config.fallback = "sometimes"
 
 
+def test_a_declined_call_takes_the_fallback_counted_and_raises_under_error():
+    op = "aten::special_airy_ai"  # a Python kernel serving float32 and declining other dtypes
+
+    @tb.register_kernel(op)
+    def airy_f32(x):
+        if x.dtype != "float32":
+            raise tb.KernelDeclinedError(f"{op}: dtype {x.dtype} is not supported")
+        return tb.from_dlpack(torch.full(tuple(x.shape), 7.0))  # tells the kernel apart
+
+    x32 = np.linspace(-2, 2, 5, dtype=np.float32)
+    x64 = x32.astype(np.float64)
+    try:
+        tb.diagnostics.reset_metrics()
+        np.testing.assert_array_equal(tb.call(op, x32).numpy(), np.full(5, 7.0, np.float32))
+        got = tb.call(op, x64).numpy()  # declined: torch's kernel serves it
+        np.testing.assert_allclose(got, torch.special.airy_ai(torch.from_numpy(x64)).numpy())
+        m = tb.diagnostics.metrics()[op]
+        assert (m["calls"], m["kernel"], m["fallback"], m["declined"]) == (2, 1, 1, 1)
+        tb.config.fallback = "warn"  # served as under "allow" (one warning per op and process)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            np.testing.assert_allclose(tb.call(op, x64).numpy(), got)
+        tb.config.fallback = "error"
+        with pytest.raises(tb.KernelDeclinedError, match=rf"{op}: dtype float64") as e:
+            tb.call(op, x64)
+        assert isinstance(e.value, NotImplementedError)
+        m = tb.diagnostics.metrics()[op]
+        assert (m["fallback"], m["declined"]) == (2, 2)  # the refused call did not fall back
+    finally:
+        tb.config.fallback = "allow"
+        airy_f32.remove()
+
+
+def test_a_builtin_kernel_declining_a_dtype_falls_back():
+    op = "aten::linspace"  # no complex loop in tensorbridge; torch's CPU kernel has one
+    args, kw = (0, 1 + 2j, 5), {"dtype": torch.complex64}
+    tb.diagnostics.reset_metrics()
+    got = tb.call(op, *args, **kw)
+    torch.testing.assert_close(torch.from_dlpack(got), torch.linspace(*args, **kw))
+    m = tb.diagnostics.metrics()[op]
+    assert (m["kernel"], m["fallback"], m["declined"]) == (0, 1, 1)
+    try:
+        tb.config.fallback = "error"
+        with pytest.raises(tb.KernelDeclinedError, match=rf"{op}.*complex64"):
+            tb.call(op, *args, **kw)
+    finally:
+        tb.config.fallback = "allow"
+
+
 def test_fallback_writes_in_place_into_our_memory():
     x = np.linspace(0, 1, 5, dtype=np.float32)
     before = x.copy()

@@ -306,11 +306,15 @@ def tensors(draw):
 
 INTS = st.integers(-3, 8) | st.sampled_from([-(2**62), 2**62, 2**63 - 1, -(2**63)])
 FLOATS = st.sampled_from([0.0, -1.5, 2.5, 1e-300, 1e300, math.inf, -math.inf, math.nan])
+COMPLEXES = st.sampled_from(
+    [1j, 2.5 - 0.5j, complex(3, 0), complex(math.inf, 1), complex(0, math.nan)]
+)
 ANY = st.one_of(
     st.none(),
     st.booleans(),
     INTS,
     FLOATS,
+    COMPLEXES,
     st.sampled_from(["none", "tanh", "mean", "", "cpu", "cuda", "left"]),
     st.lists(INTS, max_size=4),
     st.lists(FLOATS, max_size=3),
@@ -341,7 +345,7 @@ def value_for(typ):
     elif base.startswith("bool["):
         s = st.lists(st.booleans(), max_size=3)
     elif base == "Scalar":
-        s = INTS | FLOATS | st.booleans()
+        s = INTS | FLOATS | st.booleans() | COMPLEXES
     elif base == "ScalarType":
         s = st.sampled_from(_DTYPES)
     elif base == "str":

@@ -1,9 +1,12 @@
 """Complex64 / complex128 kernels (kernels/complex_*.cc and the complex branches of the
 element-wise, reduction and matmul kernels): compared with torch's CPU kernels at torch's
 tolerances, views checked by data pointer, ops without a complex form raising
-NotImplementedError naming the op and dtype."""
+NotImplementedError naming the op and dtype. Complex Python numbers (and 0-d complex tensors)
+as Scalar arguments, with torch's promotion of real tensors."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -229,8 +232,8 @@ def test_unserved_ops_name_op_and_dtype():
         torch.floor(w)
     with pytest.raises(NotImplementedError, match=r"aten::lt.*complex64"):
         torch.lt(w, w)
-    with pytest.raises(NotImplementedError, match=r"aten::addcmul.*complex64"):
-        torch.addcmul(w, w, w)
+    with pytest.raises(NotImplementedError, match=r"aten::cummax.*complex64"):
+        torch.cummax(w, 0)
 
 
 @pytest.mark.parametrize("dtype", CDTYPES, **_ids)
@@ -240,3 +243,170 @@ def test_any_all_count_nonzero(dtype):
     _check(lambda x: x.all(1), t)
     _check(lambda x: torch.count_nonzero(x, 0), t)
     _check(lambda x: torch.count_nonzero(x), t)
+
+
+# ---- complex Python scalars ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+def test_complex_python_scalars(dtype):
+    a, b = _rand(3, 4, dtype=dtype), _rand(3, 4, dtype=dtype, seed=1)
+    for fn in (
+        lambda x: x + (1 - 2j),
+        lambda x: x - (0.5 + 1j),
+        lambda x: (2 + 3j) - x,
+        lambda x: x * (1j),
+        lambda x: x / (3 - 4j),
+        lambda x: x ** (0.5 + 0.5j),
+        lambda x: x ** (2 + 0j),
+        lambda x: (1.5 - 1j) ** x,
+        lambda x: torch.where(x.real > 0, x, 2j),
+        lambda x: torch.where(x.real > 0, 1 + 1j, x),
+        lambda x: x.masked_fill(x.real > 0, 3 - 1j),
+        lambda x: torch.full_like(x, 2 - 5j),
+        lambda x: x.clone().fill_(-1 + 0.25j),
+        lambda x: x.index_fill(1, torch.tensor([0, 2]), 1 + 2j),
+    ):
+        _check(fn, a)
+    _check(lambda x, y: torch.add(x, y, alpha=2 - 1j), a, b)
+    _check(lambda x, y: torch.sub(x, y, alpha=1j), a, b)
+    _check(lambda x, y: torch.addcmul(x, x, y, value=0.5 - 2j), a, b)
+
+
+def test_complex_scalar_promotes_a_real_tensor():
+    for real, cdt in ((torch.float32, torch.complex64), (torch.float64, torch.complex128)):
+        r = torch.randn(5, dtype=real)
+        for fn in (lambda x: x + 2j, lambda x: x * (1 - 1j), lambda x: torch.where(x > 0, x, 1j)):
+            _check(fn, r)
+            assert fn(tb.wrap(r)).dtype == cdt
+    i = torch.arange(4)
+    _check(lambda x: x * (0.5 + 1j), i)  # int64 with a complex number: complex64, as torch
+    assert (tb.wrap(i) * 1j).dtype == torch.complex64
+    # Through the table directly: the scalar of a .Scalar overload, and the wrapped number.
+    x = tb.from_dlpack(torch.ones(3))
+    got = tb.call("aten::add.Scalar", x, 1 + 2j)
+    torch.testing.assert_close(torch.from_dlpack(got), torch.ones(3) + (1 + 2j))
+    got = tb.call("aten::mul.Tensor", x, 2j)
+    torch.testing.assert_close(torch.from_dlpack(got), torch.ones(3) * 2j)
+
+
+def test_complex_scalar_errors_on_real_results_as_torch():
+    w = tb.wrap(torch.zeros(3))
+    with pytest.raises(RuntimeError, match="cannot be converted to type"):
+        w.fill_(1 + 2j)
+    w.fill_(3 + 0j)  # no imaginary part: converts, as torch
+    torch.testing.assert_close(w, torch.full((3,), 3.0))
+    with pytest.raises(RuntimeError, match=r"aten::add.*alpha must not be a complex number"):
+        torch.add(w, w, alpha=1j)
+    with pytest.raises(RuntimeError, match=r"aten::addcmul.*value must not be a complex number"):
+        torch.addcmul(w, w, w, value=1j)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+def test_item_and_zero_dim_tensor_as_scalar(dtype):
+    t = torch.tensor(1.5 - 2.25j, dtype=dtype)
+    got = tb.wrap(t).item()
+    assert isinstance(got, complex) and got == t.item()
+    assert tb.call("aten::_local_scalar_dense", tb.from_dlpack(t)) == t.item()
+    # A 0-d tensor where a Scalar is taken stands for its value, as in torch.
+    x = _rand(4, dtype=dtype)
+    got = tb.call("aten::add.Scalar", tb.from_dlpack(x), tb.from_dlpack(t))
+    torch.testing.assert_close(torch.from_dlpack(got), x + t.item())
+    got = tb.call("aten::full", [2, 2], tb.from_dlpack(t), dtype=dtype)
+    torch.testing.assert_close(torch.from_dlpack(got), torch.full((2, 2), t.item(), dtype=dtype))
+
+
+# ---- ops served for complex by bits or complex loops ----------------------------------------
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+def test_addcmul_addcdiv_lerp(dtype):
+    a, b, c = (_rand(3, 4, dtype=dtype, seed=s) for s in range(3))
+    _check(lambda x, y, z: torch.addcmul(x, y, z), a, b, c)
+    _check(lambda x, y, z: torch.addcdiv(x, y, z, value=2), a, b, c)
+    _check(lambda x, y, z: torch.addcdiv(x, y, z, value=1 + 1j), a, b, c)
+    _check(lambda x, y: torch.lerp(x, y, 0.3), a, b)
+    _check(lambda x, y: torch.lerp(x, y, 0.75 - 0.25j), a, b)
+    _check(lambda x, y, z: torch.lerp(x, y, z), a, b, c)
+    w = tb.wrap(a.clone())
+    ptr = w.data_ptr()
+    w.addcmul_(tb.wrap(b), tb.wrap(c), value=-1j)
+    assert w.data_ptr() == ptr
+    torch.testing.assert_close(w, a + (-1j) * b * c)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+def test_index_and_scatter(dtype):
+    a, src = _rand(5, 3, dtype=dtype), _rand(4, 3, dtype=dtype, seed=1)
+    idx = torch.tensor([4, 0, 4, 2])  # a repeated index accumulates in order
+    _check(lambda x, s: x.index_add(0, idx, s), a, src)
+    _check(lambda x, s: x.index_add(0, idx, s, alpha=2 - 1j), a, src)
+    _check(lambda x, s: x.index_copy(0, torch.tensor([4, 0, 1, 2]), s), a, src)
+    sidx = torch.tensor([[0, 1, 2], [4, 4, 0], [1, 1, 1], [0, 3, 2]])
+    _check(lambda x, s: x.scatter_add(0, sidx, s), a, src)
+    _check(lambda x, s: x.scatter(0, sidx, s), a[:, :1].expand(5, 3).contiguous(), src)
+    _check(lambda x, s: torch.scatter_reduce(x, 0, sidx, s, "sum"), a, src)
+    _check(lambda x: torch.gather(x, 0, sidx), a)
+    rows = torch.tensor([1, 3, 1])
+    _check(lambda x, s: x.index_put((rows,), s[:3], accumulate=True), a, src)
+    _check(lambda x, s: x.index_put((rows,), s[:3]), a, src)
+    w = tb.wrap(a.clone())
+    ptr = w.data_ptr()
+    w.index_add_(0, idx, tb.wrap(src))
+    assert w.data_ptr() == ptr
+    torch.testing.assert_close(w, a.index_add(0, idx, src))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+def test_log_add_exp_family(dtype):
+    a, b = _rand(3, 5, dtype=dtype), _rand(3, 5, dtype=dtype, seed=1) * 4
+    _check(lambda x, y: torch.logaddexp(x, y), a, b)
+    _check(lambda x: torch.logcumsumexp(x, 1), a * 3)
+    _check(lambda x: torch.logcumsumexp(x, 0), a)
+    _check(lambda x: torch.logsumexp(x, 1), a * 3)
+    _check(lambda x: torch.logsumexp(x, (0, 1), keepdim=True), a)
+    inf = torch.tensor([complex(-math.inf, 0), complex(math.inf, 1), complex(math.nan, 0)])
+    _check(lambda x: torch.logcumsumexp(x, 0), inf.to(dtype))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+def test_scalar_weighted_products(dtype):
+    a, b, c = (
+        _rand(2, 3, 4, dtype=dtype),
+        _rand(2, 4, 5, dtype=dtype, seed=1),
+        _rand(2, 3, 5, dtype=dtype, seed=2),
+    )
+    _check(lambda s, x, y: torch.baddbmm(s, x, y, beta=0.5 - 1j, alpha=2 + 3j), c, a, b)
+    _check(lambda s, x, y: torch.baddbmm(s, x, y, beta=0, alpha=1j), c, a, b)
+    _check(lambda x, y: torch.bmm(x, y), a, b)
+    m, n, v = (
+        _rand(3, 4, dtype=dtype),
+        _rand(4, 6, dtype=dtype, seed=1),
+        _rand(3, 6, dtype=dtype, seed=2),
+    )
+    _check(lambda s, x, y: torch.addmm(s, x, y, beta=1 + 2j, alpha=2 + 3j), v, m, n)
+    _check(lambda s, x, y: torch.addmv(s, x, y, beta=1j, alpha=0.5), v[:, 0], m, n[:, 0])
+    _check(
+        lambda s, x, y: torch.addr(s, x, y, beta=1 + 2j, alpha=2 - 3j), v[:, :4], m[:, 0], n[0, :4]
+    )
+    _check(lambda s, x, y: torch.addr(s, x, y, beta=0), v[:, :4], m[:, 0], n[0, :4])
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+def test_cross(dtype):
+    a, b = _rand(4, 3, dtype=dtype), _rand(1, 3, dtype=dtype, seed=1)
+    _check(lambda x, y: torch.linalg.cross(x, y), a, b)
+    _check(lambda x, y: torch.linalg.cross(x, y, dim=0), a[:3].T.contiguous(), a[1:].T.contiguous())
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+def test_renorm_ldexp_silu_eye(dtype):
+    a = _rand(3, 4, dtype=dtype) * 3
+    _check(lambda x: torch.renorm(x, 2, 0, 1.5), a)
+    _check(lambda x: torch.renorm(x, 1, 1, 0.5), a)
+    _check(lambda x: torch.ldexp(x, torch.tensor([1, -2, 3, 0])), a)
+    _check(lambda x, e: torch.ldexp(x, e), a, _rand(3, 4, dtype=dtype, seed=1))
+    _check(lambda x: torch.nn.functional.silu(x), a)
+    torch.testing.assert_close(
+        torch.from_dlpack(tb.call("aten::eye.m", 3, 4, dtype=dtype)), torch.eye(3, 4, dtype=dtype)
+    )

@@ -13,7 +13,7 @@ it hit.
   samples whose ops are all registered pass. Samples that need an op the table lacks are
   "blocked" (they match torch, but part ran on torch's kernel); an OpInfo whose samples are all
   blocked is skipped, naming those ops. In complex64, a sample whose op has no complex form yet
-  raises NotImplementedError naming complex64 (or the complex Python scalar): such samples are
+  raises NotImplementedError (a kernel's KernelDeclinedError) naming complex64: such samples are
   "not served" and left out of the judged ones the same way, as is a float16 sample whose
   result would be complex32 (``view_as_complex``, ``complex``), a dtype tensorbridge does not
   have; a wrong value still fails.
@@ -72,6 +72,10 @@ KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
     # default float32 rtol of 1.3e-6 on the small elements. torch's looser tolerances for this
     # op apply to CUDA only.
     ("nn.functional.conv_transpose3d", "float32"): "float32 summation order (< 4 ulp)",
+    # torch's complex convolution is three real ones (Gauss's trick: imag = c - a - b), whose
+    # cancellation turns the float32 summation-order differences above into 7e-5 at values of
+    # a few hundred, beyond complex64's default atol of 1e-5.
+    ("nn.functional.conv_transpose3d", "complex64"): "float32 summation order, amplified",
     # torch's 16-bit matrix_exp reads its float64 coefficient tables as 16-bit values
     # (from_blob with the input's dtype), so its float16 / bfloat16 results are zeros or NaN past
     # the smallest norms; the table's linear algebra serves float32, float64, complex64 and
@@ -100,11 +104,11 @@ def _result(index: int, dtype: str) -> _opinfo.OpInfoResult:
 def _unserved(dtype: str, message: str) -> bool:
     """A complex64 sample refused by an op without a complex form, or a float16 sample whose
     result would be complex32, a dtype tensorbridge does not have (not a wrong value)."""
-    if not message.startswith("NotImplementedError"):
+    if not message.startswith(("NotImplementedError", "KernelDeclinedError")):
         return False
     if dtype == "float16":
         return "complex32" in message
-    return dtype == "complex64" and ("complex64" in message or "complex Python scalars" in message)
+    return dtype == "complex64" and "complex64" in message
 
 
 def _known(op_id: str, dtype: str) -> str | None:
