@@ -7,6 +7,7 @@
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 
+#include <complex>
 #include <optional>
 #include <string>
 #include <utility>
