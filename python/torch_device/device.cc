@@ -183,10 +183,6 @@ c10::IValue FromValue(const tb::Value& v) {
       const std::complex<double> c = v.to_complex();
       return c10::IValue(c10::complex<double>(c.real(), c.imag()));
     }
-    case tb::Value::Tag::kComplex: {
-      const std::complex<double> c = v.to_complex();
-      return c10::IValue(c10::complex<double>(c.real(), c.imag()));
-    }
     case tb::Value::Tag::kTensor:
       return v.to_tensor().defined() ? c10::IValue(FromTb(v.to_tensor())) : c10::IValue();
     case tb::Value::Tag::kTensorList: {
