@@ -10,23 +10,8 @@
 #include <optional>
 #include <type_traits>
 
-#define LAPACK_COMPLEX_CPP
-#include <lapack.h>
-
 #include "kernels/complex_internal.h"
-
-extern "C" {
-void cgemm_(const char* transa, const char* transb, const lapack_int* m, const lapack_int* n,
-            const lapack_int* k, const std::complex<float>* alpha, const std::complex<float>* a,
-            const lapack_int* lda, const std::complex<float>* b, const lapack_int* ldb,
-            const std::complex<float>* beta, std::complex<float>* c, const lapack_int* ldc, size_t,
-            size_t);
-void zgemm_(const char* transa, const char* transb, const lapack_int* m, const lapack_int* n,
-            const lapack_int* k, const std::complex<double>* alpha, const std::complex<double>* a,
-            const lapack_int* lda, const std::complex<double>* b, const lapack_int* ldb,
-            const std::complex<double>* beta, std::complex<double>* c, const lapack_int* ldc,
-            size_t, size_t);
-}
+#include "kernels/linalg_internal.h"  // cgemm_ / zgemm_
 
 namespace tb::kernels::complex {
 namespace {

@@ -192,6 +192,26 @@ void LinalgCheckErrors(const Tensor& info, const std::string& api_name, bool is_
 }
 
 // aten::linalg_cross: the cross product of 3-vectors along `dim`, operands broadcast.
+// out = a x b along a length-3 dimension whose elements are `inner` apart, in `outer` blocks
+// (a, b, out contiguous): loads in M, products prod(u, v), each difference stored as T.
+template <typename T, typename M, typename Prod>
+void CrossLoop(const Tensor& a, const Tensor& b, const Tensor& out, int64_t outer, int64_t inner,
+               Prod prod) {
+  const T* x = a.data_as<const T>();
+  const T* y = b.data_as<const T>();
+  T* o = out.data_as<T>();
+  for (int64_t i = 0; i < outer; ++i) {
+    for (int64_t j = 0; j < inner; ++j) {
+      const int64_t p = i * 3 * inner + j;
+      const M x0 = M(x[p]), x1 = M(x[p + inner]), x2 = M(x[p + 2 * inner]);
+      const M y0 = M(y[p]), y1 = M(y[p + inner]), y2 = M(y[p + 2 * inner]);
+      o[p] = T(prod(x1, y2) - prod(x2, y1));
+      o[p + inner] = T(prod(x2, y0) - prod(x0, y2));
+      o[p + 2 * inner] = T(prod(x0, y1) - prod(x1, y0));
+    }
+  }
+}
+
 Tensor LinalgCross(const Tensor& self, const Tensor& other, int64_t dim) {
   constexpr const char* kOp = "linalg.cross";
   TB_CHECK(self.ndim() == other.ndim(), ValueError)
@@ -218,23 +238,10 @@ Tensor LinalgCross(const Tensor& self, const Tensor& other, int64_t dim) {
     // c10::complex's textbook products, in the dtype.
     auto run = [&](auto zero) {
       using T = decltype(zero);
-      auto mul = [](T u, T v) {
+      CrossLoop<T, T>(a, b, out, outer, inner, [](T u, T v) {
         return T(u.real() * v.real() - u.imag() * v.imag(),
                  u.real() * v.imag() + u.imag() * v.real());
-      };
-      const T* x = a.data_as<const T>();
-      const T* y = b.data_as<const T>();
-      T* o = out.data_as<T>();
-      for (int64_t i = 0; i < outer; ++i) {
-        for (int64_t j = 0; j < inner; ++j) {
-          const int64_t p = i * 3 * inner + j;
-          const T x0 = x[p], x1 = x[p + inner], x2 = x[p + 2 * inner];
-          const T y0 = y[p], y1 = y[p + inner], y2 = y[p + 2 * inner];
-          o[p] = mul(x1, y2) - mul(x2, y1);
-          o[p + inner] = mul(x2, y0) - mul(x0, y2);
-          o[p + 2 * inner] = mul(x0, y1) - mul(x1, y0);
-        }
-      }
+      });
     };
     if (self.dtype() == DType::kComplex64) {
       run(std::complex<float>());
@@ -246,22 +253,9 @@ Tensor LinalgCross(const Tensor& self, const Tensor& other, int64_t dim) {
   TB_DISPATCH(self.dtype(), kOp, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
     using M = opmath_t<T>;
-    const T* x = a.data_as<const T>();
-    const T* y = b.data_as<const T>();
-    T* o = out.data_as<T>();
-    for (int64_t i = 0; i < outer; ++i) {
-      for (int64_t j = 0; j < inner; ++j) {
-        const int64_t p = i * 3 * inner + j;
-        const M x0 = M(x[p]), x1 = M(x[p + inner]), x2 = M(x[p + 2 * inner]);
-        const M y0 = M(y[p]), y1 = M(y[p + inner]), y2 = M(y[p + 2 * inner]);
-        // Each product rounded to T, then their difference, as torch's kernel computes in
-        // T (a no-op for float and double).
-        auto r = [](M v) { return M(T(v)); };
-        o[p] = T(r(x1 * y2) - r(x2 * y1));
-        o[p + inner] = T(r(x2 * y0) - r(x0 * y2));
-        o[p + 2 * inner] = T(r(x0 * y1) - r(x1 * y0));
-      }
-    }
+    // Each product rounded to T, then their difference, as torch's kernel computes in T (a
+    // no-op for float and double).
+    CrossLoop<T, M>(a, b, out, outer, inner, [](M u, M v) { return M(T(u * v)); });
   });
   return out;
 }

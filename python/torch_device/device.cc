@@ -174,25 +174,7 @@ OpEntry MakeEntry(const c10::FunctionSchema& schema) {
 }
 
 c10::IValue FromValue(const tb::Value& v) {
-  switch (v.tag()) {
-    case tb::Value::Tag::kNone: return c10::IValue();
-    case tb::Value::Tag::kBool: return c10::IValue(v.to_bool());
-    case tb::Value::Tag::kInt: return c10::IValue(v.to_int());
-    case tb::Value::Tag::kDouble: return c10::IValue(v.to_double());
-    case tb::Value::Tag::kComplex: {
-      const std::complex<double> c = v.to_complex();
-      return c10::IValue(c10::complex<double>(c.real(), c.imag()));
-    }
-    case tb::Value::Tag::kTensor:
-      return v.to_tensor().defined() ? c10::IValue(FromTb(v.to_tensor())) : c10::IValue();
-    case tb::Value::Tag::kTensorList: {
-      c10::List<at::Tensor> out;
-      for (const tb::Tensor& t : v.to_tensor_list()) out.push_back(FromTb(t));
-      return c10::IValue(out);
-    }
-    case tb::Value::Tag::kIntList: return c10::IValue(v.to_int_list());
-    default: TORCH_CHECK(false, "tensorbridge device: unsupported result ", v.type_name());
-  }
+  return tb_torch::ToIValue(v, [](const tb::Tensor& t) { return FromTb(t); });
 }
 
 // The boxed kernel of one table op: one conversion each way, the kernel in between. The
