@@ -131,8 +131,9 @@ c10::IValue ToIValue(const tb::Value& v, TensorFn&& tensor) {
       const std::complex<double> c = v.to_complex();
       return c10::IValue(c10::complex<double>(c.real(), c.imag()));
     }
-    case tb::Value::Tag::kTensor:
-      return v.to_tensor().defined() ? c10::IValue(tensor(v.to_tensor())) : c10::IValue();
+    case tb::Value::Tag::kTensor:  // an undefined result (a gradient output_mask left out)
+      // is an undefined at::Tensor, as torch's Python fallback makes of None for a Tensor return
+      return c10::IValue(v.to_tensor().defined() ? tensor(v.to_tensor()) : at::Tensor());
     case tb::Value::Tag::kTensorList: {
       c10::List<at::Tensor> out;
       for (const tb::Tensor& t : v.to_tensor_list()) out.push_back(tensor(t));
