@@ -319,15 +319,24 @@ Tensor Tensor::as_strided(IntArrayRef shape, IntArrayRef strides, int64_t storag
       << "as_strided: shape " << ShapeString(shape) << " reaches outside a tensor with no memory";
   // The view must stay inside the memory the storage is known to cover, when known.
   if (numel > 0 && storage_->nbytes() > 0 && storage_->data() != nullptr) {
+    // Element offsets of the first and one past the last element reached, in bytes from
+    // data_; a reach past int64 is outside any storage.
     int64_t lo = storage_offset, hi = storage_offset;
+    bool overflow = false;
     for (size_t i = 0; i < shape.size(); ++i) {
-      int64_t reach = (shape[i] - 1) * strides[i];
-      (reach < 0 ? lo : hi) += reach;
+      int64_t reach = 0;
+      overflow |= __builtin_mul_overflow(shape[i] - 1, strides[i], &reach);
+      overflow |= __builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi);
     }
-    const char* base = static_cast<const char*>(storage_->data());
-    const char* first = static_cast<const char*>(data_) + lo * element_size();
-    const char* last = static_cast<const char*>(data_) + (hi + 1) * element_size();
-    if (first < base || last > base + storage_->nbytes()) {
+    const auto item = static_cast<int64_t>(element_size());
+    int64_t lo_bytes = 0, hi_bytes = 0;
+    overflow |= __builtin_mul_overflow(lo, item, &lo_bytes);
+    overflow |=
+        __builtin_add_overflow(hi, int64_t{1}, &hi) || __builtin_mul_overflow(hi, item, &hi_bytes);
+    const auto base = reinterpret_cast<intptr_t>(storage_->data());
+    const auto here = reinterpret_cast<intptr_t>(data_);
+    const auto size = static_cast<intptr_t>(storage_->nbytes());
+    if (overflow || lo_bytes < base - here || hi_bytes > base + size - here) {
       TB_THROW(ValueError) << "as_strided: shape " << ShapeString(shape) << " with strides "
                            << ShapeString(strides) << " and offset " << storage_offset
                            << " reaches outside the storage of " << storage_->nbytes() << " bytes";
@@ -369,6 +378,7 @@ namespace {
 Dims InferShape(IntArrayRef shape, int64_t numel, const char* op) {
   Dims out(shape);
   int64_t known = 1, infer = -1;
+  bool overflow = false, zero = false;  // a product past int64 matches no numel, unless a 0
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       TB_CHECK(infer < 0, ValueError)
@@ -376,8 +386,15 @@ Dims InferShape(IntArrayRef shape, int64_t numel, const char* op) {
       infer = static_cast<int64_t>(i);
     } else {
       TB_CHECK(out[i] >= 0, ValueError) << op << ": invalid size in " << ShapeString(shape);
-      known *= out[i];
+      zero |= out[i] == 0;
+      overflow |= __builtin_mul_overflow(known, out[i], &known);
     }
+  }
+  if (zero) {
+    known = 0;
+  } else {
+    TB_CHECK(!overflow, ValueError)
+        << op << ": shape " << ShapeString(shape) << " is invalid for " << numel << " elements";
   }
   if (infer >= 0) {
     TB_CHECK(known != 0 && numel % known == 0, ValueError)

@@ -55,9 +55,10 @@ Taps MakeTaps(Mode mode, int64_t in, int64_t out, bool align_corners, std::optio
     for (int64_t o = 0; o < out; ++o) {
       int64_t i;
       if (mode == Mode::kNearest) {
-        i = out == in       ? o
-            : out == 2 * in ? (o >> 1)
-                            : std::min(static_cast<int64_t>(std::floor(o * s)), in - 1);
+        i = out == in ? o
+            : out % 2 == 0 && out / 2 == in
+                ? (o >> 1)
+                : std::min(static_cast<int64_t>(std::floor(o * s)), in - 1);
       } else {
         i = out == in ? o : std::min(static_cast<int64_t>(std::floor((o + 0.5f) * s)), in - 1);
       }

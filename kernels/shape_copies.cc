@@ -190,6 +190,8 @@ void ZeroTriangle(const Tensor& out, int64_t k, bool lower) {
   const int64_t es = out.element_size();
   char* base = static_cast<char*>(out.mutable_data());
   const int64_t total = mats * rows;
+  // Past either end every row is kept or zeroed whole: clamped, i + k cannot overflow.
+  k = std::clamp<int64_t>(k, -rows - 1, cols + 1);
 #pragma omp parallel for if (total * cols > (1 << 16)) schedule(static)
   for (int64_t r = 0; r < total; ++r) {
     const int64_t i = r % rows;

@@ -68,7 +68,7 @@ Axis MakeAxis(Mode mode, int64_t in, int64_t out, bool align_corners, double sca
       int64_t i;
       if (mode == Mode::kNearest && out == in) {
         i = o;
-      } else if (mode == Mode::kNearest && out == 2 * in) {
+      } else if (mode == Mode::kNearest && out % 2 == 0 && out / 2 == in) {
         i = o >> 1;
       } else {
         const float s = ScaleValue(scale, in, out);

@@ -521,3 +521,18 @@ def test_device_arguments():
     with pytest.raises(NotImplementedError, match="aten::zeros: argument 'device': device 'cuda'"):
         tb.call("aten::zeros", [2], device="cuda")
     assert _np(tb.call("aten::zeros", [2], device="cpu")).shape == (2,)
+
+
+def test_sizes_and_offsets_past_int64_raise_or_clamp(no_fallback):
+    # Found by the fuzz test under UBSan: products of huge sizes, strides and diagonals
+    # overflowed int64 inside the checks meant to reject them.
+    big = 2**62
+    t = tb.wrap(np.arange(12, dtype=np.float32).reshape(3, 4))
+    with pytest.raises(ValueError, match="as_strided"):
+        torch.as_strided(t, (2**61, 2), (5, 1))
+    with pytest.raises(ValueError, match="is invalid for 12 elements"):
+        t.reshape(big, 3, -1)
+    plain = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    for k in (big, -big, 2**63 - 1, -(2**63)):
+        torch.testing.assert_close(tb.to_torch(torch.tril(t, k)), torch.tril(plain, k))
+        torch.testing.assert_close(tb.to_torch(torch.triu(t, k)), torch.triu(plain, k))
