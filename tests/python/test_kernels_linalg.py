@@ -54,13 +54,13 @@ def _rand(*shape, dtype=torch.float64, seed=0):
 
 
 def _spd(*shape, dtype=torch.float64, seed=0):
-    a = _rand(*shape, dtype=dtype, seed=seed)
-    return a @ a.mT + shape[-1] * torch.eye(shape[-1], dtype=dtype)
+    a = _rand(*shape, dtype=dtype, seed=seed)  # Hermitian positive definite for complex dtypes
+    return a @ a.mH + shape[-1] * torch.eye(shape[-1], dtype=dtype)
 
 
 def _sym(*shape, dtype=torch.float64, seed=0):
-    a = _rand(*shape, dtype=dtype, seed=seed)
-    return a + a.mT
+    a = _rand(*shape, dtype=dtype, seed=seed)  # Hermitian for complex dtypes
+    return a + a.mH
 
 
 def _close(actual, expected, **kw):

@@ -14,30 +14,23 @@ routines) and the general eigendecomposition (kernels/linalg_eig.cc, geev) of ev
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import pytest
 import torch
 from conftest import check_opinfo_samples, opinfo_cases
-from test_kernels_linalg import FAMILY, SWEEP, _close, _gen, tbcall
+from test_kernels_linalg import FAMILY, SWEEP, _close, _gen, _rand, _spd, _sym, tbcall
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
 CDTYPES = [torch.complex64, torch.complex128]
 
 
-def _crand(*shape, dtype=torch.complex128, seed=0):
-    return torch.randn(*shape, dtype=dtype, generator=_gen(seed))
-
-
-def _hpd(*shape, dtype=torch.complex128, seed=0):
-    a = _crand(*shape, dtype=dtype, seed=seed)
-    return a @ a.mH + shape[-1] * torch.eye(shape[-1], dtype=dtype)
-
-
-def _herm(*shape, dtype=torch.complex128, seed=0):
-    a = _crand(*shape, dtype=dtype, seed=seed)
-    return a + a.mH
+# test_kernels_linalg's makers, complex128 unless a test names the dtype.
+_crand = functools.partial(_rand, dtype=torch.complex128)
+_hpd = functools.partial(_spd, dtype=torch.complex128)  # Hermitian positive definite
+_herm = functools.partial(_sym, dtype=torch.complex128)
 
 
 def _tol(dtype):
