@@ -10,6 +10,7 @@
 // PyTorch's own kernels through the fallback, to stay on torch's generator stream.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -282,13 +283,40 @@ Tensor Linspace(const Scalar& start, const Scalar& end, int64_t steps, std::opti
   constexpr const char* kOp = "aten::linspace";
   CheckOptions(kOp, layout, device);
   TB_CHECK(steps >= 0, ValueError) << kOp << ": number of steps must be non-negative";
-  const DType dt = dtype.value_or(DType::kFloat32);
+  // Complex bounds without a dtype: torch's default complex dtype.
+  const bool complex_bounds = start.is_complex() || end.is_complex();
+  const DType dt = dtype.value_or(complex_bounds ? DType::kComplex64 : DType::kFloat32);
   Tensor out = Tensor::Empty({steps}, dt);
   if (steps == 0) return out;
   if (steps == 1) {
     FillWith(out, start);
     return out;
   }
+  if (IsComplex(dt)) {  // the step in the result's complex type, as torch's CPU kernel
+    auto fill = [&](auto zero) {
+      using T = decltype(zero);
+      using R = typename T::value_type;
+      auto read = [](const Scalar& s) {
+        const std::complex<double> c = s.to_complex();
+        return T(static_cast<R>(c.real()), static_cast<R>(c.imag()));
+      };
+      const T a = read(start), b = read(end);
+      const T step = (b - a) / static_cast<R>(steps - 1);
+      const int64_t half = steps / 2;
+      T* p = out.data_as<T>();
+      for (int64_t i = 0; i < steps; ++i) {
+        p[i] = i < half ? a + step * static_cast<R>(i) : b - step * static_cast<R>(steps - i - 1);
+      }
+    };
+    if (dt == DType::kComplex64) {
+      fill(std::complex<float>());
+    } else {
+      fill(std::complex<double>());
+    }
+    return out;
+  }
+  TB_CHECK(!complex_bounds, TypeError)
+      << kOp << ": complex bounds need a complex dtype, got " << DTypeName(dt);
   TB_DISPATCH(dt, kOp, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
     using Step = std::conditional_t<kernels::kIsFloating<T>, kernels::opmath_t<T>, double>;

@@ -4,7 +4,7 @@
 //
 // logspace is torch's CPU kernel: base ** (start + step * i) for the first half of the steps
 // and base ** (end - step * (steps - 1 - i)) for the second, in the result's type (double for
-// integer results, whose values are then truncated).
+// integer results, whose values are then truncated; complex results in their complex type).
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -62,9 +62,37 @@ Tensor Logspace(const Scalar& start, const Scalar& end, int64_t steps, double ba
   constexpr const char* kOp = "aten::logspace";
   CheckOptions(kOp, layout, device);
   TB_CHECK(steps >= 0, ValueError) << kOp << ": number of steps must be non-negative";
-  const DType dt = dtype.value_or(DType::kFloat32);
+  const bool complex_bounds = start.is_complex() || end.is_complex();
+  const DType dt = dtype.value_or(complex_bounds ? DType::kComplex64 : DType::kFloat32);
   Tensor out = Tensor::Empty({steps}, dt);
   if (steps == 0) return out;
+  if (IsComplex(dt)) {  // in the result's complex type
+    auto fill = [&](auto zero) {
+      using T = decltype(zero);
+      using R = typename T::value_type;
+      auto read = [](const Scalar& s) {
+        const std::complex<double> c = s.to_complex();
+        return T(static_cast<R>(c.real()), static_cast<R>(c.imag()));
+      };
+      const T a = read(start), b = read(end);
+      const T bs(static_cast<R>(base));
+      const T step = steps == 1 ? T(0) : (b - a) / static_cast<R>(steps - 1);
+      const int64_t half = steps / 2;
+      T* p = out.data_as<T>();
+      for (int64_t i = 0; i < steps; ++i) {
+        p[i] = i < half || steps == 1 ? std::pow(bs, a + step * static_cast<R>(i))
+                                      : std::pow(bs, b - step * static_cast<R>(steps - i - 1));
+      }
+    };
+    if (dt == DType::kComplex64) {
+      fill(std::complex<float>());
+    } else {
+      fill(std::complex<double>());
+    }
+    return out;
+  }
+  TB_CHECK(!complex_bounds, TypeError)
+      << kOp << ": complex bounds need a complex dtype, got " << DTypeName(dt);
   TB_DISPATCH(dt, kOp, TB_TYPES_NUMERIC, [&] {
     using T = scalar_t;
     // float results compute in float, the others in double (integer bounds truncated
@@ -99,6 +127,9 @@ Scalar BoundValue(const Tensor& t, const char* op) {
       << op << ": start and end must be 0-dimensional tensors, got shape "
       << ShapeString(t.shape());
   if (IsFloatingPoint(t.dtype())) return Scalar(*Cast(t, DType::kFloat64).data_as<double>());
+  if (IsComplex(t.dtype())) {
+    return Scalar(*Cast(t, DType::kComplex128).data_as<std::complex<double>>());
+  }
   TB_CHECK_SUPPORTED(IsIntegral(t.dtype(), /*include_bool=*/true))
       << op << ": bounds of dtype " << DTypeName(t.dtype()) << " are not supported";
   return Scalar(*Cast(t, DType::kInt64).data_as<int64_t>());

@@ -11,6 +11,7 @@
 
 #include "dispatch/op_table.h"
 #include "py_common.h"
+#include "storage_ref.h"
 // After Python.h (py_common.h): PyMemberDef, for the `_array` slot's offset.
 #include <structmember.h>
 
@@ -58,11 +59,13 @@ struct EagerState {
   py::tuple wrapper_kwnames;     // ("strides", "dtype", "device") for a vectorcall
   py::tuple strides_kwnames;     // ("strides",)
   std::unordered_map<PyObject*, FuncInfo> funcs;  // holds a reference to each func key
-  // The libtorch-linked maker of result wrappers (python/torch_device/wrapper.cc) where it
-  // was loaded: (cls, ndim, sizes, strides or nullptr, torch.dtype) -> a new reference, or
-  // nullptr with an exception set. Unset: torch.Tensor._make_wrapper_subclass.
-  using MakeWrapperFn = PyObject* (*)(PyObject*, int64_t, const int64_t*, const int64_t*,
-                                      PyObject*);
+  // The libtorch-linked maker of wrappers (python/torch_device/wrapper.cc) where it was
+  // loaded: (cls, ndim, sizes, strides or nullptr, torch.dtype, data, context, deleter) -> a
+  // new reference whose storage is the memory at `data`, kept alive by `context` (a storage
+  // reference, storage_ref.h) until torch calls `deleter(context)`; or nullptr with an
+  // exception set. Unset: torch.Tensor._make_wrapper_subclass (a storage without memory).
+  using MakeWrapperFn = PyObject* (*)(PyObject*, int64_t, const int64_t*, const int64_t*, PyObject*,
+                                      void*, void*, void (*)(void*));
   MakeWrapperFn fast_wrapper = nullptr;
   PyTypeObject* array_type = nullptr;  // tensorbridge.Array (_C.Array)
   py::object rule_registry;            // torch._library.simple_registry.singleton
@@ -296,6 +299,18 @@ py::object Attach(py::object obj, const Tensor& t, int64_t* since) {
   return obj;
 }
 
+// A new wrapper of class `cls` over `t`'s memory (its storage), made by the libtorch-linked
+// maker (which must be loaded); `dtype` is t's torch.dtype.
+py::object MakeFastWrapper(PyObject* cls, const Tensor& t, const py::object& dtype,
+                           bool contiguous) {
+  py::object obj = py::reinterpret_steal<py::object>(
+      State().fast_wrapper(cls, static_cast<int64_t>(t.ndim()), t.shape().data(),
+                           contiguous ? nullptr : t.strides().data(), dtype.ptr(), t.data(),
+                           NewStorageRef(t), &ReleaseStorageRef));
+  if (!obj) throw py::error_already_set();
+  return obj;
+}
+
 // A new tensorbridge.Tensor over `t`: made by the libtorch-linked maker where it is loaded,
 // otherwise by torch.Tensor._make_wrapper_subclass called with one vectorcall (no kwargs
 // dict); the Array is set as its `_array`.
@@ -320,10 +335,7 @@ py::object Wrap(const Value& v) {
     }
     py::object obj;
     if (st.fast_wrapper != nullptr) {
-      obj = py::reinterpret_steal<py::object>(
-          st.fast_wrapper(st.tensor_cls.ptr(), nd, t.shape().data(),
-                          contiguous ? nullptr : t.strides().data(), dtype.ptr()));
-      if (!obj) throw py::error_already_set();
+      obj = MakeFastWrapper(st.tensor_cls.ptr(), t, dtype, contiguous);
       Lap(kWrapMake, &since);
       return Attach(std::move(obj), t, &since);
     }
@@ -641,6 +653,25 @@ void BindEager(py::module_& m) {
     const bool was = st.fast_wrapper != nullptr;
     st.fast_wrapper = reinterpret_cast<EagerState::MakeWrapperFn>(address);
     return was;
+  });
+  // tensorbridge.Tensor.__new__'s maker: a new wrapper of class `cls` over `array` (set as
+  // its `_array`), with the array's memory as its storage; None where the libtorch-linked
+  // maker is not loaded (then torch.Tensor._make_wrapper_subclass makes it, without memory).
+  m.def("_eager_wrap_array", [](py::handle cls, py::handle array) -> py::object {
+    EagerState& st = State();
+    if (st.fast_wrapper == nullptr) return py::none();
+    TB_CHECK(Py_TYPE(array.ptr()) == st.array_type, TypeError)
+        << "expected a tensorbridge.Array, got " << Py_TYPE(array.ptr())->tp_name;
+    const Tensor& t = array.cast<const PyArray&>().tensor;
+    TB_CHECK(t.device().is_cpu(), ValueError)
+        << "tensorbridge.Tensor computes on the CPU; this array is on " << DeviceString(t.device());
+    const py::object& dtype = st.torch_dtypes[static_cast<int>(t.dtype())];
+    TB_CHECK(dtype, TypeError) << "dtype " << DTypeName(t.dtype()) << " has no torch equivalent";
+    py::object obj = MakeFastWrapper(cls.ptr(), t, dtype, /*contiguous=*/false);
+    PyObject** slot =
+        reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj.ptr()) + st.array_offset);
+    Py_XSETREF(*slot, py::reinterpret_borrow<py::object>(array).release().ptr());
+    return obj;
   });
   // The addresses of CArrayTensor and CAttach, for the Python-key kernels.
   m.def("_eager_c_api", [] {

@@ -83,15 +83,22 @@ class Tensor(torch.Tensor):
         dtype = TORCH_DTYPES.get(array.dtype)
         if dtype is None:
             raise TypeError(f"dtype {array.dtype} has no torch equivalent")
-        t = torch.Tensor._make_wrapper_subclass(
-            cls,
-            array.shape,
-            strides=array.strides,
-            dtype=dtype,
-            device=torch.device("cpu"),
-            requires_grad=requires_grad,
-        )
-        t._array = array
+        # The libtorch-linked maker gives the wrapper the array's memory as its storage, so
+        # torch's C++ code that reads a tensor's memory (CompositeImplicit decompositions,
+        # torch.utils.dlpack.to_dlpack) reads the wrapped values; without it, the wrapper's
+        # storage holds no memory.
+        t = _C._eager_wrap_array(cls, array)
+        if t is None:
+            t = torch.Tensor._make_wrapper_subclass(
+                cls,
+                array.shape,
+                strides=array.strides,
+                dtype=dtype,
+                device=torch.device("cpu"),
+            )
+            t._array = array
+        if requires_grad:
+            t.requires_grad_(True)
         return t
 
     def __init__(self, array: _C.Array, requires_grad: bool = False) -> None:
@@ -160,8 +167,9 @@ class Tensor(torch.Tensor):
             )
         return to_numpy(self)
 
-    # ---- DLPack export: the wrapped memory itself (torch's own export would read the wrapper,
-    # which holds no memory). np.from_dlpack, torch.from_dlpack, jax.dlpack and
+    # ---- DLPack export: the wrapped memory itself, with its read-only flag (torch's own
+    # export reads the wrapper's storage, which holds no memory when torch made the wrapper,
+    # and nothing while tracing). np.from_dlpack, torch.from_dlpack, jax.dlpack and
     # tensorbridge.from_dlpack / call take a Tensor through these, zero-copy.
     def __dlpack__(
         self,
@@ -176,8 +184,12 @@ class Tensor(torch.Tensor):
         if self.requires_grad:  # torch's rule and message
             raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
         if self._array is None:  # a tracer's stand-in: its inner tensor is the memory
+            # torch annotates dl_device's device type as an IntEnum; DLPack's is an int.
             return self._inner.__dlpack__(
-                stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+                stream=stream,
+                max_version=max_version,
+                dl_device=dl_device,  # type: ignore[arg-type]
+                copy=copy,
             )
         return self._array.__dlpack__(
             stream=stream, max_version=max_version, dl_device=dl_device, copy=copy

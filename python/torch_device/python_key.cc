@@ -38,6 +38,7 @@
 
 #include "bridge/error.h"
 #include "convert.h"
+#include "python/src/storage_ref.h"
 #include "wrapper.h"
 
 // libtorch_python's own (torch/csrc/autograd/python_variable.h, which needs torch's copy of
@@ -196,7 +197,8 @@ at::Tensor MakeResult(const tb::Tensor& t) {
   }
   at::Tensor w =
       tb_torch::MakeWrapperTensor(tb_torch::ToTorchDType(t.dtype()), nd, t.shape().data(),
-                                  contiguous ? nullptr : t.strides().data());
+                                  contiguous ? nullptr : t.strides().data(), t.data(),
+                                  tb::NewStorageRef(t), &tb::ReleaseStorageRef);
   PyObject* obj = THPVariable_Wrap(w, g_cls);
   if (obj == nullptr) ThrowPythonError("making a result wrapper failed");
   if (g_attach(obj, &t) != 0) {

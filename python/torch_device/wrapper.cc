@@ -1,6 +1,7 @@
-// The optional fast path of tensorbridge.Tensor's result wrappers: what
+// The optional maker of tensorbridge.Tensor's wrappers: what
 // torch.Tensor._make_wrapper_subclass(cls, shape, strides=..., dtype=...) makes for a CPU
-// wrapper subclass, built in C++ without torch's argument parser.
+// wrapper subclass, built in C++ without torch's argument parser, with the wrapped memory as
+// its storage (wrapper.h).
 //
 // A wrapper is the TensorImpl of wrapper.h and a Python object of the subclass's type. It links
 // libtorch and libtorch_python, one torch release's C++ ABI: the core (python/src/eager.cc) calls
@@ -33,12 +34,16 @@ struct DtypeObject {
 
 // A new wrapper of type `cls` (a torch.Tensor subclass defining __torch_dispatch__) with
 // `ndim` sizes and strides (strides == nullptr: contiguous) and dtype `dtype` (a torch.dtype,
-// checked by the caller). A new reference, or nullptr with a Python exception set.
+// checked by the caller), over the memory at `data`, which `context` keeps alive: torch calls
+// `deleter(context)` once, when it drops the wrapper's storage (also when this call fails).
+// A new reference, or nullptr with a Python exception set.
 extern "C" __attribute__((visibility("default"))) PyObject* tb_torch_make_wrapper(
-    PyObject* cls, int64_t ndim, const int64_t* sizes, const int64_t* strides, PyObject* dtype) {
+    PyObject* cls, int64_t ndim, const int64_t* sizes, const int64_t* strides, PyObject* dtype,
+    void* data, void* context, void (*deleter)(void*)) {
   try {
     const c10::ScalarType st = reinterpret_cast<DtypeObject*>(dtype)->scalar_type;
-    const at::Tensor t = tb_torch::MakeWrapperTensor(st, ndim, sizes, strides);
+    const at::Tensor t =
+        tb_torch::MakeWrapperTensor(st, ndim, sizes, strides, data, context, deleter);
     return THPVariable_Wrap(t, reinterpret_cast<PyTypeObject*>(cls));
   } catch (const std::exception& e) {
     PyErr_SetString(

@@ -1,7 +1,10 @@
-// The TensorImpl of a tensorbridge.Tensor result, as torch.Tensor._make_wrapper_subclass makes
-// it for a CPU wrapper subclass: the dense CPU key, a data-less storage of the right size
-// (torch's meta allocator: the storage only tracks aliasing while tracing), the given sizes,
-// strides and dtype, and the Python dispatch keys. Shared by wrapper.cc and python_key.cc.
+// The TensorImpl of a tensorbridge.Tensor, as torch.Tensor._make_wrapper_subclass makes it for
+// a CPU wrapper subclass (the dense CPU key, the given sizes, strides and dtype, the Python
+// dispatch keys), except for its storage: the wrapped memory itself, beginning at the tensor's
+// first element (storage offset 0), not resizable, kept alive by `context` until torch drops
+// the storage and calls `deleter(context)`. torch's C++ code that reads a tensor's memory above
+// the Python key (CompositeImplicit decompositions reading an index tensor, to_dlpack) then
+// reads the wrapped values. Shared by wrapper.cc and python_key.cc.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -14,9 +17,10 @@
 
 namespace tb_torch {
 
-// `ndim` sizes and strides (strides == nullptr: contiguous).
+// `ndim` sizes and strides (strides == nullptr: contiguous) over the memory at `data`.
 inline at::Tensor MakeWrapperTensor(c10::ScalarType st, int64_t ndim, const int64_t* sizes,
-                                    const int64_t* strides) {
+                                    const int64_t* strides, void* data, void* context,
+                                    c10::DeleterFnPtr deleter) {
   const caffe2::TypeMeta meta = c10::scalarTypeToTypeMeta(st);
   const c10::IntArrayRef size(sizes, static_cast<size_t>(ndim));
   // The storage's size in bytes, as torch computes it for these sizes and strides.
@@ -33,8 +37,8 @@ inline at::Tensor MakeWrapperTensor(c10::ScalarType st, int64_t ndim, const int6
     nbytes = extent * static_cast<int64_t>(meta.itemsize());
   }
   c10::Storage storage(c10::Storage::use_byte_size_t{}, nbytes,
-                       c10::DataPtr(nullptr, c10::Device(c10::kCPU)), c10::GetAllocator(c10::kMeta),
-                       /*resizable=*/true);
+                       c10::DataPtr(data, context, deleter, c10::Device(c10::kCPU)),
+                       /*allocator=*/nullptr, /*resizable=*/false);
   at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(
       std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), meta);
   c10::TensorImpl* impl = t.unsafeGetTensorImpl();

@@ -163,11 +163,12 @@ def test_a_declined_call_takes_the_fallback_counted_and_raises_under_error():
 
 
 def test_a_builtin_kernel_declining_a_dtype_falls_back():
-    op = "aten::linspace"  # no complex loop in tensorbridge; torch's CPU kernel has one
-    args, kw = (0, 1 + 2j, 5), {"dtype": torch.complex64}
+    op = "aten::im2col"  # no complex loop in tensorbridge; torch's CPU kernel has one
+    x = torch.randn(1, 2, 4, 4, dtype=torch.complex64)
+    args, kw = (x.numpy(), [2, 2], [1, 1], [0, 0], [1, 1]), {}
     tb.diagnostics.reset_metrics()
     got = tb.call(op, *args, **kw)
-    torch.testing.assert_close(torch.from_dlpack(got), torch.linspace(*args, **kw))
+    torch.testing.assert_close(torch.from_dlpack(got), torch.ops.aten.im2col(x, *args[1:]))
     m = tb.diagnostics.metrics()[op]
     assert (m["kernel"], m["fallback"], m["declined"]) == (0, 1, 1)
     try:

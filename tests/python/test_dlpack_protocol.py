@@ -605,8 +605,8 @@ def test_shutdown_with_live_arrays_and_capsules(jax):
 
 @pytest.mark.parametrize("max_version", [None, (1, 0)])
 def test_tensor_exports_the_wrapped_memory(max_version):
-    # The wrapper itself holds no memory: the capsule must point at the wrapped array's, with
-    # its strides and offset, never at the wrapper's empty storage.
+    # The capsule points at the wrapped array's memory, with its strides and offset (a
+    # wrapper torch made holds no memory of its own).
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
     t = tb.wrap(a)
     v = t[1:, ::2]

@@ -2,7 +2,10 @@
 (python/torch_device/wrapper.cc) and by torch.Tensor._make_wrapper_subclass, which must give
 the same tensors; torch's lookup of torch_dispatch rules done in C++."""
 
+import contextlib
+import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -119,6 +122,91 @@ def test_threads_make_results_concurrently(maker):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+# ---- the wrappers' storage: the wrapped memory (libtorch-linked maker only) ------------------
+
+requires_maker = pytest.mark.skipif(
+    _ADDRESS is None, reason=f"no libtorch-linked wrapper maker in this build: {_WHY}"
+)
+
+
+def _storage_ptr(t: torch.Tensor) -> int:
+    return torch.Tensor.untyped_storage(t).data_ptr()  # the wrapper's own, not to_torch's
+
+
+class _PassThrough(torch.utils._python_dispatch.TorchDispatchMode):
+    """A mode that changes nothing: under it, ops take __torch_dispatch__ (eager.cc), not the
+    Python-key kernels."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+@requires_maker
+@pytest.mark.parametrize("route", ["python_key", "torch_dispatch"])
+def test_wrappers_store_the_wrapped_memory(route, no_fallback):
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    a = tb.wrap(x)
+    assert _storage_ptr(a) == x.ctypes.data and a.storage_offset() == 0
+    assert torch.Tensor.untyped_storage(a).nbytes() == x.nbytes
+    mode = _PassThrough() if route == "torch_dispatch" else contextlib.nullcontext()
+    with mode:
+        results = [a + 1, a[1:, ::2], a.t(), torch.mm(a.t(), a), a.reshape(24)[5:]]
+    for r in results:
+        assert type(r) is tb.Tensor
+        assert _storage_ptr(r) == r.data_ptr() == r.array.data_ptr != 0
+        last = sum((n - 1) * s for n, s in zip(r.shape, r.stride(), strict=True)) + 1
+        assert torch.Tensor.untyped_storage(r).nbytes() == last * r.element_size()
+    assert _storage_ptr(results[1]) == x[1:, ::2].ctypes.data  # views: the same memory
+
+
+@requires_maker
+def test_torch_cpp_reads_the_wrapped_memory(no_fallback):
+    # torch's own C++ code reads a wrapper's storage: tensor_split's CompositeImplicit
+    # decomposition reads its index tensor there, to_dlpack exports it.
+    x = np.arange(20, dtype=np.float64).reshape(10, 2)
+    a = tb.wrap(x)
+    for idx in (np.array([2, 5, 7]), np.array(3)):
+        got = torch.tensor_split(a, tb.wrap(idx))
+        want = torch.tensor_split(torch.from_numpy(x), torch.from_numpy(idx))
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert type(g) is tb.Tensor
+            torch.testing.assert_close(tb.to_torch(g), w, rtol=0, atol=0)
+    v = a.t()[:, 1:]
+    back = torch.from_dlpack(torch.utils.dlpack.to_dlpack(v))
+    assert back.data_ptr() == x[1:].T.ctypes.data and back.stride() == (1, 2)
+    torch.testing.assert_close(back, torch.from_numpy(x).t()[:, 1:], rtol=0, atol=0)
+
+
+@requires_maker
+def test_wrapper_storage_keeps_the_memory_alive():
+    x = np.arange(8, dtype=np.float32)
+    gone = []
+    weakref.finalize(x, gone.append, True)
+    t = tb.wrap(x)[2:]
+    capsule = torch.utils.dlpack.to_dlpack(t)
+    del x, t
+    gc.collect()
+    assert not gone  # the capsule holds the wrapper's storage, which holds the array
+    back = torch.from_dlpack(capsule)
+    assert back.tolist() == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    del capsule, back
+    gc.collect()
+    assert gone
+
+
+def test_tensor_with_the_torch_maker_still_works():
+    # Without the libtorch-linked maker a wrapper's storage holds no memory; ops still run.
+    _tensor._fast_wrappers(False)
+    try:
+        a = tb.wrap(np.arange(6.0))
+        with pytest.raises(RuntimeError, match="invalid python storage"):
+            _storage_ptr(a)
+        np.testing.assert_array_equal(tb.to_numpy(a * 2), np.arange(6.0) * 2)
+    finally:
+        _tensor._fast_wrappers(True)
 
 
 def test_switching_the_maker():

@@ -200,6 +200,28 @@ def test_reductions(dtype):
 
 
 @pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+@pytest.mark.parametrize("bounds", [(0, 1 + 1j), (1 - 2j, 3 + 4j), (0.5, -2.0), (2j, 2j)])
+@pytest.mark.parametrize("steps", [0, 1, 2, 7, 100])
+def test_linspace(bounds, steps, dtype):
+    want = torch.linspace(*bounds, steps, dtype=dtype)
+    got = tb.to_torch(tb.call("aten::linspace", *bounds, steps, dtype=dtype))
+    torch.testing.assert_close(got, want)
+    # 0-d tensor bounds (torch.linspace's Tensor overloads)
+    s, e = (tb.wrap(torch.tensor(b, dtype=dtype)) for b in bounds)
+    got = torch.linspace(s, e, steps, dtype=dtype)
+    assert isinstance(got, tb.Tensor)
+    torch.testing.assert_close(got, want, check_stride=False)
+
+
+def test_linspace_complex_bounds_dtype():
+    # complex bounds and no dtype: torch's default complex dtype; a real dtype is refused
+    got = tb.to_torch(tb.call("aten::linspace", 0, 1 + 1j, 5))
+    torch.testing.assert_close(got, torch.linspace(0, 1 + 1j, 5))
+    with pytest.raises(TypeError, match=r"aten::linspace: complex bounds need a complex dtype"):
+        tb.call("aten::linspace", 0, 1 + 1j, 5, dtype=torch.float32)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
 def test_matmul(dtype):
     a, b, c = _rand(5, 7, dtype=dtype), _rand(7, 3, dtype=dtype, seed=1), _rand(5, 3, dtype=dtype)
     ba, bb = _rand(2, 5, 7, dtype=dtype), _rand(2, 7, 3, dtype=dtype, seed=1)
