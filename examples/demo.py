@@ -50,6 +50,17 @@ def step1_wrap_and_call() -> None:
     )
     print("   aten::mm(numpy, torch) =", mm.numpy().round(3).tolist())
     print("   schema:", tb.schema("aten::gelu"))
+    # A tensorbridge.Tensor's torch storage is the numpy memory itself: torch's own C++ code
+    # (DLPack export, indices read by tensor_split) sees the numpy values, without a copy.
+    w = tb.wrap(a)
+    back = torch.from_dlpack(torch.utils.dlpack.to_dlpack(w.t())).numpy()
+    assert back.ctypes.data == a.ctypes.data and np.array_equal(back, a.T)
+    parts = torch.tensor_split(w.reshape(6), tb.wrap(np.array([1, 4])))
+    print(
+        f"   torch.utils.dlpack.to_dlpack(wrapped numpy).data == numpy's: "
+        f"{back.ctypes.data == a.ctypes.data}; tensor_split by wrapped indices: "
+        f"{[p.tolist() for p in parts]}"
+    )
 
 
 def step2_train_on_numpy() -> None:
