@@ -371,6 +371,30 @@ bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, 
   return true;
 }
 
+// ---- torch's __torch_function__ check ---------------------------------------------------
+
+// torch's argument parser asks every tensor argument of a subclass for its __torch_function__
+// (python_arg_parser.h's check_has_torch_function) through PyObject_FastGetAttrString, which
+// on Python < 3.13 calls the type's tp_getattr with the C string where the type has one, and
+// otherwise makes a new str of the name and looks that up (a decode, a hash and a free per
+// tensor argument of every op). tensorbridge.Tensor's tp_getattr does what its tp_getattro
+// does, with __torch_function__ and __torch_dispatch__ looked up as strs made once.
+PyObject* InternedName(const char* name) {
+  static PyObject* torch_function = PyUnicode_InternFromString("__torch_function__");
+  static PyObject* torch_dispatch = PyUnicode_InternFromString("__torch_dispatch__");
+  if (std::strcmp(name, "__torch_function__") == 0) return Py_NewRef(torch_function);
+  if (std::strcmp(name, "__torch_dispatch__") == 0) return Py_NewRef(torch_dispatch);
+  return PyUnicode_FromString(name);
+}
+
+PyObject* GetAttrString(PyObject* self, char* name) {
+  PyObject* key = InternedName(name);
+  if (key == nullptr) return nullptr;
+  PyObject* value = Py_TYPE(self)->tp_getattro(self, key);
+  Py_DECREF(key);
+  return value;
+}
+
 std::mutex g_mu;
 std::unique_ptr<torch::Library> g_lib;  // guarded by g_mu; its destruction deregisters
 int64_t g_registered = 0;               // guarded by g_mu
@@ -396,6 +420,8 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
       g_attach = reinterpret_cast<AttachFn>(attach);
     }
     TORCH_CHECK(reinterpret_cast<PyObject*>(g_cls) == cls, "tensorbridge: another tensor class");
+    // Subclasses made from now on inherit it with tp_getattro (both were unset there).
+    if (g_cls->tp_getattro != nullptr) g_cls->tp_getattr = &GetAttrString;
     auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
                                                 c10::DispatchKey::Python, __FILE__, __LINE__);
     for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {

@@ -122,6 +122,41 @@ def test_scalar_results(no_fallback):
     assert bool(tb.wrap(np.array([3.0], np.float32)) > 2)
 
 
+def test_attribute_lookup_by_c_string(kernels_on):
+    # tensorbridge.Tensor's tp_getattr (the lookup torch's argument parser makes of
+    # __torch_function__ with a C string) gives what getattr gives, for any name and instance.
+    import ctypes
+
+    get = ctypes.pythonapi.PyObject_GetAttrString
+    get.restype = ctypes.py_object
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    a = tb.wrap(X.copy())
+    assert get(a, b"__torch_function__") is torch._C._disabled_torch_function_impl
+    assert get(a, b"__torch_dispatch__") is tb.Tensor.__torch_dispatch__
+    assert get(a, b"shape") == a.shape
+    with pytest.raises(AttributeError, match="no_such_attribute"):
+        get(a, b"no_such_attribute")
+    assert not torch.overrides.has_torch_function((a,))
+
+    calls = []
+
+    class Logged(tb.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            calls.append(func.__name__)
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **(kwargs or {}))
+
+    logged = Logged(tb.wrap(X.copy()).array)
+    assert torch.overrides.has_torch_function((logged,))
+    torch.add(logged, a)
+    assert "add" in calls
+    # An instance attribute is found as generic lookup finds it.
+    b = tb.wrap(X.copy())
+    b.__torch_function__ = Logged.__torch_function__
+    assert torch.overrides.has_torch_function((b,))
+
+
 def test_errors_match_the_python_route(kernels_on):
     a = tb.wrap(np.ones((2, 3), np.float32))
     bad = tb.wrap(np.ones(4, np.float32))
