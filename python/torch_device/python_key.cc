@@ -33,6 +33,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -216,7 +217,8 @@ struct Entry {
   std::vector<ArgKind> kinds;
   // For each return: the argument it writes and returns (in-place), or -1.
   std::vector<int> returns_arg;
-  bool view = false;  // returns a view of an argument
+  bool new_results = false;  // some return is a new tensor (its wrapper needs the GIL)
+  bool view = false;         // returns a view of an argument
 };
 
 // The kernel of one op.
@@ -293,18 +295,23 @@ class PythonKeyOp final : public c10::OperatorKernel {
       }
     }
     const size_t nret = e_.returns_arg.size();
+    std::optional<GilAcquire> gil;
+    if (e_.new_results) gil.emplace();
+    auto result = [&](size_t r) {
+      const int arg = e_.returns_arg[r];
+      return arg >= 0 ? (*stack)[first + arg] : ToIValue(s.at(r));
+    };
+    if (nret == 1) {  // most ops: no vector of results
+      c10::IValue out = result(0);
+      gil.reset();
+      torch::jit::drop(*stack, n);
+      stack->push_back(std::move(out));
+      return true;
+    }
     std::vector<c10::IValue> results;
     results.reserve(nret);
-    bool needs_python = false;
-    for (size_t r = 0; r < nret; ++r) needs_python |= e_.returns_arg[r] < 0;
-    {
-      std::unique_ptr<GilAcquire> gil;
-      if (needs_python) gil = std::make_unique<GilAcquire>();
-      for (size_t r = 0; r < nret; ++r) {
-        const int arg = e_.returns_arg[r];
-        results.push_back(arg >= 0 ? (*stack)[first + arg] : ToIValue(s.at(r)));
-      }
-    }
+    for (size_t r = 0; r < nret; ++r) results.push_back(result(r));
+    gil.reset();
     torch::jit::drop(*stack, n);
     for (auto& r : results) stack->push_back(std::move(r));
     return true;
@@ -354,6 +361,7 @@ bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, 
     if (r.alias_info() != nullptr && !r.alias_info()->isWrite()) e.view = true;
   }
   e.returns_arg = tb_torch::WrittenReturns(schema);
+  for (int arg : e.returns_arg) e.new_results |= arg < 0;
   for (size_t r = 0; r < e.returns_arg.size(); ++r) {
     const c10::AliasInfo* ra = schema.returns()[r].alias_info();
     if (ra != nullptr && ra->isWrite() && e.returns_arg[r] < 0) return false;
