@@ -342,8 +342,10 @@ bool ReturnTaken(const c10::TypePtr& type) {
 }
 
 // The kernel's entry for an op, or false where the op keeps torch's fallback: not aten, a
-// Python-key kernel of torch's own, a metadata op, out= variants (a keyword-only argument written),
-// no returns or returns the fast path does not make, no kernel in the table.
+// Python-key kernel of torch's own, a metadata op, no returns or returns the fast path does not
+// make, no kernel in the table. out= variants are taken as the Python route takes them: the
+// table writes into the out= tensor (a tensorbridge.Tensor's memory or a plain tensor's), which
+// is returned; an out= tensor of another shape is the table's error there too.
 bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, Entry* out) {
   if (name.name.rfind("aten::", 0) != 0) return false;
   if (handle.hasKernelForDispatchKey(c10::DispatchKey::Python)) return false;
@@ -352,9 +354,6 @@ bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, 
   }
   const c10::FunctionSchema& schema = handle.schema();
   if (schema.returns().empty() || schema.is_vararg() || schema.is_varret()) return false;
-  for (const auto& a : schema.arguments()) {
-    if (a.alias_info() != nullptr && a.alias_info()->isWrite() && a.kwarg_only()) return false;
-  }
   Entry e;
   for (const auto& r : schema.returns()) {
     if (!ReturnTaken(r.real_type())) return false;
