@@ -75,35 +75,74 @@ bool ContiguousLayout(IntArrayRef shape, IntArrayRef strides) {
   return true;
 }
 
+// dst[i * ds] = src[i * ss] for i in [0, n), elements of N bytes (strides in elements); a
+// fixed-size memcpy is one load and one store at any alignment.
+template <int N>
+void CopyRun(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * ds * N, src + i * ss * N, N);
+}
+
 // Copies `shape` elements of `elem` bytes from a strided source into a strided destination.
-// Strides are in elements. Dimensions are walked innermost-first with an odometer.
+// Strides are in elements. Size-1 dims are dropped and neighbours that are one run in both
+// layouts merged; then the dims are walked innermost-first with an odometer, the innermost one
+// as one memcpy where both are dense there, else an element loop of the element's width.
 void StridedCopyBytes(char* dst, IntArrayRef dst_strides, const char* src, IntArrayRef src_strides,
                       IntArrayRef shape, int64_t elem) {
-  const int64_t nd = static_cast<int64_t>(shape.size());
   int64_t numel = ShapeNumel(shape);
   if (numel == 0) return;
   if (ContiguousLayout(shape, dst_strides) && ContiguousLayout(shape, src_strides)) {
     std::memcpy(dst, src, static_cast<size_t>(numel * elem));
     return;
   }
-  if (nd == 0) {
+  // The merged dims, outermost first.
+  Dims size, dstr, sstr;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    const size_t last = size.size() - 1;
+    if (!size.empty() && dstr[last] == dst_strides[d] * shape[d] &&
+        sstr[last] == src_strides[d] * shape[d]) {
+      size[last] *= shape[d];
+      dstr[last] = dst_strides[d];
+      sstr[last] = src_strides[d];
+      continue;
+    }
+    size.push_back(shape[d]);
+    dstr.push_back(dst_strides[d]);
+    sstr.push_back(src_strides[d]);
+  }
+  if (size.empty()) {  // one element
     std::memcpy(dst, src, static_cast<size_t>(elem));
     return;
   }
+  const int64_t nd = static_cast<int64_t>(size.size());
+  const int64_t inner = size[nd - 1], ds = dstr[nd - 1], ss = sstr[nd - 1];
+  auto run = [&](char* dp, const char* sp) {
+    if (ds == 1 && ss == 1) {
+      std::memcpy(dp, sp, static_cast<size_t>(inner * elem));
+      return;
+    }
+    switch (elem) {
+      case 1: return CopyRun<1>(dp, ds, sp, ss, inner);
+      case 2: return CopyRun<2>(dp, ds, sp, ss, inner);
+      case 4: return CopyRun<4>(dp, ds, sp, ss, inner);
+      case 8: return CopyRun<8>(dp, ds, sp, ss, inner);
+      case 16: return CopyRun<16>(dp, ds, sp, ss, inner);
+      default:
+        for (int64_t i = 0; i < inner; ++i) {
+          std::memcpy(dp + i * ds * elem, sp + i * ss * elem, static_cast<size_t>(elem));
+        }
+    }
+  };
   Dims index(static_cast<size_t>(nd), 0);
-  const int64_t inner = shape[nd - 1];
-  const int64_t ds = dst_strides[nd - 1] * elem, ss = src_strides[nd - 1] * elem;
   for (int64_t done = 0; done < numel; done += inner) {
     int64_t doff = 0, soff = 0;
     for (int64_t d = 0; d < nd - 1; ++d) {
-      doff += index[d] * dst_strides[d];
-      soff += index[d] * src_strides[d];
+      doff += index[d] * dstr[d];
+      soff += index[d] * sstr[d];
     }
-    char* dp = dst + doff * elem;
-    const char* sp = src + soff * elem;
-    for (int64_t i = 0; i < inner; ++i) std::memcpy(dp + i * ds, sp + i * ss, elem);
+    run(dst + doff * elem, src + soff * elem);
     for (int64_t d = nd - 2; d >= 0; --d) {
-      if (++index[d] < shape[d]) break;
+      if (++index[d] < size[d]) break;
       index[d] = 0;
     }
   }

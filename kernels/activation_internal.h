@@ -48,8 +48,17 @@ inline GluHalves SplitGlu(const char* op, const Tensor& self, int64_t dim) {
   return {d, n / 2, self.slice(d, 0, n / 2), self.slice(d, n / 2, n)};
 }
 
-// Below this many elements the loops are used even where oneDNN could run.
-inline constexpr int64_t kEltwiseOneDnnMin = 1 << 14;
+// Below this many elements the loops are used even where oneDNN could run: 1 << 14 for the
+// functions whose loops the compiler vectorises (relu, leaky_relu, hardswish), 1 << 10 for
+// those computing exp, erf, tanh or log per element (elu, gelu, silu, mish), whose scalar
+// loops cost more than a oneDNN call from there on.
+inline int64_t EltwiseOneDnnMin(dnnl::algorithm alg) {
+  switch (alg) {
+    case dnnl::algorithm::eltwise_relu:
+    case dnnl::algorithm::eltwise_hardswish: return int64_t{1} << 14;
+    default: return int64_t{1} << 10;
+  }
+}
 
 // out = f(self) for the floating dtypes.
 template <typename F>
@@ -109,7 +118,7 @@ Tensor MapBinary(const char* op, const Tensor& a_in, const Tensor& b_in, F f) {
 inline bool OneDnnEltwise(const Tensor& self, const Tensor& out, dnnl::algorithm alg,
                           float alpha = 0.f, float beta = 0.f) {
   const DType dt = self.dtype();
-  if ((dt != DType::kFloat32 && dt != DType::kBFloat16) || self.numel() < kEltwiseOneDnnMin ||
+  if ((dt != DType::kFloat32 && dt != DType::kBFloat16) || self.numel() < EltwiseOneDnnMin(alg) ||
       !IsDense(self) || !SameLayout(self, out) || out.dtype() != dt) {
     return false;
   }
@@ -137,7 +146,7 @@ inline bool OneDnnEltwise(const Tensor& self, const Tensor& out, dnnl::algorithm
 template <typename Fallback>
 Tensor EltwiseOr(const Tensor& self, dnnl::algorithm alg, float alpha, float beta,
                  Fallback&& fallback) {
-  if (self.numel() >= kEltwiseOneDnnMin && IsDense(self) &&
+  if (self.numel() >= EltwiseOneDnnMin(alg) && IsDense(self) &&
       (self.dtype() == DType::kFloat32 || self.dtype() == DType::kBFloat16)) {
     Tensor out = EmptyDense(self.shape(), self.strides(), self.dtype());
     if (OneDnnEltwise(self, out, alg, alpha, beta)) return out;
@@ -152,7 +161,7 @@ inline Tensor OneDnnEltwiseBackward(const Tensor& grad, const Tensor& src, dnnl:
                                     float alpha = 0.f, float beta = 0.f) {
   const DType dt = src.dtype();
   if ((dt != DType::kFloat32 && dt != DType::kBFloat16) || grad.dtype() != dt ||
-      src.numel() < kEltwiseOneDnnMin || !IsDense(src) || !SameLayout(grad, src)) {
+      src.numel() < EltwiseOneDnnMin(alg) || !IsDense(src) || !SameLayout(grad, src)) {
     return Tensor();
   }
   const int64_t n = src.numel();

@@ -12,11 +12,16 @@
 // through Execute(), which lends each execution the calling thread's own scratchpad.
 #pragma once
 
+#include <charconv>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -64,12 +69,44 @@ inline std::ostream& operator<<(std::ostream& os, const dnnl::memory::dims& d) {
   return os << ']';
 }
 
-// A cache key from the streamed values, separated by ','.
+// One part of a cache key: an integer or enum in decimal, a floating-point value as the hex of
+// its bits (exact, and cheaper than printing it), a string as it is, a range of integers
+// (dims) in brackets.
+template <typename T>
+void KeyPart(std::string& key, const T& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    key += v ? '1' : '0';
+  } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+    char buf[24];
+    auto end = std::to_chars(buf, buf + sizeof(buf), static_cast<int64_t>(v)).ptr;
+    key.append(buf, end);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    const double d = static_cast<double>(v);
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof(bits));
+    char buf[24];
+    auto end = std::to_chars(buf, buf + sizeof(buf), bits, 16).ptr;
+    key.append(buf, end);
+  } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    key += std::string_view(v);
+  } else {
+    key += '[';
+    for (const auto& x : v) {
+      KeyPart(key, x);
+      key += ' ';
+    }
+    key += ']';
+  }
+}
+
+// A cache key from the values, each followed by ','. Called on every execution of a cached
+// primitive, so it formats without streams.
 template <typename... A>
 std::string Key(const A&... parts) {
-  std::ostringstream os;
-  ((os << parts << ','), ...);
-  return os.str();
+  std::string key;
+  key.reserve(64);
+  ((KeyPart(key, parts), key += ','), ...);
+  return key;
 }
 
 // Like Cached(), for any copyable value (a primitive with the descriptors it chose, ...).

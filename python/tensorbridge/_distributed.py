@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_map
 
 from tensorbridge import _C
 
@@ -32,6 +31,21 @@ from tensorbridge import _C
 NAMESPACES = ["c10d", "_c10d_functional", "_c10d_functional_autograd", "c10d_functional", "fsdp"]
 
 _WRITTEN: dict = {}  # func -> names of the arguments it writes
+
+
+def _map(fn, x):
+    """``fn`` applied to each leaf of the lists, tuples and dicts that make up an op's
+    arguments or results (what their schemas allow), rebuilt alike: the few containers of a
+    collective's arguments walked without pytree's node registry (called every step by DDP's
+    buffer broadcast)."""
+    t = type(x)
+    if t is list:
+        return [_map(fn, v) for v in x]
+    if t is tuple:
+        return tuple(_map(fn, v) for v in x)
+    if t is dict:
+        return {k: _map(fn, v) for k, v in x.items()}
+    return fn(x)
 
 
 def _written(func) -> tuple[str, ...]:
@@ -70,7 +84,8 @@ def _check_writable(func, args, kwargs) -> None:
         x = kwargs.get(a.name) if a.kwarg_only or a.name in kwargs else None
         if x is None and i < len(args):
             x = args[i]
-        leaves = torch.utils._pytree.tree_leaves(x)
+        leaves: list = []
+        _map(leaves.append, x)
         for leaf in leaves:
             if isinstance(leaf, Tensor) and leaf._array is not None and leaf._array.read_only:
                 name = schema_name(func)
@@ -102,7 +117,7 @@ def dispatch(func, args, kwargs):
             return inner
         return x
 
-    out = func(*tree_map(to_torch, args), **tree_map(to_torch, kwargs))
+    out = func(*_map(to_torch, args), **_map(to_torch, kwargs))
 
     def back(x):
         if not isinstance(x, torch.Tensor) or isinstance(x, Tensor):
@@ -119,7 +134,7 @@ def dispatch(func, args, kwargs):
             return type(x).__tensor_unflatten__(inner, ctx, x.size(), x.stride())  # type: ignore[attr-defined]
         return Tensor._from_inner(x)
 
-    return tree_map(back, out)
+    return _map(back, out)
 
 
 # ---- FSDP2's extension points for tensor subclasses --------------------------------------------

@@ -33,6 +33,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -218,7 +219,8 @@ struct Entry {
   std::vector<ArgKind> kinds;
   // For each return: the argument it writes and returns (in-place), or -1.
   std::vector<int> returns_arg;
-  bool view = false;  // returns a view of an argument
+  bool new_results = false;  // some return is a new tensor (its wrapper needs the GIL)
+  bool view = false;         // returns a view of an argument
 };
 
 // The kernel of one op.
@@ -295,18 +297,23 @@ class PythonKeyOp final : public c10::OperatorKernel {
       }
     }
     const size_t nret = e_.returns_arg.size();
+    std::optional<GilAcquire> gil;
+    if (e_.new_results) gil.emplace();
+    auto result = [&](size_t r) {
+      const int arg = e_.returns_arg[r];
+      return arg >= 0 ? (*stack)[first + arg] : ToIValue(s.at(r));
+    };
+    if (nret == 1) {  // most ops: no vector of results
+      c10::IValue out = result(0);
+      gil.reset();
+      torch::jit::drop(*stack, n);
+      stack->push_back(std::move(out));
+      return true;
+    }
     std::vector<c10::IValue> results;
     results.reserve(nret);
-    bool needs_python = false;
-    for (size_t r = 0; r < nret; ++r) needs_python |= e_.returns_arg[r] < 0;
-    {
-      std::unique_ptr<GilAcquire> gil;
-      if (needs_python) gil = std::make_unique<GilAcquire>();
-      for (size_t r = 0; r < nret; ++r) {
-        const int arg = e_.returns_arg[r];
-        results.push_back(arg >= 0 ? (*stack)[first + arg] : ToIValue(s.at(r)));
-      }
-    }
+    for (size_t r = 0; r < nret; ++r) results.push_back(result(r));
+    gil.reset();
     torch::jit::drop(*stack, n);
     for (auto& r : results) stack->push_back(std::move(r));
     return true;
@@ -337,8 +344,10 @@ bool ReturnTaken(const c10::TypePtr& type) {
 }
 
 // The kernel's entry for an op, or false where the op keeps torch's fallback: not aten, a
-// Python-key kernel of torch's own, a metadata op, out= variants (a keyword-only argument written),
-// no returns or returns the fast path does not make, no kernel in the table.
+// Python-key kernel of torch's own, a metadata op, no returns or returns the fast path does not
+// make, no kernel in the table. out= variants are taken as the Python route takes them: the
+// table writes into the out= tensor (a tensorbridge.Tensor's memory or a plain tensor's), which
+// is returned; an out= tensor of another shape is the table's error there too.
 bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, Entry* out) {
   if (name.name.rfind("aten::", 0) != 0) return false;
   if (handle.hasKernelForDispatchKey(c10::DispatchKey::Python)) return false;
@@ -347,15 +356,13 @@ bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, 
   }
   const c10::FunctionSchema& schema = handle.schema();
   if (schema.returns().empty() || schema.is_vararg() || schema.is_varret()) return false;
-  for (const auto& a : schema.arguments()) {
-    if (a.alias_info() != nullptr && a.alias_info()->isWrite() && a.kwarg_only()) return false;
-  }
   Entry e;
   for (const auto& r : schema.returns()) {
     if (!ReturnTaken(r.real_type())) return false;
     if (r.alias_info() != nullptr && !r.alias_info()->isWrite()) e.view = true;
   }
   e.returns_arg = tb_torch::WrittenReturns(schema);
+  for (int arg : e.returns_arg) e.new_results |= arg < 0;
   for (size_t r = 0; r < e.returns_arg.size(); ++r) {
     const c10::AliasInfo* ra = schema.returns()[r].alias_info();
     if (ra != nullptr && ra->isWrite() && e.returns_arg[r] < 0) return false;
@@ -371,6 +378,30 @@ bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, 
   for (const auto& a : schema.arguments()) e.kinds.push_back(tb_torch::KindOf(a.real_type()));
   *out = std::move(e);
   return true;
+}
+
+// ---- torch's __torch_function__ check ---------------------------------------------------
+
+// torch's argument parser asks every tensor argument of a subclass for its __torch_function__
+// (python_arg_parser.h's check_has_torch_function) through PyObject_FastGetAttrString, which
+// on Python < 3.13 calls the type's tp_getattr with the C string where the type has one, and
+// otherwise makes a new str of the name and looks that up (a decode, a hash and a free per
+// tensor argument of every op). tensorbridge.Tensor's tp_getattr does what its tp_getattro
+// does, with __torch_function__ and __torch_dispatch__ looked up as strs made once.
+PyObject* InternedName(const char* name) {
+  static PyObject* torch_function = PyUnicode_InternFromString("__torch_function__");
+  static PyObject* torch_dispatch = PyUnicode_InternFromString("__torch_dispatch__");
+  if (std::strcmp(name, "__torch_function__") == 0) return Py_NewRef(torch_function);
+  if (std::strcmp(name, "__torch_dispatch__") == 0) return Py_NewRef(torch_dispatch);
+  return PyUnicode_FromString(name);
+}
+
+PyObject* GetAttrString(PyObject* self, char* name) {
+  PyObject* key = InternedName(name);
+  if (key == nullptr) return nullptr;
+  PyObject* value = Py_TYPE(self)->tp_getattro(self, key);
+  Py_DECREF(key);
+  return value;
 }
 
 std::mutex g_mu;
@@ -398,6 +429,8 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
       g_attach = reinterpret_cast<AttachFn>(attach);
     }
     TORCH_CHECK(reinterpret_cast<PyObject*>(g_cls) == cls, "tensorbridge: another tensor class");
+    // Subclasses made from now on inherit it with tp_getattro (both were unset there).
+    if (g_cls->tp_getattro != nullptr) g_cls->tp_getattr = &GetAttrString;
     auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
                                                 c10::DispatchKey::Python, __FILE__, __LINE__);
     for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {

@@ -493,6 +493,46 @@ TEST(TensorCopyTest, CopyFromBroadcasts) {
                   dst.with_read_only(true).copy_from(same));
 }
 
+// contiguous() of strided layouts in each element width, checked element by element against
+// the source read through its strides: permuted dims (runs that merge and runs that do not),
+// a broadcast (stride 0) innermost dim, step slices, and a row-contiguous innermost dim.
+TEST(TensorCopyTest, ContiguousOfStridedLayoutsInEveryElementWidth) {
+  for (DType dt :
+       {DType::kUInt8, DType::kInt16, DType::kFloat32, DType::kFloat64, DType::kComplex128}) {
+    const int64_t w = DTypeSize(dt);
+    Tensor base = Tensor::Empty({2, 2, 32, 2, 32}, dt);
+    auto* bytes = static_cast<unsigned char*>(base.mutable_data());
+    for (int64_t i = 0; i < base.numel() * w; ++i) bytes[i] = static_cast<unsigned char>(i * 7 + 3);
+    const std::vector<Tensor> sources = {
+        base.permute({0, 1, 3, 2, 4}),                            // inner runs of 32 elements
+        base.permute({4, 3, 2, 1, 0}),                            // every stride reversed
+        base.slice(4, 0, 32, 3).slice(2, 1, 31, 2),               // steps
+        base.select(4, 5).unsqueeze(3).expand({2, 2, 32, 6, 2}),  // broadcast innermost dim
+        base.slice(2, 0, 5),                                      // merged outer dims
+    };
+    for (const Tensor& src : sources) {
+      SCOPED_TRACE(std::string(DTypeName(dt)) + " " + ShapeString(src.shape()) + " strides " +
+                   ShapeString(src.strides()));
+      Tensor c = src.contiguous();
+      ASSERT_TRUE(c.is_contiguous());
+      ASSERT_EQ(Vec(c.shape()), Vec(src.shape()));
+      const char* in = Bytes(src);
+      const char* out = Bytes(c);
+      Dims index(static_cast<size_t>(src.ndim()), 0);
+      for (int64_t i = 0; i < src.numel(); ++i) {
+        int64_t offset = 0;
+        for (int64_t d = 0; d < src.ndim(); ++d) offset += index[d] * src.strides()[d];
+        ASSERT_EQ(std::memcmp(out + i * w, in + offset * w, static_cast<size_t>(w)), 0)
+            << "element " << i;
+        for (int64_t d = src.ndim() - 1; d >= 0; --d) {
+          if (++index[d] < src.shape()[d]) break;
+          index[d] = 0;
+        }
+      }
+    }
+  }
+}
+
 // ---- edge shapes ---------------------------------------------------------------------------
 
 TEST(TensorEdgeTest, ZeroDimTensor) {

@@ -499,6 +499,35 @@ def test_large_activation_backward_within_tolerance():
     check("aten::elu_backward", g, 0.7, 1.0, 1.0, False, x)
 
 
+@pytest.mark.parametrize("numel", [1023, 1024, 3000, 16383])
+def test_mid_sized_activations_within_tolerance(numel):
+    # exp / erf / tanh activations take oneDNN's eltwise primitives from 1024 elements, the
+    # vectorised ones (relu, leaky_relu, hardswish) from 16384: both sides of each threshold
+    x = rand(numel, scale=4.0)
+    g = torch.randn_like(x)
+    for name, args in [
+        ("aten::gelu", ()),
+        ("aten::silu", ()),
+        ("aten::mish", ()),
+        ("aten::elu", (0.7,)),
+        ("aten::relu", ()),
+        ("aten::hardswish", ()),
+        ("aten::leaky_relu", (0.2,)),
+    ]:
+        check(name, x, *args)
+    check("aten::gelu", x, approximate="tanh")
+    for name, args in [
+        ("aten::silu_backward", ()),
+        ("aten::mish_backward", ()),
+        ("aten::hardswish_backward", ()),
+        ("aten::leaky_relu_backward", (0.2, False)),
+    ]:
+        check(name, g, x, *args)
+    for approx in ("none", "tanh"):
+        check("aten::gelu_backward", g, x, approximate=approx)
+    check("aten::elu_backward", g, 0.7, 1.0, 1.0, False, x)
+
+
 def test_large_norms_and_pools():
     x = rand(8, 16, 20, 24, scale=2.0) + 0.3
     w, b = rand(16), rand(16)

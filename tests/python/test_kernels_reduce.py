@@ -134,10 +134,12 @@ def _noncontiguous():
         "sliced": base[::2, 1:, ::2],
         "permuted": base.permute(1, 2, 0),
         "expanded": torch.randn(6, 1, 5).expand(6, 4, 5),
+        # runs of 8 that merge with no neighbour (grouped-query attention's gradient layout)
+        "runs": torch.randn(3, 2, 7, 8).permute(0, 2, 1, 3),
     }
 
 
-@pytest.mark.parametrize("kind", ["transposed", "sliced", "permuted", "expanded"])
+@pytest.mark.parametrize("kind", ["transposed", "sliced", "permuted", "expanded", "runs"])
 def test_noncontiguous(kind):
     x = _noncontiguous()[kind]
     for dim in [0, 1, 2, (0, 2), (0, 1)]:

@@ -3,6 +3,7 @@ tensorbridge.Tensors that go from torch's dispatcher to the table in C++, and ev
 do not take going to ``__torch_dispatch__`` exactly as torch's own Python fallback would
 (modes, FakeTensor, other subclasses, torch_dispatch rules)."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -115,11 +116,71 @@ def test_plain_tensor_arguments_are_zero_copy(no_fallback):
     np.testing.assert_allclose(x, X + Y, rtol=1e-6)  # the numpy array itself changed
 
 
+def test_out_variants_without_the_python_route(no_fallback):
+    # out= into a plain tensor (DDP's gradient buckets: mul.out(grad, 1 / world, out=view)) and
+    # into a tensorbridge.Tensor: the table writes the memory in place, the out tensor returns.
+    a, b = tb.wrap(X.copy()), tb.wrap(Y.copy())
+    bucket = torch.zeros(2 * X.size)
+    view = bucket[X.size :].view(X.shape)
+    r, python_calls = _python_route_calls(lambda: torch.mul(a, 0.5, out=view))
+    assert python_calls == 0 and r is view
+    assert view.data_ptr() == bucket.data_ptr() + X.size * 4  # written where it was
+    np.testing.assert_allclose(bucket[X.size :].numpy(), (X * 0.5).ravel(), rtol=1e-6)
+    assert not bucket[: X.size].any()
+    target = np.zeros_like(X)
+    out = tb.wrap(target)
+    r, python_calls = _python_route_calls(lambda: torch.add(a, b, out=out))
+    assert python_calls == 0 and r is out
+    np.testing.assert_allclose(target, X + Y, rtol=1e-6)  # the numpy array itself
+    flags = torch.zeros(X.shape, dtype=torch.bool)
+    r, python_calls = _python_route_calls(lambda: torch.gt(a, b, out=flags))
+    assert python_calls == 0 and r is flags and torch.equal(flags, torch.from_numpy(X > Y))
+    # An out tensor of another shape: the table's error, as on the Python route.
+    for route in (contextlib.nullcontext(), _tensor._python_route()):
+        with route, pytest.raises(ValueError, match=r"aten::mul.out: output with shape \[2, 2\]"):
+            torch.mul(a, 2.0, out=torch.empty(2, 2))
+
+
 def test_scalar_results(no_fallback):
     a = tb.wrap(X)
     value, python_calls = _python_route_calls(lambda: a[1, 2].item())
     assert python_calls == 0 and value == pytest.approx(float(X[1, 2]))
     assert bool(tb.wrap(np.array([3.0], np.float32)) > 2)
+
+
+def test_attribute_lookup_by_c_string(kernels_on):
+    # tensorbridge.Tensor's tp_getattr (the lookup torch's argument parser makes of
+    # __torch_function__ with a C string) gives what getattr gives, for any name and instance.
+    import ctypes
+
+    get = ctypes.pythonapi.PyObject_GetAttrString
+    get.restype = ctypes.py_object
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    a = tb.wrap(X.copy())
+    assert get(a, b"__torch_function__") is torch._C._disabled_torch_function_impl
+    assert get(a, b"__torch_dispatch__") is tb.Tensor.__torch_dispatch__
+    assert get(a, b"shape") == a.shape
+    with pytest.raises(AttributeError, match="no_such_attribute"):
+        get(a, b"no_such_attribute")
+    assert not torch.overrides.has_torch_function((a,))
+
+    calls = []
+
+    class Logged(tb.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            calls.append(func.__name__)
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **(kwargs or {}))
+
+    logged = Logged(tb.wrap(X.copy()).array)
+    assert torch.overrides.has_torch_function((logged,))
+    torch.add(logged, a)
+    assert "add" in calls
+    # An instance attribute is found as generic lookup finds it.
+    b = tb.wrap(X.copy())
+    b.__torch_function__ = Logged.__torch_function__
+    assert torch.overrides.has_torch_function((b,))
 
 
 def test_errors_match_the_python_route(kernels_on):
