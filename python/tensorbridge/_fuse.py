@@ -3,6 +3,11 @@
 ``groups(gm)`` finds, in an ATen FX graph (forward or backward), groups of element-wise nodes
 (add, mul, div, exp, tanh, gelu, where, comparisons, casts, the activations' backward ops, ...)
 that compute tensors of one shape, with broadcasting, scalars and type promotion as ATen does.
+A group may also hold reductions over the last dimension with ``keepdim`` (``sum``, ``mean``,
+``amax``) of a value of its shape, and element-wise nodes on their results (of the shape with
+the last dimension 1): a *row group*, whose fused node runs one row at a time, so that an RMS
+norm (``pow``, ``mean``, ``add``, ``rsqrt``, ``mul``) or a decomposed softmax runs as one node
+that reads its input once.
 Each group runs as one ``tensorbridge::pointwise`` node: a small program evaluated block by
 block over the output (kernels/fused_pointwise.cc), so that values read only inside the group
 never reach memory. Values the rest of the graph reads (or the graph returns) are the group's
@@ -102,7 +107,13 @@ _OTHER = {
     _aten.clamp_max.default,
     _aten.masked_fill.Scalar,
 }
-_TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER}
+# Reductions over the last dimension (keepdim): the row groups' reductions.
+_REDUCE = {_aten.sum.dim_IntList: "sum", _aten.mean.dim: "mean", _aten.amax.default: "amax"}
+_TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER, *_REDUCE}
+# Rows a row group reduces: at least _MIN_ROW elements (shorter rows run faster unfused, one
+# block per row being too small a block), at most _MAX_ROW (a block is a whole row).
+_MIN_ROW = 16
+_MAX_ROW = 16384
 
 
 def _schema(n: torch.fx.Node):
@@ -140,6 +151,8 @@ def _compute(n: torch.fx.Node):
     val = _meta(n)
     if not _static(val) or not val.is_contiguous() or val.dtype not in (*_FLOATS, torch.bool):
         return None
+    if n.target in _REDUCE:
+        return _reduce_compute(n, val)
     args = _args(n)
     tensors = [_meta(a) for a in args if isinstance(a, torch.fx.Node)]
     if any(not _static(t) for t in tensors):
@@ -190,12 +203,37 @@ def _compute(n: torch.fx.Node):
     return None
 
 
-class Group:
-    """Element-wise nodes of one output shape fused into one plan node."""
+def _reduce_compute(n: torch.fx.Node, val: torch.Tensor):
+    """The compute dtype of a reduction a row group can hold: over the last dimension of a
+    float tensor of the result's dtype, with keepdim, of a row of _MIN_ROW to _MAX_ROW."""
+    args = _args(n)
+    x = _meta(args[0])
+    if not _static(x) or x.dtype != val.dtype or val.dtype not in _FLOATS or x.dim() == 0:
+        return None
+    dims = args[1]
+    dims = [dims] if isinstance(dims, int) else dims
+    if not isinstance(dims, (list, tuple)) or len(dims) != 1 or dims[0] % x.dim() != x.dim() - 1:
+        return None
+    if args[2] is not True or (len(args) > 3 and args[3] is not None):  # keepdim; no dtype
+        return None
+    if not _MIN_ROW <= x.shape[-1] <= _MAX_ROW:
+        return None
+    return val.dtype
 
-    def __init__(self, shape, compute):
+
+def _row(shape: tuple) -> tuple:
+    """The shape of a row reduction's result over ``shape``."""
+    return (*shape[:-1], 1)
+
+
+class Group:
+    """Element-wise nodes of one output shape fused into one plan node; a row group (``row``)
+    also holds reductions over the last dimension and nodes of the reduced shape."""
+
+    def __init__(self, shape, compute, row=False):
         self.members: list[torch.fx.Node] = []
         self.shape = shape
+        self.row = row
         self.compute = compute
         self.closed = False  # a node outside the group has read one of its members
         self.outputs: list[torch.fx.Node] = []
@@ -221,19 +259,38 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
         joined = None
         if compute is not None:
             shape = tuple(_meta(n).shape)
+            reduce = n.target in _REDUCE
+            full = tuple(_meta(n.args[0]).shape) if reduce else shape
             cands = []
             for a in n.all_input_nodes:
                 g = group_of.get(a)
-                if g is None or g.closed or g.shape != shape or g in cands:
+                if g is None or g.closed or g in cands:
                     continue
-                if compute == "any" or g.compute == "any" or g.compute == compute:
+                # A reduction joins the group of its input; a node of a row group's reduced
+                # shape joins that row group.
+                fits = g.shape == full and (g.row or reduce or g.shape == shape)
+                fits = fits or (not reduce and g.row and _row(g.shape) == shape)
+                if fits and (compute == "any" or g.compute == "any" or g.compute == compute):
                     cands.append(g)
-            # The groups joined must agree on their compute type too.
+            # The groups joined must agree on their compute type and full shape too; a plain
+            # group of the reduced shape goes into a row group.
             kinds = {g.compute for g in cands} - {"any"}
             if len(kinds) > 1:
                 cands = [cands[0]]
             if cands:
+                top = max(cands, key=lambda g: (g.row, g.shape != shape))
+                cands = [top] + [
+                    g
+                    for g in cands
+                    if g is not top
+                    and (
+                        g.shape == top.shape
+                        or (top.row and not g.row and g.shape == _row(top.shape))
+                    )
+                ]
+            if cands:
                 joined = cands[0]
+                joined.row = joined.row or reduce
                 for g in cands[1:]:
                     for m in g.members:
                         group_of[m] = joined
@@ -243,7 +300,7 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
                     g.members = []
                 joined.members.sort(key=order.__getitem__)
             else:
-                joined = Group(shape, compute)
+                joined = Group(full, compute, row=reduce)
                 all_groups.append(joined)
             if joined.compute == "any":
                 joined.compute = compute
@@ -317,7 +374,9 @@ def program(g: Group) -> str:
             if last_use.get(a) == i and a in g.members and a not in keep:
                 free.append(int(reg[a][1:]))
     for o in g.outputs:
-        lines.append(f"O {reg[o]} {_DTYPE_NAMES[_meta(o).dtype]}")
+        # A value of a row group's reduced shape is written once per row.
+        kind = "P" if g.row and tuple(_meta(o).shape) != g.shape else "O"
+        lines.append(f"{kind} {reg[o]} {_DTYPE_NAMES[_meta(o).dtype]}")
     return ";".join(lines)
 
 
@@ -333,7 +392,15 @@ def _scaled(x: str, alpha, new, code: list) -> str:
 
 def _lower(m: torch.fx.Node, args: list, opnd, d: str, new, code: list) -> None:
     t = m.target
-    if t in _UNARY:
+    if t in _REDUCE:
+        if _REDUCE[t] == "mean":
+            tmp = new()
+            code.append(f"rsum {tmp} {opnd(args[0])}")
+            code.append(f"div {d} {tmp} {_const(_meta(args[0]).shape[-1])}")
+        else:
+            op = "rmax" if _REDUCE[t] == "amax" else "rsum"
+            code.append(f"{op} {d} {opnd(args[0])}")
+    elif t in _UNARY:
         code.append(f"{_UNARY[t]} {d} {opnd(args[0])}")
     elif t in _BINARY:
         code.append(f"{_BINARY[t]} {d} {opnd(args[0])} {opnd(args[1])}")
