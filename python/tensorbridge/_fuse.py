@@ -15,7 +15,9 @@ outputs and are written.
 
 A group is built in graph order: a node joins the group of an operand while nothing outside
 the group has read that group yet, so the fused node can run where its last member ran, after
-every input of every member and before every reader of its outputs.
+every input of every member and before every reader of its outputs. An ``alias`` of a member
+(how AOT autograd saves a value for the backward) does not count as a reader: it runs right
+after the fused node, and its own readers count as readers of the member.
 """
 
 from __future__ import annotations
@@ -238,6 +240,7 @@ class Group:
         self.closed = False  # a node outside the group has read one of its members
         self.outputs: list[torch.fx.Node] = []
         self.inputs: list = []  # fx nodes read from outside, in register order
+        self.aliases: list[torch.fx.Node] = []  # aliases of members, run after the group
 
     def describe(self) -> str:
         return ", ".join(_op_name(m) for m in self.members)
@@ -252,6 +255,7 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
     """The pointwise groups of ``gm`` with two or more members, outputs and inputs found;
     the nodes in ``skip`` (run inside another pass's fused node) join no group."""
     group_of: dict = {}
+    alias_of: dict = {}  # an alias node of a member -> the member
     all_groups: list[Group] = []
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for n in gm.graph.nodes:
@@ -306,10 +310,15 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
                 joined.compute = compute
             joined.members.append(n)
             group_of[n] = joined
+        if joined is None and n.target is _aten.alias.default and n.args[0] in group_of:
+            alias_of[n] = n.args[0]
+            continue
         for a in n.all_input_nodes:
-            g = group_of.get(a)
+            g = group_of.get(alias_of.get(a, a))
             if g is not None and g is not joined:
                 g.closed = True
+    for n, m in alias_of.items():
+        group_of[m].aliases.append(n)
     out = []
     for g in all_groups:
         if len(g.members) < 2:
@@ -465,10 +474,12 @@ class Emitter:
         self.groups = groups(gm, skip)
         self.last = {g.members[-1]: g for g in self.groups}
         self.member = {m: g for g in self.groups for m in g.members}
+        self.waiting = {a for g in self.groups for a in g.aliases}  # aliases not yet emitted
         self.described: list[tuple[str, str, int]] = []  # (plan node, ops, outputs)
 
     def handles(self, n: torch.fx.Node) -> bool:
-        return n in self.member
+        """Whether ``n`` runs in (or, an alias of a member, right after) a fused node."""
+        return n in self.member or n in self.waiting
 
     def emit(self, builder, n: torch.fx.Node) -> None:
         g = self.last.get(n)
@@ -489,6 +500,9 @@ class Emitter:
         for k, o in enumerate(g.outputs):
             builder.env[o] = (v, k)
         self.described.append((name, g.describe(), len(g.outputs)))
+        for a in g.aliases:
+            self.waiting.discard(a)
+            builder.node(a)
 
 
 def _short(n: torch.fx.Node) -> str:
