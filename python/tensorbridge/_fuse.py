@@ -2,7 +2,9 @@
 
 ``groups(gm)`` finds, in an ATen FX graph (forward or backward), groups of element-wise nodes
 (add, mul, div, exp, tanh, gelu, where, comparisons, casts, the activations' backward ops, ...)
-that compute tensors of one shape, with broadcasting, scalars and type promotion as ATen does.
+that compute tensors of one shape, with broadcasting, scalars and type promotion as ATen does;
+bfloat16 and float16 values are computed in float32 (rounded only where the group writes them,
+as inductor does, where ATen rounds after every op).
 A group may also hold reductions over the last dimension with ``keepdim`` (``sum``, ``mean``,
 ``amax``) of a value of its shape, and element-wise nodes on their results (of the shape with
 the last dimension 1): a *row group*, whose fused node runs one row at a time, so that an RMS
@@ -34,7 +36,16 @@ __all__ = ["Group", "groups"]
 
 _aten = torch.ops.aten
 _FLOATS = (torch.float32, torch.float64)
-_DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.bool: "bool"}
+# 16-bit floats: computed in float32 inside a group (as ATen's kernels compute them), rounded
+# where a group writes them.
+_HALF = (torch.bfloat16, torch.float16)
+_DTYPE_NAMES = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.bfloat16: "bfloat16",
+    torch.float16: "float16",
+    torch.bool: "bool",
+}
 
 _UNARY = {
     _aten.neg.default: "neg",
@@ -151,7 +162,7 @@ def _compute(n: torch.fx.Node):
     if n.op != "call_function" or n.target not in _TARGETS:
         return None
     val = _meta(n)
-    if not _static(val) or not val.is_contiguous() or val.dtype not in (*_FLOATS, torch.bool):
+    if not _static(val) or not val.is_contiguous() or val.dtype not in _DTYPE_NAMES:
         return None
     if n.target in _REDUCE:
         return _reduce_compute(n, val)
@@ -187,14 +198,14 @@ def _compute(n: torch.fx.Node):
     if n.target in (_aten.gelu.default, _aten.gelu_backward.default):
         if args[-1] not in ("none", "tanh"):
             return None
-    if val.dtype in _FLOATS:
+    if val.dtype in _FLOATS or val.dtype in _HALF:
         if n.target in _LOGICAL or n.target in _COMPARE:
             return None
         if n.target is _aten.where.self and tensors[0].dtype != torch.bool:
             return None
         if n.target is _aten.masked_fill.Scalar and tensors[1].dtype != torch.bool:
             return None
-        return val.dtype
+        return torch.float32 if val.dtype in _HALF else val.dtype
     # A bool result: comparisons of floats of one type, or logic on bools.
     if n.target in _LOGICAL:
         return "any" if all(t.dtype == torch.bool for t in tensors) else None
@@ -202,6 +213,8 @@ def _compute(n: torch.fx.Node):
         dts = {t.dtype for t in tensors}
         if len(dts) == 1 and next(iter(dts)) in _FLOATS:
             return next(iter(dts))
+        if len(dts) == 1 and next(iter(dts)) in _HALF:
+            return torch.float32
     return None
 
 

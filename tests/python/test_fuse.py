@@ -180,6 +180,48 @@ def test_training_graph_forward_and_backward(no_fallback):
     assert want[3] == []
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_16_bit_floats_compute_in_float32(no_fallback, dtype):
+    # A chain on 16-bit floats is one group computing in float32 and rounding where it writes;
+    # the unfused plan rounds after every op, so the fused result is at least as close to the
+    # float64 result, and the two agree within the dtype's tolerance (torch.testing's rtol,
+    # relative to the largest magnitude).
+    x = (torch.randn(64, 300) * 2).to(dtype)
+    y = torch.randn(300).to(dtype)
+
+    def f(x, y):
+        return _gelu_new(x) * torch.sigmoid(y) + (x > 1)
+
+    _, want = _run(f, (x, y), fused=False)
+    compiled, got = _run(f, (x, y), fused=True)
+    assert len(_groups(compiled)) == 1
+    assert got.dtype == want.dtype == dtype
+    exact = f(x.double(), y.double())
+    err_fused = (got.double() - exact).abs().max().item()
+    err_unfused = (want.double() - exact).abs().max().item()
+    assert err_fused <= err_unfused * 1.01, (err_fused, err_unfused)
+    tol = 1.6e-2 * want.float().abs().max().item()
+    torch.testing.assert_close(got.float(), want.float(), rtol=0, atol=tol)
+
+
+def test_autocast_casts_join_the_group(no_fallback):
+    lin = torch.nn.Linear(32, 32)
+
+    def f(x):
+        h = lin(x)  # bfloat16 under autocast
+        return torch.tanh(h) * 0.5 + h.float().sigmoid()
+
+    x = torch.randn(8, 32)
+    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):
+        _, want = _run(f, (x,), fused=False)
+        compiled, got = _run(f, (x,), fused=True)
+    assert got.dtype == want.dtype == torch.float32
+    (g,) = _groups(compiled)
+    assert "aten::_to_copy" in g[1]
+    tol = 1.6e-2 * want.abs().max().item()
+    torch.testing.assert_close(got, want, rtol=0, atol=tol)
+
+
 def _rms_norm(x, w):
     r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
     return w * (x * r), r
