@@ -6,7 +6,12 @@
 //   "T f32" / "T f64"        the type every value is computed in (first instruction)
 //   "op d a [b [c]]"         register d = op(a, b, c); operands are registers "rN" or
 //                            constants "kVALUE" (strtod syntax: 0.5, -inf, nan)
-//   "O r dtype"              an output: register r, stored as dtype (float32, float64, bool)
+//   "O r dtype"              an output: register r, stored as dtype (float32, float64, bool;
+//                            bfloat16 or float16 from a float32 program)
+//   "rsum d a" / "rmax d a"  row reductions: d = the sum / max (NaN propagating) of a over
+//                            the last dimension of `size`, the same for every element of a row
+//   "P r dtype"              a per-row output: register r's value of each row, of shape
+//                            `size` with the last dimension 1
 // Registers 0 .. len(inputs) - 1 hold the inputs, each broadcast to `size` and converted to the
 // compute type as it is loaded. Outputs are contiguous tensors of shape `size`.
 //
@@ -14,11 +19,13 @@
 // the input where it is contiguous and of the compute type, else a converting gather into a
 // scratch register), runs the instructions over the block, and stores the outputs, so the
 // intermediates stay in registers of a few KB (the L1 cache) and are never written to memory.
-// Blocks run in parallel for large outputs. The instruction loops are built for AVX-512, AVX2
-// and the baseline and picked by the CPU's features; float32 exp, tanh, erf and the functions
-// made of them (sigmoid, silu, gelu and their backward) are plain-arithmetic approximations
-// (Cephes' expf, Eigen's rational erf and tanh) that vectorise there, log runs on Eigen's
-// vectorised log, and the rest (float64 transcendentals, sin, cos, pow) on the C library.
+// Blocks run in parallel for large outputs; a program with a row reduction takes whole rows
+// per block, so a reduction sees its whole row and fuses with its prologue and epilogue (RMS
+// norm, softmax). The instruction loops are built for AVX-512, AVX2 and the baseline and picked
+// by the CPU's features; float32 exp, tanh, erf and the functions made of them (sigmoid, silu,
+// gelu and their backward) are plain-arithmetic approximations (Cephes' expf, Eigen's rational
+// erf and tanh) that vectorise there, log, sqrt and rsqrt run on Eigen's vectorised functions,
+// and the rest (float64 transcendentals, sin, cos, pow) on the C library.
 // Programs are parsed once and cached by their text.
 #include <algorithm>
 #include <cmath>
@@ -38,6 +45,7 @@
 #include "kernels/common_internal.h"
 #include "kernels/cpu/isa_internal.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/fused_pointwise_internal.h"
 
 namespace tb {
 namespace {
@@ -45,172 +53,10 @@ namespace {
 constexpr int64_t kBlock = 512;
 constexpr int64_t kParallelMin = 1 << 15;  // elements below which one thread runs the group
 
-// clang-format off
-enum class Op : uint8_t {
-  kCopy, kNeg, kExp, kLog, kTanh, kSigmoid, kRelu, kGelu, kGeluTanh, kSilu, kSqrt, kRsqrt, kAbs,
-  kReciprocal, kErf, kSin, kCos, kLog1p, kExpm1, kNot,
-  kAdd, kSub, kMul, kDiv, kMax, kMin, kPow, kGt, kLt, kGe, kLe, kEq, kNe, kAnd, kOr,
-  kGeluBw, kGeluTanhBw, kSigmoidBw, kTanhBw, kSiluBw,
-  kWhere, kThresholdBw, kClamp,
-};
-// clang-format on
-
-struct OpName {
-  const char* name;
-  Op op;
-  int arity;
-};
-// clang-format off
-constexpr OpName kOps[] = {
-    {"copy", Op::kCopy, 1}, {"neg", Op::kNeg, 1}, {"exp", Op::kExp, 1}, {"log", Op::kLog, 1},
-    {"tanh", Op::kTanh, 1}, {"sigmoid", Op::kSigmoid, 1}, {"relu", Op::kRelu, 1},
-    {"gelu", Op::kGelu, 1}, {"gelu_tanh", Op::kGeluTanh, 1}, {"silu", Op::kSilu, 1},
-    {"sqrt", Op::kSqrt, 1}, {"rsqrt", Op::kRsqrt, 1}, {"abs", Op::kAbs, 1},
-    {"reciprocal", Op::kReciprocal, 1}, {"erf", Op::kErf, 1}, {"sin", Op::kSin, 1},
-    {"cos", Op::kCos, 1}, {"log1p", Op::kLog1p, 1}, {"expm1", Op::kExpm1, 1}, {"not", Op::kNot, 1},
-    {"add", Op::kAdd, 2}, {"sub", Op::kSub, 2}, {"mul", Op::kMul, 2}, {"div", Op::kDiv, 2},
-    {"max", Op::kMax, 2}, {"min", Op::kMin, 2}, {"pow", Op::kPow, 2}, {"gt", Op::kGt, 2},
-    {"lt", Op::kLt, 2}, {"ge", Op::kGe, 2}, {"le", Op::kLe, 2}, {"eq", Op::kEq, 2},
-    {"ne", Op::kNe, 2}, {"and", Op::kAnd, 2}, {"or", Op::kOr, 2}, {"gelu_bw", Op::kGeluBw, 2},
-    {"gelu_tanh_bw", Op::kGeluTanhBw, 2}, {"sigmoid_bw", Op::kSigmoidBw, 2},
-    {"tanh_bw", Op::kTanhBw, 2}, {"silu_bw", Op::kSiluBw, 2}, {"where", Op::kWhere, 3},
-    {"threshold_bw", Op::kThresholdBw, 3}, {"clamp", Op::kClamp, 3},
-};
-// clang-format on
-
-struct Instr {
-  Op op;
-  int d, a, b, c;  // registers (constants have registers of their own, filled once)
-};
-
-struct Program {
-  DType compute = DType::kFloat32;
-  int num_inputs = 0;
-  int num_regs = 0;
-  std::vector<Instr> code;
-  std::vector<std::pair<int, double>> constants;  // register, value
-  std::vector<std::pair<int, DType>> outputs;     // register, stored dtype
-  // Per register: the output it is written straight into (an output of the compute type whose
-  // register one instruction writes), or -1.
-  std::vector<int> writes_output;
-};
-
-constexpr const char* kOpName = "tensorbridge::pointwise";
-
-std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
-  auto p = std::make_shared<Program>();
-  p->num_inputs = num_inputs;
-  std::vector<std::vector<std::string>> lines;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(';', start);
-    if (end == std::string::npos) end = text.size();
-    std::vector<std::string> toks;
-    size_t i = start;
-    while (i < end) {
-      while (i < end && text[i] == ' ') ++i;
-      size_t j = i;
-      while (j < end && text[j] != ' ') ++j;
-      if (j > i) toks.emplace_back(text.substr(i, j - i));
-      i = j;
-    }
-    if (!toks.empty()) lines.push_back(std::move(toks));
-    start = end + 1;
-  }
-  int max_reg = num_inputs - 1;
-  auto reg = [&](const std::string& t) {
-    TB_CHECK(t.size() > 1 && t[0] == 'r', ValueError)
-        << kOpName << ": expected a register, got '" << t << "'";
-    int r = std::atoi(t.c_str() + 1);
-    TB_CHECK(r >= 0 && r < 4096, ValueError) << kOpName << ": bad register '" << t << "'";
-    max_reg = std::max(max_reg, r);
-    return r;
-  };
-  std::vector<std::pair<std::string, double>> consts;
-  auto operand = [&](const std::string& t) -> int {
-    if (!t.empty() && t[0] == 'k') {
-      char* end = nullptr;
-      double v = std::strtod(t.c_str() + 1, &end);
-      TB_CHECK(end != nullptr && *end == '\0', ValueError)
-          << kOpName << ": bad constant '" << t << "'";
-      consts.emplace_back(t, v);
-      return -static_cast<int>(consts.size());  // patched below
-    }
-    return reg(t);
-  };
-  for (const auto& toks : lines) {
-    if (toks[0] == "T") {
-      TB_CHECK(toks.size() == 2 && (toks[1] == "f32" || toks[1] == "f64"), ValueError)
-          << kOpName << ": compute type must be f32 or f64";
-      p->compute = toks[1] == "f32" ? DType::kFloat32 : DType::kFloat64;
-      continue;
-    }
-    if (toks[0] == "O") {
-      DType dt;
-      TB_CHECK(toks.size() == 3 && DTypeFromName(toks[2], &dt), ValueError)
-          << kOpName << ": bad output instruction";
-      TB_CHECK(dt == DType::kFloat32 || dt == DType::kFloat64 || dt == DType::kBool, ValueError)
-          << kOpName << ": outputs are float32, float64 or bool, got " << toks[2];
-      p->outputs.emplace_back(reg(toks[1]), dt);
-      continue;
-    }
-    const OpName* found = nullptr;
-    for (const OpName& o : kOps) {
-      if (toks[0] == o.name) found = &o;
-    }
-    TB_CHECK(found != nullptr, ValueError)
-        << kOpName << ": unknown instruction '" << toks[0] << "'";
-    TB_CHECK(static_cast<int>(toks.size()) == 2 + found->arity, ValueError)
-        << kOpName << ": " << toks[0] << " takes " << found->arity << " operands";
-    Instr in{found->op, reg(toks[1]), 0, 0, 0};
-    in.a = operand(toks[2]);
-    if (found->arity > 1) in.b = operand(toks[3]);
-    if (found->arity > 2) in.c = operand(toks[4]);
-    p->code.push_back(in);
-  }
-  // Constants take registers after every named one.
-  const int first_const = max_reg + 1;
-  for (Instr& in : p->code) {
-    for (int* r : {&in.a, &in.b, &in.c}) {
-      if (*r < 0) *r = first_const + (-*r - 1);
-    }
-  }
-  for (size_t i = 0; i < consts.size(); ++i) {
-    p->constants.emplace_back(first_const + static_cast<int>(i), consts[i].second);
-  }
-  p->num_regs = first_const + static_cast<int>(consts.size());
-  TB_CHECK(!p->outputs.empty(), ValueError) << kOpName << ": the program has no outputs";
-  for (const auto& o : p->outputs) {
-    TB_CHECK(o.second == p->compute || o.second == DType::kBool, ValueError)
-        << kOpName << ": an output of dtype " << DTypeName(o.second)
-        << " from a program computing in " << DTypeName(p->compute);
-  }
-  std::vector<int> writes(p->num_regs, 0);
-  for (const Instr& in : p->code) {
-    if (in.d >= 0 && in.d < p->num_regs) ++writes[in.d];
-  }
-  p->writes_output.assign(p->num_regs, -1);
-  for (size_t k = 0; k < p->outputs.size(); ++k) {
-    const auto [r, dt] = p->outputs[k];
-    if (r < p->num_regs && dt == p->compute && writes[r] == 1 && r >= num_inputs &&
-        p->writes_output[r] == -1) {
-      p->writes_output[r] = static_cast<int>(k);
-    }
-  }
-  return p;
-}
-
-std::shared_ptr<const Program> Cached(const std::string& text, int num_inputs) {
-  static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<const Program>> cache;
-  const std::string key = std::to_string(num_inputs) + "|" + text;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  auto p = Parse(text, num_inputs);
-  if (cache.size() < 4096) cache.emplace(key, p);
-  return p;
-}
+using fused_pointwise::Instr;
+using fused_pointwise::kOpName;
+using fused_pointwise::Op;
+using fused_pointwise::Program;
 
 // ---- block evaluation ---------------------------------------------------------------------
 
@@ -350,8 +196,6 @@ TB_INLINE bool Arith(Op op, T* __restrict d, const T* a, const T* b, const T* c,
     case Op::kRelu: TB_LOOP(a[i] < zero ? zero : a[i]);
     case Op::kAbs: TB_LOOP(std::fabs(a[i]));
     case Op::kReciprocal: TB_LOOP(one / a[i]);
-    case Op::kSqrt: TB_LOOP(std::sqrt(a[i]));
-    case Op::kRsqrt: TB_LOOP(one / std::sqrt(a[i]));
     case Op::kNot: TB_LOOP(a[i] == zero ? one : zero);
     case Op::kAdd: TB_LOOP(a[i] + b[i]);
     case Op::kSub: TB_LOOP(a[i] - b[i]);
@@ -428,9 +272,22 @@ bool ArithDispatch(Op op, T* d, const T* a, const T* b, const T* c, int64_t n) {
   return Arith<T>(op, d, a, b, c, n);
 }
 
+// sqrt and rsqrt (as 1 / sqrt, torch's) on Eigen's vectorised square root: a loop over
+// std::sqrt does not vectorise where it may set errno.
+template <typename T>
+bool Roots(Op op, T* d, const T* a, int64_t n) {
+  if (op != Op::kSqrt && op != Op::kRsqrt) return false;
+  using A = Eigen::Array<T, Eigen::Dynamic, 1>;
+  Eigen::Map<A> out(d, n);
+  out = Eigen::Map<const A>(a, n).sqrt();
+  if (op == Op::kRsqrt) out = out.inverse();
+  return true;
+}
+
 // The float32 instructions MathF leaves: log on Eigen's vectorised log (except blocks with
 // denormal inputs, which Eigen mishandles), the rest on the C library.
 void Math(Op op, float* d, const float* a, const float* b, int64_t n) {
+  if (Roots(op, d, a, n)) return;
   if (op == Op::kLog) {
     bool bad = false;
     for (int64_t i = 0; i < n; ++i) bad |= a[i] > 0.0f && a[i] < std::numeric_limits<float>::min();
@@ -454,6 +311,7 @@ void Math(Op op, float* d, const float* a, const float* b, int64_t n) {
 }
 
 void Math(Op op, double* d, const double* a, const double* b, int64_t n) {
+  if (Roots(op, d, a, n)) return;
   const double kBeta = M_SQRT2 * M_2_SQRTPI * 0.5, kKappa = 0.044715;
   const double kAlpha = M_2_SQRTPI * M_SQRT1_2 * 0.5;
   for (int64_t i = 0; i < n; ++i) {
@@ -540,26 +398,65 @@ void Gather(const Operand& op, const std::vector<int64_t>& shape, int64_t start,
   }
 }
 
+// d[0, n) = the sum (max, NaN propagating) of a[0, n), in 16 partial results so that the loop
+// vectorises.
+template <typename T, typename F>
+TB_INLINE T Fold(const T* a, int64_t n, T init, F f) {
+  T acc[16];
+  std::fill(acc, acc + 16, init);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int j = 0; j < 16; ++j) acc[j] = f(acc[j], a[i + j]);
+  }
+  for (int j = 0; i < n; ++i, ++j) acc[j] = f(acc[j], a[i]);
+  for (int w = 8; w > 0; w /= 2) {
+    for (int j = 0; j < w; ++j) acc[j] = f(acc[j], acc[j + w]);
+  }
+  return acc[0];
+}
+
+template <typename T>
+void RowReduce(Op op, const T* a, int64_t n, T* d) {
+  const T r = op == Op::kRowSum ? Fold(a, n, T(0), [](T x, T v) { return x + v; })
+                                : Fold(a, n, -std::numeric_limits<T>::infinity(),
+                                       [](T x, T v) { return v > x || v != v ? v : x; });
+  std::fill(d, d + n, r);
+}
+
+// Stores every `step`-th of v[0, n) (step 1, or a row's length for a per-row output) into out
+// from element `at` on, converted to out's dtype (bool: nonzero; 16-bit floats: rounded).
+template <typename T>
+void Store(const Tensor& out, int64_t at, const T* v, int64_t n, int64_t step) {
+  TB_DISPATCH(out.dtype(), kOpName, TB_TYPES_ALL, [&] {
+    scalar_t* o = static_cast<scalar_t*>(out.mutable_data()) + at;
+    for (int64_t i = 0, j = 0; i < n; i += step, ++j) o[j] = kernels::Convert<scalar_t>(v[i]);
+  });
+}
+
 template <typename T>
 void RunProgram(const Program& p, const std::vector<Operand>& ins,
                 const std::vector<int64_t>& shape, int64_t numel, const std::vector<Tensor>& outs) {
   // Long rows are cut into blocks within a row, so that inputs with unit inner stride (a
   // broadcast bias, a strided slice) are read in place; short rows into blocks of whole rows.
+  // A program with a row reduction takes whole rows per block: one long row, or as many short
+  // ones as fit in kBlock.
   const int nd = static_cast<int>(shape.size());
   const int64_t inner = shape[nd - 1];
-  const bool by_row = inner >= kBlock / 2 && nd > 1;
-  const int64_t per_row = by_row ? (inner + kBlock - 1) / kBlock : 0;
-  const int64_t blocks = by_row ? numel / inner * per_row : (numel + kBlock - 1) / kBlock;
+  const int64_t rows_per_block = p.rows ? std::max<int64_t>(1, kBlock / inner) : 0;
+  const int64_t blk = p.rows ? rows_per_block * inner : kBlock;
+  const bool by_row = p.rows ? rows_per_block == 1 : inner >= kBlock / 2 && nd > 1;
+  const int64_t per_row = p.rows ? 1 : by_row ? (inner + kBlock - 1) / kBlock : 0;
+  const int64_t blocks = by_row ? numel / inner * per_row : (numel + blk - 1) / blk;
   const bool parallel = numel >= kParallelMin;
   auto body = [&](int64_t b0, int64_t b1) {
     // 64-byte aligned registers (whole cache lines for the vector loads and stores).
-    std::unique_ptr<T[]> storage(new T[static_cast<size_t>(p.num_regs) * kBlock + 64]);
+    std::unique_ptr<T[]> storage(new T[static_cast<size_t>(p.num_regs) * blk + 64]);
     T* base = reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(storage.get()) + 63) &
                                    ~static_cast<uintptr_t>(63));
     std::vector<const T*> src(p.num_regs, nullptr);
-    auto reg = [&](int r) { return base + static_cast<int64_t>(r) * kBlock; };
+    auto reg = [&](int r) { return base + static_cast<int64_t>(r) * blk; };
     for (const auto& [r, v] : p.constants) {
-      std::fill(reg(r), reg(r) + kBlock, static_cast<T>(v));
+      std::fill(reg(r), reg(r) + blk, static_cast<T>(v));
       src[r] = reg(r);
     }
     for (size_t k = 0; k < ins.size(); ++k) {
@@ -568,7 +465,7 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
         TB_DISPATCH(ins[k].dtype, kOpName, TB_TYPES_ALL, [&] {
           v = kernels::Convert<T>(*reinterpret_cast<const scalar_t*>(ins[k].data));
         });
-        std::fill(reg(static_cast<int>(k)), reg(static_cast<int>(k)) + kBlock, v);
+        std::fill(reg(static_cast<int>(k)), reg(static_cast<int>(k)) + blk, v);
         src[k] = reg(static_cast<int>(k));
       }
     }
@@ -576,12 +473,12 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
       int64_t start, n, row = 0, col = 0;
       if (by_row) {
         row = b / per_row;
-        col = b % per_row * kBlock;
+        col = b % per_row * blk;
         start = row * inner + col;
-        n = std::min(kBlock, inner - col);
+        n = std::min(blk, inner - col);
       } else {
-        start = b * kBlock;
-        n = std::min(kBlock, numel - start);
+        start = b * blk;
+        n = std::min(blk, numel - start);
       }
       for (size_t k = 0; k < ins.size(); ++k) {
         const Operand& op = ins[k];
@@ -607,7 +504,9 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
       for (const Instr& in : p.code) {
         const int o = p.writes_output[in.d];
         T* d = o >= 0 ? static_cast<T*>(outs[o].mutable_data()) + start : reg(in.d);
-        if (!ArithDispatch<T>(in.op, d, src[in.a], src[in.b], src[in.c], n)) {
+        if (in.op == Op::kRowSum || in.op == Op::kRowMax) {
+          for (int64_t s = 0; s < n; s += inner) RowReduce<T>(in.op, src[in.a] + s, inner, d + s);
+        } else if (!ArithDispatch<T>(in.op, d, src[in.a], src[in.b], src[in.c], n)) {
           Math(in.op, d, src[in.a], src[in.b], n);
         }
         src[in.d] = d;
@@ -615,11 +514,12 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
       for (size_t k = 0; k < p.outputs.size(); ++k) {
         if (p.writes_output[p.outputs[k].first] == static_cast<int>(k)) continue;  // written
         const T* v = src[p.outputs[k].first];
-        if (p.outputs[k].second == p.compute) {
+        if (p.per_row[k]) {  // a row's value: its first element
+          Store(outs[k], start / inner, v, n, inner);
+        } else if (p.outputs[k].second == p.compute) {
           std::memcpy(static_cast<T*>(outs[k].mutable_data()) + start, v, n * sizeof(T));
         } else {
-          bool* o = static_cast<bool*>(outs[k].mutable_data()) + start;
-          for (int64_t i = 0; i < n; ++i) o[i] = v[i] != T(0);
+          Store(outs[k], start, v, n, 1);
         }
       }
     }
@@ -633,7 +533,7 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
 
 std::vector<Tensor> Pointwise(const std::vector<Tensor>& inputs, const std::vector<int64_t>& size,
                               const std::string& program) {
-  auto prog = Cached(program, static_cast<int>(inputs.size()));
+  auto prog = fused_pointwise::CachedProgram(program, static_cast<int>(inputs.size()));
   const Program& p = *prog;
   for (const Instr& in : p.code) {
     for (int r : {in.a, in.b, in.c, in.d}) {
@@ -665,10 +565,13 @@ std::vector<Tensor> Pointwise(const std::vector<Tensor>& inputs, const std::vect
       strides[k][lead + d] = s == 1 ? 0 : t.stride(d);
     }
   }
+  TB_CHECK(!p.rows || (nd > 0 && size[nd - 1] > 0), ValueError)
+      << kOpName << ": a row reduction needs a last dimension of at least one element";
+  std::vector<int64_t> row_size = size;
+  if (p.rows) row_size.back() = 1;
   std::vector<Tensor> outs;
-  for (const auto& [r, dt] : p.outputs) {
-    (void)r;
-    outs.push_back(Tensor::Empty(size, dt));
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    outs.push_back(Tensor::Empty(p.per_row[k] ? row_size : size, p.outputs[k].second));
   }
   if (numel == 0) return outs;
   // Coalesce: drop size-1 dims, merge a dim into the one outside it where every input steps
@@ -676,8 +579,9 @@ std::vector<Tensor> Pointwise(const std::vector<Tensor>& inputs, const std::vect
   std::vector<int64_t> shape;
   std::vector<std::vector<int64_t>> cs(inputs.size());
   for (int d = 0; d < nd; ++d) {
-    if (size[d] == 1) continue;
-    bool merge = !shape.empty();
+    const bool last_of_rows = p.rows && d == nd - 1;  // the reduced dim stays a dim of its own
+    if (size[d] == 1 && !last_of_rows) continue;
+    bool merge = !shape.empty() && !last_of_rows;
     for (size_t k = 0; k < inputs.size() && merge; ++k) {
       if (cs[k].back() != strides[k][d] * size[d]) merge = false;
     }

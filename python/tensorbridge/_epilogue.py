@@ -165,9 +165,10 @@ def _chain(producer: torch.fx.Node, matmul: bool, bias_ok: bool):
 
 
 def _weight_source(mat2: torch.fx.Node, input_dtype):
-    """The plan input behind a linear layer's weight operand (``t`` or ``permute([1, 0])`` of
-    it, maybe through an autocast ``_to_copy`` to the input's dtype) read by nothing else:
-    (source, transposed, cast node or None); else (mat2, False, None)."""
+    """The value behind a linear layer's weight operand: through a ``t`` or ``permute([1, 0])``
+    of it (``nn.Linear``; a weight used as it is, GPT-2's ``Conv1D``, has none) and an autocast
+    ``_to_copy`` to the input's dtype, each read by nothing else: (source, transposed, cast
+    node or None); (mat2, False, None) where there is neither."""
     n = mat2
     transposed = False
     if (
@@ -178,8 +179,6 @@ def _weight_source(mat2: torch.fx.Node, input_dtype):
     ):
         n = n.args[0]
         transposed = True
-    else:
-        return mat2, False, None
     cast = None
     if _dtype_cast(n) == input_dtype and len(n.users) == 1 and isinstance(n.args[0], torch.fx.Node):
         cast = n

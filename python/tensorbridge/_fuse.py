@@ -2,7 +2,14 @@
 
 ``groups(gm)`` finds, in an ATen FX graph (forward or backward), groups of element-wise nodes
 (add, mul, div, exp, tanh, gelu, where, comparisons, casts, the activations' backward ops, ...)
-that compute tensors of one shape, with broadcasting, scalars and type promotion as ATen does.
+that compute tensors of one shape, with broadcasting, scalars and type promotion as ATen does;
+bfloat16 and float16 values are computed in float32 (rounded only where the group writes them,
+as inductor does, where ATen rounds after every op).
+A group may also hold reductions over the last dimension with ``keepdim`` (``sum``, ``mean``,
+``amax``) of a value of its shape, and element-wise nodes on their results (of the shape with
+the last dimension 1): a *row group*, whose fused node runs one row at a time, so that an RMS
+norm (``pow``, ``mean``, ``add``, ``rsqrt``, ``mul``) or a decomposed softmax runs as one node
+that reads its input once.
 Each group runs as one ``tensorbridge::pointwise`` node: a small program evaluated block by
 block over the output (kernels/fused_pointwise.cc), so that values read only inside the group
 never reach memory. Values the rest of the graph reads (or the graph returns) are the group's
@@ -10,7 +17,9 @@ outputs and are written.
 
 A group is built in graph order: a node joins the group of an operand while nothing outside
 the group has read that group yet, so the fused node can run where its last member ran, after
-every input of every member and before every reader of its outputs.
+every input of every member and before every reader of its outputs. An ``alias`` of a member
+(how AOT autograd saves a value for the backward) does not count as a reader: it runs right
+after the fused node, and its own readers count as readers of the member.
 """
 
 from __future__ import annotations
@@ -27,7 +36,16 @@ __all__ = ["Group", "groups"]
 
 _aten = torch.ops.aten
 _FLOATS = (torch.float32, torch.float64)
-_DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.bool: "bool"}
+# 16-bit floats: computed in float32 inside a group (as ATen's kernels compute them), rounded
+# where a group writes them.
+_HALF = (torch.bfloat16, torch.float16)
+_DTYPE_NAMES = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.bfloat16: "bfloat16",
+    torch.float16: "float16",
+    torch.bool: "bool",
+}
 
 _UNARY = {
     _aten.neg.default: "neg",
@@ -102,7 +120,13 @@ _OTHER = {
     _aten.clamp_max.default,
     _aten.masked_fill.Scalar,
 }
-_TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER}
+# Reductions over the last dimension (keepdim): the row groups' reductions.
+_REDUCE = {_aten.sum.dim_IntList: "sum", _aten.mean.dim: "mean", _aten.amax.default: "amax"}
+_TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER, *_REDUCE}
+# Rows a row group reduces: at least _MIN_ROW elements (shorter rows run faster unfused, one
+# block per row being too small a block), at most _MAX_ROW (a block is a whole row).
+_MIN_ROW = 16
+_MAX_ROW = 16384
 
 
 def _schema(n: torch.fx.Node):
@@ -138,8 +162,10 @@ def _compute(n: torch.fx.Node):
     if n.op != "call_function" or n.target not in _TARGETS:
         return None
     val = _meta(n)
-    if not _static(val) or not val.is_contiguous() or val.dtype not in (*_FLOATS, torch.bool):
+    if not _static(val) or not val.is_contiguous() or val.dtype not in _DTYPE_NAMES:
         return None
+    if n.target in _REDUCE:
+        return _reduce_compute(n, val)
     args = _args(n)
     tensors = [_meta(a) for a in args if isinstance(a, torch.fx.Node)]
     if any(not _static(t) for t in tensors):
@@ -172,14 +198,14 @@ def _compute(n: torch.fx.Node):
     if n.target in (_aten.gelu.default, _aten.gelu_backward.default):
         if args[-1] not in ("none", "tanh"):
             return None
-    if val.dtype in _FLOATS:
+    if val.dtype in _FLOATS or val.dtype in _HALF:
         if n.target in _LOGICAL or n.target in _COMPARE:
             return None
         if n.target is _aten.where.self and tensors[0].dtype != torch.bool:
             return None
         if n.target is _aten.masked_fill.Scalar and tensors[1].dtype != torch.bool:
             return None
-        return val.dtype
+        return torch.float32 if val.dtype in _HALF else val.dtype
     # A bool result: comparisons of floats of one type, or logic on bools.
     if n.target in _LOGICAL:
         return "any" if all(t.dtype == torch.bool for t in tensors) else None
@@ -187,19 +213,47 @@ def _compute(n: torch.fx.Node):
         dts = {t.dtype for t in tensors}
         if len(dts) == 1 and next(iter(dts)) in _FLOATS:
             return next(iter(dts))
+        if len(dts) == 1 and next(iter(dts)) in _HALF:
+            return torch.float32
     return None
 
 
-class Group:
-    """Element-wise nodes of one output shape fused into one plan node."""
+def _reduce_compute(n: torch.fx.Node, val: torch.Tensor):
+    """The compute dtype of a reduction a row group can hold: over the last dimension of a
+    float tensor of the result's dtype, with keepdim, of a row of _MIN_ROW to _MAX_ROW."""
+    args = _args(n)
+    x = _meta(args[0])
+    if not _static(x) or x.dtype != val.dtype or val.dtype not in _FLOATS or x.dim() == 0:
+        return None
+    dims = args[1]
+    dims = [dims] if isinstance(dims, int) else dims
+    if not isinstance(dims, (list, tuple)) or len(dims) != 1 or dims[0] % x.dim() != x.dim() - 1:
+        return None
+    if args[2] is not True or (len(args) > 3 and args[3] is not None):  # keepdim; no dtype
+        return None
+    if not _MIN_ROW <= x.shape[-1] <= _MAX_ROW:
+        return None
+    return val.dtype
 
-    def __init__(self, shape, compute):
+
+def _row(shape: tuple) -> tuple:
+    """The shape of a row reduction's result over ``shape``."""
+    return (*shape[:-1], 1)
+
+
+class Group:
+    """Element-wise nodes of one output shape fused into one plan node; a row group (``row``)
+    also holds reductions over the last dimension and nodes of the reduced shape."""
+
+    def __init__(self, shape, compute, row=False):
         self.members: list[torch.fx.Node] = []
         self.shape = shape
+        self.row = row
         self.compute = compute
         self.closed = False  # a node outside the group has read one of its members
         self.outputs: list[torch.fx.Node] = []
         self.inputs: list = []  # fx nodes read from outside, in register order
+        self.aliases: list[torch.fx.Node] = []  # aliases of members, run after the group
 
     def describe(self) -> str:
         return ", ".join(_op_name(m) for m in self.members)
@@ -214,6 +268,7 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
     """The pointwise groups of ``gm`` with two or more members, outputs and inputs found;
     the nodes in ``skip`` (run inside another pass's fused node) join no group."""
     group_of: dict = {}
+    alias_of: dict = {}  # an alias node of a member -> the member
     all_groups: list[Group] = []
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for n in gm.graph.nodes:
@@ -221,19 +276,38 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
         joined = None
         if compute is not None:
             shape = tuple(_meta(n).shape)
+            reduce = n.target in _REDUCE
+            full = tuple(_meta(n.args[0]).shape) if reduce else shape
             cands = []
             for a in n.all_input_nodes:
                 g = group_of.get(a)
-                if g is None or g.closed or g.shape != shape or g in cands:
+                if g is None or g.closed or g in cands:
                     continue
-                if compute == "any" or g.compute == "any" or g.compute == compute:
+                # A reduction joins the group of its input; a node of a row group's reduced
+                # shape joins that row group.
+                fits = g.shape == full and (g.row or reduce or g.shape == shape)
+                fits = fits or (not reduce and g.row and _row(g.shape) == shape)
+                if fits and (compute == "any" or g.compute == "any" or g.compute == compute):
                     cands.append(g)
-            # The groups joined must agree on their compute type too.
+            # The groups joined must agree on their compute type and full shape too; a plain
+            # group of the reduced shape goes into a row group.
             kinds = {g.compute for g in cands} - {"any"}
             if len(kinds) > 1:
                 cands = [cands[0]]
             if cands:
+                top = max(cands, key=lambda g: (g.row, g.shape != shape))
+                cands = [top] + [
+                    g
+                    for g in cands
+                    if g is not top
+                    and (
+                        g.shape == top.shape
+                        or (top.row and not g.row and g.shape == _row(top.shape))
+                    )
+                ]
+            if cands:
                 joined = cands[0]
+                joined.row = joined.row or reduce
                 for g in cands[1:]:
                     for m in g.members:
                         group_of[m] = joined
@@ -243,16 +317,21 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
                     g.members = []
                 joined.members.sort(key=order.__getitem__)
             else:
-                joined = Group(shape, compute)
+                joined = Group(full, compute, row=reduce)
                 all_groups.append(joined)
             if joined.compute == "any":
                 joined.compute = compute
             joined.members.append(n)
             group_of[n] = joined
+        if joined is None and n.target is _aten.alias.default and n.args[0] in group_of:
+            alias_of[n] = n.args[0]
+            continue
         for a in n.all_input_nodes:
-            g = group_of.get(a)
+            g = group_of.get(alias_of.get(a, a))
             if g is not None and g is not joined:
                 g.closed = True
+    for n, m in alias_of.items():
+        group_of[m].aliases.append(n)
     out = []
     for g in all_groups:
         if len(g.members) < 2:
@@ -317,7 +396,9 @@ def program(g: Group) -> str:
             if last_use.get(a) == i and a in g.members and a not in keep:
                 free.append(int(reg[a][1:]))
     for o in g.outputs:
-        lines.append(f"O {reg[o]} {_DTYPE_NAMES[_meta(o).dtype]}")
+        # A value of a row group's reduced shape is written once per row.
+        kind = "P" if g.row and tuple(_meta(o).shape) != g.shape else "O"
+        lines.append(f"{kind} {reg[o]} {_DTYPE_NAMES[_meta(o).dtype]}")
     return ";".join(lines)
 
 
@@ -333,7 +414,15 @@ def _scaled(x: str, alpha, new, code: list) -> str:
 
 def _lower(m: torch.fx.Node, args: list, opnd, d: str, new, code: list) -> None:
     t = m.target
-    if t in _UNARY:
+    if t in _REDUCE:
+        if _REDUCE[t] == "mean":
+            tmp = new()
+            code.append(f"rsum {tmp} {opnd(args[0])}")
+            code.append(f"div {d} {tmp} {_const(_meta(args[0]).shape[-1])}")
+        else:
+            op = "rmax" if _REDUCE[t] == "amax" else "rsum"
+            code.append(f"{op} {d} {opnd(args[0])}")
+    elif t in _UNARY:
         code.append(f"{_UNARY[t]} {d} {opnd(args[0])}")
     elif t in _BINARY:
         code.append(f"{_BINARY[t]} {d} {opnd(args[0])} {opnd(args[1])}")
@@ -398,10 +487,12 @@ class Emitter:
         self.groups = groups(gm, skip)
         self.last = {g.members[-1]: g for g in self.groups}
         self.member = {m: g for g in self.groups for m in g.members}
+        self.waiting = {a for g in self.groups for a in g.aliases}  # aliases not yet emitted
         self.described: list[tuple[str, str, int]] = []  # (plan node, ops, outputs)
 
     def handles(self, n: torch.fx.Node) -> bool:
-        return n in self.member
+        """Whether ``n`` runs in (or, an alias of a member, right after) a fused node."""
+        return n in self.member or n in self.waiting
 
     def emit(self, builder, n: torch.fx.Node) -> None:
         g = self.last.get(n)
@@ -422,6 +513,9 @@ class Emitter:
         for k, o in enumerate(g.outputs):
             builder.env[o] = (v, k)
         self.described.append((name, g.describe(), len(g.outputs)))
+        for a in g.aliases:
+            self.waiting.discard(a)
+            builder.node(a)
 
 
 def _short(n: torch.fx.Node) -> str:

@@ -150,6 +150,32 @@ def test_autocast_folds_the_weight_and_bias_casts():
     assert dump.count("aten::_to_copy(") == 1, dump
 
 
+class Conv1D(torch.nn.Module):
+    """GPT-2's linear layer: the weight is [in, out], used without a transpose."""
+
+    def __init__(self, k, n):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(k, n) * 0.2)
+        self.bias = torch.nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        y = torch.addmm(self.bias, x.view(-1, x.shape[-1]), self.weight)
+        return y.view(*x.shape[:-1], -1)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_autocast_folds_the_cast_of_an_untransposed_weight(grad):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(Conv1D(24, 48), torch.nn.Tanh(), Conv1D(48, 16))
+    x = torch.randn(2, 9, 24)
+    got, want, dump = _plans(m, x, grad=grad, autocast=torch.bfloat16)
+    assert got.dtype == want.dtype == torch.bfloat16
+    _close(got.detach(), want.detach(), torch.bfloat16)
+    if not grad:  # the weights' and biases' casts run in the kernels (packed once)
+        assert dump.count("tensorbridge::matmul_epilogue(") == 2, dump
+        assert dump.count("aten::_to_copy(") == 1, dump
+
+
 def test_autocast_casts_one_value_once():
     torch.manual_seed(0)
     q, k = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)

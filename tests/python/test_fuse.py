@@ -180,6 +180,150 @@ def test_training_graph_forward_and_backward(no_fallback):
     assert want[3] == []
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_16_bit_floats_compute_in_float32(no_fallback, dtype):
+    # A chain on 16-bit floats is one group computing in float32 and rounding where it writes;
+    # the unfused plan rounds after every op, so the fused result is at least as close to the
+    # float64 result, and the two agree within the dtype's tolerance (torch.testing's rtol,
+    # relative to the largest magnitude).
+    x = (torch.randn(64, 300) * 2).to(dtype)
+    y = torch.randn(300).to(dtype)
+
+    def f(x, y):
+        return _gelu_new(x) * torch.sigmoid(y) + (x > 1)
+
+    _, want = _run(f, (x, y), fused=False)
+    compiled, got = _run(f, (x, y), fused=True)
+    assert len(_groups(compiled)) == 1
+    assert got.dtype == want.dtype == dtype
+    exact = f(x.double(), y.double())
+    err_fused = (got.double() - exact).abs().max().item()
+    err_unfused = (want.double() - exact).abs().max().item()
+    assert err_fused <= err_unfused * 1.01, (err_fused, err_unfused)
+    tol = 1.6e-2 * want.float().abs().max().item()
+    torch.testing.assert_close(got.float(), want.float(), rtol=0, atol=tol)
+
+
+def test_autocast_casts_join_the_group(no_fallback):
+    lin = torch.nn.Linear(32, 32)
+
+    def f(x):
+        h = lin(x)  # bfloat16 under autocast
+        return torch.tanh(h) * 0.5 + h.float().sigmoid()
+
+    x = torch.randn(8, 32)
+    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):
+        _, want = _run(f, (x,), fused=False)
+        compiled, got = _run(f, (x,), fused=True)
+    assert got.dtype == want.dtype == torch.float32
+    (g,) = _groups(compiled)
+    assert "aten::_to_copy" in g[1]
+    tol = 1.6e-2 * want.abs().max().item()
+    torch.testing.assert_close(got, want, rtol=0, atol=tol)
+
+
+def _rms_norm(x, w):
+    r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return w * (x * r), r
+
+
+def _softmax(x):
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def _reductions(compiled) -> list:
+    return [
+        ops for _, ops, _ in _groups(compiled) if "mean" in ops or "sum" in ops or "amax" in ops
+    ]
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(2, 32, 128), (600, 17), (3, 1000), (5, 16), (1, 1, 4100)],
+    ids=lambda s: "x".join(map(str, s)),
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_row_reductions_fuse_with_prologue_and_epilogue(no_fallback, shape, dtype):
+    # Short rows run many to a block, long rows one to a block; the norm's per-row factor is
+    # also a result (written once per row).
+    x = torch.randn(*shape, dtype=dtype)
+    w = torch.randn(shape[-1], dtype=dtype)
+    compiled, got = _run(_rms_norm, (x, w), fused=True)
+    torch.testing.assert_close(got, _rms_norm(x, w))
+    (ops,) = _reductions(compiled)
+    assert ops.split(", ")[:2] == ["aten::pow.Tensor_Scalar", "aten::mean.dim"]
+    compiled, got = _run(_softmax, (x,), fused=True)
+    torch.testing.assert_close(got, torch.softmax(x, -1))
+    assert len(_reductions(compiled)) == 1
+    tb.diagnostics.reset_plan_metrics()
+    _same(_rms_norm, x, w, groups=1)
+    tb.diagnostics.reset_plan_metrics()
+    _same(_softmax, x, groups=1)
+
+
+def test_row_reductions_special_values_and_what_stays_unfused(no_fallback):
+    x = torch.randn(4, 40)
+    x[1, 3], x[2, 0], x[3, 39] = float("nan"), float("inf"), -float("inf")
+    _same(_softmax, x)
+    tb.diagnostics.reset_plan_metrics()
+    _same(lambda x: x.amax(-1, keepdim=True) * 2 + x.sum(-1, keepdim=True), x, groups=1)
+    tb.diagnostics.reset_plan_metrics()
+
+    def other_dims(x):  # not over the last dim, no keepdim, a dtype: reductions left alone
+        a = (x * 2).sum(0, keepdim=True) + 1
+        b = (x * 3).mean(-1) + 1
+        c = (x * 4).sum(-1, keepdim=True, dtype=torch.float64) + 1
+        return a, b, c
+
+    compiled, _ = _run(other_dims, (x,), fused=True)
+    assert _reductions(compiled) == []
+    _same(other_dims, x)
+    tb.diagnostics.reset_plan_metrics()
+    long_rows, w = torch.randn(2, 20000), torch.randn(20000)  # over _MAX_ROW: unfused
+    compiled, got = _run(_rms_norm, (long_rows, w), fused=True)
+    assert _reductions(compiled) == []
+    torch.testing.assert_close(got, _rms_norm(long_rows, w))
+
+
+def test_row_reductions_in_training_graphs(no_fallback):
+    class RMSNorm(torch.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(n))
+
+        def forward(self, x):
+            return _rms_norm(x, self.weight)[0]
+
+    def run(fused):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(64, 96), RMSNorm(96), torch.nn.Linear(96, 8))
+        x = torch.randn(3, 7, 64, requires_grad=True)
+        torch._dynamo.reset()
+        old = tb.config.pointwise_fusion
+        tb.config.pointwise_fusion = fused
+        try:
+            c = torch.compile(m, backend="tensorbridge")
+            y = c(x)
+            _softmax(y).pow(2).sum().backward()
+        finally:
+            tb.config.pointwise_fusion = old
+        return y.detach(), x.grad, [p.grad for p in m.parameters()], _reductions(c)
+
+    want = run(False)
+    got = run(True)
+    torch.testing.assert_close(got[0], want[0])
+    torch.testing.assert_close(got[1], want[1])
+    for g, w in zip(got[2], want[2], strict=True):
+        torch.testing.assert_close(g, w)
+    assert len(got[3]) >= 2, got[3]  # the norm forward, and the sum of its backward
+    # The forward's norm is one node although the backward reads its factor (through an alias
+    # AOT autograd takes of it).
+    (norm,) = [ops for ops in got[3] if "aten::mean.dim" in ops]
+    assert "aten::rsqrt" in norm and norm.endswith("aten::mul.Tensor, aten::mul.Tensor"), norm
+    assert want[3] == []
+
+
 def _pointwise_plan(size, program):
     plan = tb._C.Plan()
     v = plan.add_input("x")
@@ -205,6 +349,13 @@ def test_bad_program_raises():
     plan = _pointwise_plan([3], "T f32;neg r1 r0;O r1 float64")
     with pytest.raises(ValueError, match="an output of dtype float64"):
         plan.run([x])
+    plan = _pointwise_plan([3], "T f32;neg r1 r0;P r1 float32")
+    with pytest.raises(ValueError, match="per-row output"):
+        plan.run([x])
+    empty = tb._C.from_dlpack(torch.randn(3, 0))
+    plan = _pointwise_plan([3, 0], "T f32;rsum r1 r0;P r1 float32")
+    with pytest.raises(ValueError, match="row reduction needs a last dimension"):
+        plan.run([empty])
     plan = _pointwise_plan([3], "T f32;neg r1 r0;O r1 float32")
     (y,) = plan.run([x])
     torch.testing.assert_close(torch.from_dlpack(y), -torch.from_dlpack(x))

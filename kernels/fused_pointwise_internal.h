@@ -1,0 +1,51 @@
+// Private to kernels/fused_pointwise*.cc: the programs of tensorbridge::pointwise (see
+// kernels/fused_pointwise.cc for their text), parsed once and cached by their text.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bridge/dtype.h"
+
+namespace tb {
+namespace fused_pointwise {
+
+// clang-format off
+enum class Op : uint8_t {
+  kCopy, kNeg, kExp, kLog, kTanh, kSigmoid, kRelu, kGelu, kGeluTanh, kSilu, kSqrt, kRsqrt, kAbs,
+  kReciprocal, kErf, kSin, kCos, kLog1p, kExpm1, kNot,
+  kAdd, kSub, kMul, kDiv, kMax, kMin, kPow, kGt, kLt, kGe, kLe, kEq, kNe, kAnd, kOr,
+  kGeluBw, kGeluTanhBw, kSigmoidBw, kTanhBw, kSiluBw,
+  kWhere, kThresholdBw, kClamp, kRowSum, kRowMax,
+};
+// clang-format on
+
+struct Instr {
+  Op op;
+  int d, a, b, c;  // registers (constants have registers of their own, filled once)
+};
+
+struct Program {
+  DType compute = DType::kFloat32;
+  int num_inputs = 0;
+  int num_regs = 0;
+  std::vector<Instr> code;
+  std::vector<std::pair<int, double>> constants;  // register, value
+  std::vector<std::pair<int, DType>> outputs;     // register, stored dtype
+  std::vector<bool> per_row;                      // per output: "P" (one value per row)
+  bool rows = false;                              // a row reduction: whole rows per block
+  // Per register: the output it is written straight into (an output of the compute type whose
+  // register one instruction writes), or -1.
+  std::vector<int> writes_output;
+};
+
+constexpr const char* kOpName = "tensorbridge::pointwise";
+
+// The parsed program of `text` for `num_inputs` inputs (cached; ValueError on a bad program).
+std::shared_ptr<const Program> CachedProgram(const std::string& text, int num_inputs);
+
+}  // namespace fused_pointwise
+}  // namespace tb
