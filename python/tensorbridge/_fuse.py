@@ -116,6 +116,7 @@ _OTHER = {
     _aten.threshold_backward.default,
     _aten.where.self,
     _aten.clamp.default,
+    _aten.hardtanh.default,
     _aten.clamp_min.default,
     _aten.clamp_max.default,
     _aten.masked_fill.Scalar,
@@ -467,7 +468,7 @@ def _lower(m: torch.fx.Node, args: list, opnd, d: str, new, code: list) -> None:
         code.append(f"where {d} {opnd(args[0])} {opnd(args[1])} {opnd(args[2])}")
     elif t is _aten.masked_fill.Scalar:
         code.append(f"where {d} {opnd(args[1])} {_const(args[2])} {opnd(args[0])}")
-    elif t is _aten.clamp.default:
+    elif t is _aten.clamp.default or t is _aten.hardtanh.default:
         lo = -math.inf if args[1] is None else args[1]
         hi = math.inf if args[2] is None else args[2]
         code.append(f"clamp {d} {opnd(args[0])} {_const(lo)} {_const(hi)}")

@@ -120,10 +120,12 @@ def test_comparisons_and_bool_outputs(no_fallback):
 
 def test_special_values(no_fallback):
     def f(x):
-        return torch.clamp(x * 2, -3, 3) + torch.maximum(x, -x) + torch.exp(x) * 0 + x.abs()
+        y = torch.clamp(x * 2, -3, 3) + torch.maximum(x, -x) + torch.exp(x) * 0 + x.abs()
+        return torch.nn.functional.hardtanh(y - 1, -2.5, 6.0)
 
     x = torch.tensor([0.0, -0.0, 1.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e-40, -200])
-    _same(f, x)
+    (group,) = _same(f, x, groups=1)
+    assert "aten::hardtanh" in group[1]
 
 
 def test_large_parallel_and_threads(no_fallback):
