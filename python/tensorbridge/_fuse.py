@@ -121,6 +121,14 @@ _OTHER = {
     _aten.clamp_max.default,
     _aten.masked_fill.Scalar,
 }
+# Ops whose fused float32 loop beats their own kernel: a group of one of them alone is kept.
+_ALONE = {
+    _aten.gelu.default,
+    _aten.gelu_backward.default,
+    _aten.silu_backward.default,
+    _aten.sigmoid.default,
+    _aten.tanh.default,
+}
 # Reductions over the last dimension (keepdim): the row groups' reductions.
 _REDUCE = {_aten.sum.dim_IntList: "sum", _aten.mean.dim: "mean", _aten.amax.default: "amax"}
 _TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER, *_REDUCE}
@@ -266,7 +274,8 @@ def _op_name(n: torch.fx.Node) -> str:
 
 
 def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> list[Group]:
-    """The pointwise groups of ``gm`` with two or more members, outputs and inputs found;
+    """The pointwise groups of ``gm`` with two or more members (or one of the ``_ALONE`` ops
+    computing in float32), outputs and inputs found;
     the nodes in ``skip`` (run inside another pass's fused node) join no group."""
     group_of: dict = {}
     alias_of: dict = {}  # an alias node of a member -> the member
@@ -335,7 +344,8 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
         group_of[m].aliases.append(n)
     out = []
     for g in all_groups:
-        if len(g.members) < 2:
+        alone = len(g.members) == 1 and g.members[0].target in _ALONE
+        if len(g.members) < 2 and not (alone and g.compute == torch.float32):
             continue
         if g.compute == "any":  # bool logic only: nothing to gain, and no float type to pick
             continue
