@@ -236,7 +236,12 @@ def _matmul(p: torch.fx.Node, inference: bool):
         return None
     nodes, steps, residual, add_bias = _chain(p, True, p.target == _aten.mm.default)
     packs = inference and config.prepack and p.target != _aten.bmm.default
-    if len(nodes) == 1 and (bias is None or not packs):
+    # Alone, an addmm's bias or a bare mm's autocast weight cast still folds (and its weight
+    # packs).
+    casts_weight = (
+        p.target == _aten.mm.default and _weight_source(mat2, _val(mat1).dtype)[2] is not None
+    )
+    if len(nodes) == 1 and not (packs and (bias is not None or casts_weight)):
         return None  # nothing to fold, and no weight to pack
     bias = bias if bias is not None else add_bias
     extra = []

@@ -116,9 +116,18 @@ _OTHER = {
     _aten.threshold_backward.default,
     _aten.where.self,
     _aten.clamp.default,
+    _aten.hardtanh.default,
     _aten.clamp_min.default,
     _aten.clamp_max.default,
     _aten.masked_fill.Scalar,
+}
+# Ops whose fused float32 loop beats their own kernel: a group of one of them alone is kept.
+_ALONE = {
+    _aten.gelu.default,
+    _aten.gelu_backward.default,
+    _aten.silu_backward.default,
+    _aten.sigmoid.default,
+    _aten.tanh.default,
 }
 # Reductions over the last dimension (keepdim): the row groups' reductions.
 _REDUCE = {_aten.sum.dim_IntList: "sum", _aten.mean.dim: "mean", _aten.amax.default: "amax"}
@@ -265,7 +274,8 @@ def _op_name(n: torch.fx.Node) -> str:
 
 
 def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> list[Group]:
-    """The pointwise groups of ``gm`` with two or more members, outputs and inputs found;
+    """The pointwise groups of ``gm`` with two or more members (or one of the ``_ALONE`` ops
+    computing in float32), outputs and inputs found;
     the nodes in ``skip`` (run inside another pass's fused node) join no group."""
     group_of: dict = {}
     alias_of: dict = {}  # an alias node of a member -> the member
@@ -334,7 +344,8 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
         group_of[m].aliases.append(n)
     out = []
     for g in all_groups:
-        if len(g.members) < 2:
+        alone = len(g.members) == 1 and g.members[0].target in _ALONE
+        if len(g.members) < 2 and not (alone and g.compute == torch.float32):
             continue
         if g.compute == "any":  # bool logic only: nothing to gain, and no float type to pick
             continue
@@ -467,7 +478,7 @@ def _lower(m: torch.fx.Node, args: list, opnd, d: str, new, code: list) -> None:
         code.append(f"where {d} {opnd(args[0])} {opnd(args[1])} {opnd(args[2])}")
     elif t is _aten.masked_fill.Scalar:
         code.append(f"where {d} {opnd(args[1])} {_const(args[2])} {opnd(args[0])}")
-    elif t is _aten.clamp.default:
+    elif t is _aten.clamp.default or t is _aten.hardtanh.default:
         lo = -math.inf if args[1] is None else args[1]
         hi = math.inf if args[2] is None else args[2]
         code.append(f"clamp {d} {opnd(args[0])} {_const(lo)} {_const(hi)}")

@@ -155,7 +155,8 @@ def test_composites_stay_whole_unless_narrowed(monkeypatch):
         tb.config.reset_legal_ops()
 
 
-def test_training_graphs_keep_composite_backward_ops_whole():
+def test_training_graphs_keep_composite_backward_ops_whole(monkeypatch):
+    monkeypatch.setattr(tb.config, "pointwise_fusion", False)  # would run it in a fused node
     model = _mlp()
     compiled = torch.compile(model, backend="tensorbridge")
     compiled(torch.randn(3, 20)).sum().backward()

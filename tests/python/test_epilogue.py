@@ -176,6 +176,22 @@ def test_autocast_folds_the_cast_of_an_untransposed_weight(grad):
         assert dump.count("aten::_to_copy(") == 1, dump
 
 
+def test_autocast_folds_the_weight_cast_of_a_bare_mm():
+    # A linear layer without bias and without an epilogue (llama's projections): the weight's
+    # cast runs in the kernel, packed once.
+    torch.manual_seed(0)
+    q, k = torch.nn.Linear(24, 40, bias=False), torch.nn.Linear(24, 40, bias=False)
+
+    def f(x):
+        return q(x) * k(x).transpose(-1, -2).sum(-1, keepdim=True).transpose(-1, -2)
+
+    x = torch.randn(2, 7, 24)
+    got, want, dump = _plans(f, x, autocast=torch.bfloat16)
+    _close(got, want, torch.bfloat16)
+    assert dump.count("tensorbridge::matmul_epilogue(") == 2, dump
+    assert dump.count("aten::_to_copy(") == 1, dump
+
+
 def test_autocast_casts_one_value_once():
     torch.manual_seed(0)
     q, k = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)

@@ -120,10 +120,12 @@ def test_comparisons_and_bool_outputs(no_fallback):
 
 def test_special_values(no_fallback):
     def f(x):
-        return torch.clamp(x * 2, -3, 3) + torch.maximum(x, -x) + torch.exp(x) * 0 + x.abs()
+        y = torch.clamp(x * 2, -3, 3) + torch.maximum(x, -x) + torch.exp(x) * 0 + x.abs()
+        return torch.nn.functional.hardtanh(y - 1, -2.5, 6.0)
 
     x = torch.tensor([0.0, -0.0, 1.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e-40, -200])
-    _same(f, x)
+    (group,) = _same(f, x, groups=1)
+    assert "aten::hardtanh" in group[1]
 
 
 def test_large_parallel_and_threads(no_fallback):
@@ -194,7 +196,7 @@ def test_16_bit_floats_compute_in_float32(no_fallback, dtype):
 
     _, want = _run(f, (x, y), fused=False)
     compiled, got = _run(f, (x, y), fused=True)
-    assert len(_groups(compiled)) == 1
+    assert len(_groups(compiled)) == 2  # the chain, and sigmoid(y) of another shape alone
     assert got.dtype == want.dtype == dtype
     exact = f(x.double(), y.double())
     err_fused = (got.double() - exact).abs().max().item()
@@ -220,6 +222,27 @@ def test_autocast_casts_join_the_group(no_fallback):
     assert "aten::_to_copy" in g[1]
     tol = 1.6e-2 * want.abs().max().item()
     torch.testing.assert_close(got, want, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, g: torch.sigmoid(x),
+        lambda x, g: torch.tanh(x),
+        lambda x, g: torch.nn.functional.gelu(x),
+        lambda x, g: torch.ops.aten.gelu_backward(g, x),
+        lambda x, g: torch.ops.aten.silu_backward(g, x),
+    ],
+    ids=["sigmoid", "tanh", "gelu", "gelu_backward", "silu_backward"],
+)
+def test_costly_ops_alone_run_fused(no_fallback, fn):
+    # Their fused float32 loops beat their own kernels: a lone one is a group of its own (not
+    # in float64, whose fused loops call the C library as the kernels do).
+    x, g = torch.randn(7, 300) * 4, torch.randn(7, 300)
+    (group,) = _same(fn, x, g)
+    assert group[1].count(",") == 0, group
+    tb.diagnostics.reset_plan_metrics()
+    assert _same(fn, x.double(), g.double()) == []
 
 
 def _rms_norm(x, w):
