@@ -10,7 +10,6 @@
 // PyTorch's own kernels through the fallback, to stay on torch's generator stream.
 #include <algorithm>
 #include <cmath>
-#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -20,6 +19,7 @@
 #include "dispatch/op_table.h"
 #include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/factory_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/promote_broadcast.h"
@@ -293,26 +293,7 @@ Tensor Linspace(const Scalar& start, const Scalar& end, int64_t steps, std::opti
     return out;
   }
   if (IsComplex(dt)) {  // the step in the result's complex type, as torch's CPU kernel
-    auto fill = [&](auto zero) {
-      using T = decltype(zero);
-      using R = typename T::value_type;
-      auto read = [](const Scalar& s) {
-        const std::complex<double> c = s.to_complex();
-        return T(static_cast<R>(c.real()), static_cast<R>(c.imag()));
-      };
-      const T a = read(start), b = read(end);
-      const T step = (b - a) / static_cast<R>(steps - 1);
-      const int64_t half = steps / 2;
-      T* p = out.data_as<T>();
-      for (int64_t i = 0; i < steps; ++i) {
-        p[i] = i < half ? a + step * static_cast<R>(i) : b - step * static_cast<R>(steps - i - 1);
-      }
-    };
-    if (dt == DType::kComplex64) {
-      fill(std::complex<float>());
-    } else {
-      fill(std::complex<double>());
-    }
+    kernels::ComplexSpace(out, start, end, steps, [](auto v) { return v; });
     return out;
   }
   TB_CHECK(!complex_bounds, TypeError)

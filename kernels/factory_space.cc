@@ -15,6 +15,7 @@
 #include "dispatch/op_table.h"
 #include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/factory_internal.h"
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
@@ -67,28 +68,9 @@ Tensor Logspace(const Scalar& start, const Scalar& end, int64_t steps, double ba
   Tensor out = Tensor::Empty({steps}, dt);
   if (steps == 0) return out;
   if (IsComplex(dt)) {  // in the result's complex type
-    auto fill = [&](auto zero) {
-      using T = decltype(zero);
-      using R = typename T::value_type;
-      auto read = [](const Scalar& s) {
-        const std::complex<double> c = s.to_complex();
-        return T(static_cast<R>(c.real()), static_cast<R>(c.imag()));
-      };
-      const T a = read(start), b = read(end);
-      const T bs(static_cast<R>(base));
-      const T step = steps == 1 ? T(0) : (b - a) / static_cast<R>(steps - 1);
-      const int64_t half = steps / 2;
-      T* p = out.data_as<T>();
-      for (int64_t i = 0; i < steps; ++i) {
-        p[i] = i < half || steps == 1 ? std::pow(bs, a + step * static_cast<R>(i))
-                                      : std::pow(bs, b - step * static_cast<R>(steps - i - 1));
-      }
-    };
-    if (dt == DType::kComplex64) {
-      fill(std::complex<float>());
-    } else {
-      fill(std::complex<double>());
-    }
+    kernels::ComplexSpace(out, start, end, steps, [base](auto v) {
+      return std::pow(decltype(v)(static_cast<typename decltype(v)::value_type>(base)), v);
+    });
     return out;
   }
   TB_CHECK(!complex_bounds, TypeError)

@@ -213,6 +213,16 @@ def test_linspace(bounds, steps, dtype):
     torch.testing.assert_close(got, want, check_stride=False)
 
 
+@pytest.mark.parametrize("dtype", CDTYPES, **_ids)
+@pytest.mark.parametrize("steps", [0, 1, 2, 7, 100])
+@pytest.mark.parametrize("base", [10.0, 2.0, 0.5])
+def test_logspace(base, steps, dtype):
+    for bounds in [(0, 1 + 1j), (1 - 2j, 3 + 4j), (0.5, -2.0)]:
+        want = torch.logspace(*bounds, steps, base, dtype=dtype)
+        got = tb.to_torch(tb.call("aten::logspace", *bounds, steps, base, dtype=dtype))
+        torch.testing.assert_close(got, want)
+
+
 def test_linspace_complex_bounds_dtype():
     # complex bounds and no dtype: torch's default complex dtype; a real dtype is refused
     got = tb.to_torch(tb.call("aten::linspace", 0, 1 + 1j, 5))
