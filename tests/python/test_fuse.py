@@ -150,27 +150,25 @@ def test_large_parallel_and_threads(no_fallback):
         torch.testing.assert_close(r, want)
 
 
-def test_training_graph_forward_and_backward(no_fallback):
+def _training_fused_and_unfused(build, x_shape, loss, groups):
+    """One compiled training step of the model build() makes, with pointwise fusion off and
+    on (the same seed, input and loss): outputs and gradients must agree. Returns the fused
+    and the unfused plan's groups, as groups(compiled) lists them."""
+
     def run(fused):
         torch.manual_seed(0)
-        m = torch.nn.Sequential(
-            torch.nn.Linear(24, 48),
-            torch.nn.GELU(approximate="tanh"),
-            torch.nn.Linear(48, 24),
-            torch.nn.SiLU(),
-            torch.nn.Tanh(),
-        )
-        x = torch.randn(10, 24, requires_grad=True)
+        m = build()
+        x = torch.randn(*x_shape, requires_grad=True)
         torch._dynamo.reset()
         old = tb.config.pointwise_fusion
         tb.config.pointwise_fusion = fused
         try:
             c = torch.compile(m, backend="tensorbridge")
             y = c(x)
-            (y * y).sum().backward()
+            loss(y).backward()
         finally:
             tb.config.pointwise_fusion = old
-        return y.detach(), x.grad, [p.grad for p in m.parameters()], _groups(c)
+        return y.detach(), x.grad, [p.grad for p in m.parameters()], groups(c)
 
     want = run(False)
     got = run(True)
@@ -178,8 +176,22 @@ def test_training_graph_forward_and_backward(no_fallback):
     torch.testing.assert_close(got[1], want[1])
     for g, w in zip(got[2], want[2], strict=True):
         torch.testing.assert_close(g, w)
-    assert len(got[3]) >= 2  # forward and backward groups
-    assert want[3] == []
+    return got[3], want[3]
+
+
+def test_training_graph_forward_and_backward(no_fallback):
+    def build():
+        return torch.nn.Sequential(
+            torch.nn.Linear(24, 48),
+            torch.nn.GELU(approximate="tanh"),
+            torch.nn.Linear(48, 24),
+            torch.nn.SiLU(),
+            torch.nn.Tanh(),
+        )
+
+    got, want = _training_fused_and_unfused(build, (10, 24), lambda y: (y * y).sum(), _groups)
+    assert len(got) >= 2  # forward and backward groups
+    assert want == []
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -318,33 +330,18 @@ def test_row_reductions_in_training_graphs(no_fallback):
         def forward(self, x):
             return _rms_norm(x, self.weight)[0]
 
-    def run(fused):
-        torch.manual_seed(0)
-        m = torch.nn.Sequential(torch.nn.Linear(64, 96), RMSNorm(96), torch.nn.Linear(96, 8))
-        x = torch.randn(3, 7, 64, requires_grad=True)
-        torch._dynamo.reset()
-        old = tb.config.pointwise_fusion
-        tb.config.pointwise_fusion = fused
-        try:
-            c = torch.compile(m, backend="tensorbridge")
-            y = c(x)
-            _softmax(y).pow(2).sum().backward()
-        finally:
-            tb.config.pointwise_fusion = old
-        return y.detach(), x.grad, [p.grad for p in m.parameters()], _reductions(c)
+    def build():
+        return torch.nn.Sequential(torch.nn.Linear(64, 96), RMSNorm(96), torch.nn.Linear(96, 8))
 
-    want = run(False)
-    got = run(True)
-    torch.testing.assert_close(got[0], want[0])
-    torch.testing.assert_close(got[1], want[1])
-    for g, w in zip(got[2], want[2], strict=True):
-        torch.testing.assert_close(g, w)
-    assert len(got[3]) >= 2, got[3]  # the norm forward, and the sum of its backward
+    got, want = _training_fused_and_unfused(
+        build, (3, 7, 64), lambda y: _softmax(y).pow(2).sum(), _reductions
+    )
+    assert len(got) >= 2, got  # the norm forward, and the sum of its backward
     # The forward's norm is one node although the backward reads its factor (through an alias
     # AOT autograd takes of it).
-    (norm,) = [ops for ops in got[3] if "aten::mean.dim" in ops]
+    (norm,) = [ops for ops in got if "aten::mean.dim" in ops]
     assert "aten::rsqrt" in norm and norm.endswith("aten::mul.Tensor, aten::mul.Tensor"), norm
-    assert want[3] == []
+    assert want == []
 
 
 def _pointwise_plan(size, program):
