@@ -76,19 +76,19 @@ class Tensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, array: _C.Array, requires_grad: bool = False) -> Tensor:
-        if array.device != "cpu":
-            raise ValueError(
-                f"tensorbridge.Tensor computes on the CPU; this array is on {array.device}"
-            )
-        dtype = TORCH_DTYPES.get(array.dtype)
-        if dtype is None:
-            raise TypeError(f"dtype {array.dtype} has no torch equivalent")
         # The libtorch-linked maker gives the wrapper the array's memory as its storage, so
         # torch's C++ code that reads a tensor's memory (CompositeImplicit decompositions,
-        # torch.utils.dlpack.to_dlpack) reads the wrapped values; without it, the wrapper's
-        # storage holds no memory.
+        # torch.utils.dlpack.to_dlpack) reads the wrapped values; it checks the device and
+        # dtype itself. Without it, the wrapper's storage holds no memory.
         t = _C._eager_wrap_array(cls, array)
         if t is None:
+            if array.device != "cpu":
+                raise ValueError(
+                    f"tensorbridge.Tensor computes on the CPU; this array is on {array.device}"
+                )
+            dtype = TORCH_DTYPES.get(array.dtype)
+            if dtype is None:
+                raise TypeError(f"dtype {array.dtype} has no torch equivalent")
             t = torch.Tensor._make_wrapper_subclass(
                 cls,
                 array.shape,
