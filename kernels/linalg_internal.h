@@ -58,6 +58,15 @@ void zgemm_(const char* transa, const char* transb, const lapack_int* m, const l
             const lapack_int* lda, const std::complex<double>* b, const lapack_int* ldb,
             const std::complex<double>* beta, std::complex<double>* c, const lapack_int* ldc,
             size_t, size_t);
+// The unblocked Q of a QR factorization (lapack.h leaves it out).
+#define TB_ORG2R_(NAME, T)                                                       \
+  void NAME(const lapack_int* m, const lapack_int* n, const lapack_int* k, T* a, \
+            const lapack_int* lda, const T* tau, T* work, lapack_int* info)
+TB_ORG2R_(sorg2r_, float);
+TB_ORG2R_(dorg2r_, double);
+TB_ORG2R_(cung2r_, std::complex<float>);
+TB_ORG2R_(zung2r_, std::complex<double>);
+#undef TB_ORG2R_
 }
 
 namespace tb::kernels::linalg {
@@ -133,6 +142,29 @@ TB_LAPACK_QUAD_(geqrf, TB_P_, (&m, &n, a, &lda, tau, work, &lwork, info))
 TB_LAPACK_PAIR_(orgqr, TB_P_, (&m, &n, &k, a, &lda, tau, work, &lwork, info))
 inline void orgqr(TB_P_(C64)) { LAPACK_cungqr(&m, &n, &k, a, &lda, tau, work, &lwork, info); }
 inline void orgqr(TB_P_(C128)) { LAPACK_zungqr(&m, &n, &k, a, &lda, tau, work, &lwork, info); }
+#undef TB_P_
+// The pieces of blocked QR (kernels/linalg_factor.cc's small-matrix path): the unblocked
+// factorization and Q of a panel (geqr2, org2r / ung2r), the triangular factor T of a block of
+// reflectors (larft) and its application to a matrix (larfb).
+#define TB_P_(T) Int m, Int n, T* a, Int lda, T* tau, T* work, Int* info
+TB_LAPACK_QUAD_(geqr2, TB_P_, (&m, &n, a, &lda, tau, work, info))
+#undef TB_P_
+#define TB_P_(T) Int m, Int n, Int k, T* a, Int lda, const T* tau, T* work, Int* info
+inline void org2r(TB_P_(float)) { sorg2r_(&m, &n, &k, a, &lda, tau, work, info); }
+inline void org2r(TB_P_(double)) { dorg2r_(&m, &n, &k, a, &lda, tau, work, info); }
+inline void org2r(TB_P_(C64)) { cung2r_(&m, &n, &k, a, &lda, tau, work, info); }
+inline void org2r(TB_P_(C128)) { zung2r_(&m, &n, &k, a, &lda, tau, work, info); }
+#undef TB_P_
+#define TB_P_(T) \
+  char direct, char storev, Int n, Int k, const T* v, Int ldv, const T* tau, T* t, Int ldt
+TB_LAPACK_QUAD_(larft, TB_P_, (&direct, &storev, &n, &k, v, &ldv, tau, t, &ldt))
+#undef TB_P_
+#define TB_P_(T)                                                                             \
+  char side, char trans, char direct, char storev, Int m, Int n, Int k, const T* v, Int ldv, \
+      const T* t, Int ldt, T* c, Int ldc, T* work, Int ldwork
+TB_LAPACK_QUAD_(larfb, TB_P_,
+                (&side, &trans, &direct, &storev, &m, &n, &k, v, &ldv, t, &ldt, c, &ldc, work,
+                 &ldwork))
 #undef TB_P_
 #define TB_P_(T)                                                                                \
   char side, char trans, Int m, Int n, Int k, const T* a, Int lda, const T* tau, T* c, Int ldc, \

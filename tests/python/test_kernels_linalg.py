@@ -85,6 +85,10 @@ def _check(name, *args, **kwargs):
 
 SQUARE = [(4, 4), (3, 5, 5), (2, 3, 1, 1), (0, 3, 3)]
 RECT = [(5, 3), (3, 5), (2, 4, 4), (2, 6, 2), (2, 2, 5)]
+# QR works in blocks of 8 reflectors up to 128 columns (kernels/linalg_factor.cc): several blocks and
+# a partial last one, tall and wide, and LAPACK's own blocking past 128 columns.
+BLOCKED_QR = [(37, 21), (21, 37), (2, 16, 16), (140, 9), (9, 140), (131, 130)]
+TALL_BLOCKED_QR = [s for s in BLOCKED_QR if s[-2] >= s[-1]]  # householder_product's domain
 
 
 # ---- deterministic results: compared with torch's directly --------------------------------------
@@ -199,7 +203,7 @@ def test_argument_errors():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(5, 3), (2, 4, 3), (3, 3)])
+@pytest.mark.parametrize("shape", [(5, 3), (2, 4, 3), (3, 3), *TALL_BLOCKED_QR])
 def test_geqrf_ormqr_householder(dtype, shape):
     a = _rand(*shape, dtype=dtype)
     _check("aten::geqrf", a)
@@ -254,7 +258,7 @@ def test_matrix_exp_and_cross(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [*RECT, (0, 3, 2)])
+@pytest.mark.parametrize("shape", [*RECT, (0, 3, 2), *BLOCKED_QR])
 @pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
 def test_qr(dtype, shape, mode):
     a = _rand(*shape, dtype=dtype)

@@ -20,7 +20,18 @@ import threading
 import pytest
 import torch
 from conftest import check_opinfo_samples, opinfo_cases
-from test_kernels_linalg import FAMILY, SWEEP, _close, _gen, _rand, _spd, _sym, tbcall
+from test_kernels_linalg import (
+    BLOCKED_QR,
+    FAMILY,
+    SWEEP,
+    TALL_BLOCKED_QR,
+    _close,
+    _gen,
+    _rand,
+    _spd,
+    _sym,
+    tbcall,
+)
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
@@ -143,7 +154,7 @@ def test_triangular(dtype, upper, left, unit):
 
 
 @pytest.mark.parametrize("dtype", CDTYPES)
-@pytest.mark.parametrize("shape", [(5, 3), (2, 4, 3), (3, 3)])
+@pytest.mark.parametrize("shape", [(5, 3), (2, 4, 3), (3, 3), *TALL_BLOCKED_QR])
 def test_geqrf_ormqr_householder(dtype, shape):
     a = _crand(*shape, dtype=dtype)
     tol = _tol(dtype)
@@ -208,7 +219,7 @@ def test_matrix_exp_cross_eye(dtype):
 
 
 @pytest.mark.parametrize("dtype", CDTYPES)
-@pytest.mark.parametrize("shape", [*RECT, (0, 3, 2)])
+@pytest.mark.parametrize("shape", [*RECT, (0, 3, 2), *BLOCKED_QR])
 @pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
 def test_qr(dtype, shape, mode):
     a = _crand(*shape, dtype=dtype)
