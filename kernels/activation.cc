@@ -3,11 +3,12 @@
 // gelu, gelu_, silu, silu_, mish, mish_, log_sigmoid_forward, glu, celu, celu_, hardshrink,
 // softshrink.
 //
-// Large contiguous float32 / bfloat16 tensors go to oneDNN's eltwise primitives where oneDNN
-// has the function (relu, leaky_relu, elu, gelu, silu, hardswish, mish), but contiguous
-// float32 / float64 relu runs on threshold_backward's row loop; everything else runs on
-// element loops in the opmath type, following torch's formulas. The in-place variants
-// compute a new tensor and copy it back into `self`.
+// Contiguous float32 gelu and silu run on the fused pointwise loop (kernels/fused_pointwise.cc,
+// vectorised exp / erf / tanh). Large contiguous float32 / bfloat16 tensors go to oneDNN's
+// eltwise primitives where oneDNN has the function (relu, leaky_relu, elu, gelu, silu,
+// hardswish, mish), but contiguous float32 / float64 relu runs on threshold_backward's row
+// loop; everything else runs on element loops in the opmath type, following torch's formulas.
+// The in-place variants compute a new tensor and copy it back into `self`.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -17,6 +18,7 @@
 #include "kernels/activation_internal.h"
 #include "kernels/common_internal.h"
 #include "kernels/complex_internal.h"
+#include "kernels/fused_pointwise_internal.h"
 
 namespace tb {
 namespace {
@@ -212,6 +214,8 @@ Tensor Gelu(const Tensor& self, const std::string& approximate) {
   constexpr const char* kOp = "aten::gelu";
   CheckFloat(kOp, self);
   const bool t = TanhApprox(kOp, approximate);
+  Tensor fused = fused_pointwise::Float32Activation(t ? "gelu_tanh" : "gelu", {&self});
+  if (fused.defined()) return fused;
   return EltwiseOr(self, t ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf, 0.f, 0.f,
                    [&] { return GeluLoops(kOp, self, t); });
 }
@@ -223,6 +227,8 @@ Tensor Silu(const Tensor& self) {
   constexpr const char* kOp = "aten::silu";
   if (IsComplex(self.dtype())) return kernels::complex::Unary(kOp, kOp, self, false);
   CheckFloat(kOp, self);
+  Tensor fused = fused_pointwise::Float32Activation("silu", {&self});
+  if (fused.defined()) return fused;
   return EltwiseOr(self, algorithm::eltwise_swish, 1.f, 0.f, [&] {
     return MapFloat(kOp, self, [](auto x) {
       using A = decltype(x);

@@ -4,15 +4,17 @@
 // log_sigmoid_backward, glu_backward.
 //
 // threshold_backward on contiguous same-shape float32 / float64 operands runs on a row loop
-// of kernels/cpu/simd.cc. Large contiguous float32 / bfloat16 gradients of gelu, silu,
-// hardswish, mish, elu and leaky_relu run on oneDNN's eltwise backward primitives; everything else
-// is an element loop over (grad_output, self) in the opmath type with torch's formula, operands
-// broadcast and promoted as torch's TensorIterator does.
+// of kernels/cpu/simd.cc. Contiguous float32 gradients of gelu and silu run on the fused
+// pointwise loop (kernels/fused_pointwise.cc). Large contiguous float32 / bfloat16 gradients of
+// gelu, silu, hardswish, mish, elu and leaky_relu run on oneDNN's eltwise backward primitives;
+// everything else is an element loop over (grad_output, self) in the opmath type with torch's
+// formula, operands broadcast and promoted as torch's TensorIterator does.
 #include <cmath>
 #include <string>
 
 #include "dispatch/op_table.h"
 #include "kernels/activation_internal.h"
+#include "kernels/fused_pointwise_internal.h"
 #include "kernels/layout.h"
 
 namespace tb {
@@ -121,6 +123,9 @@ Tensor SoftplusBackward(const Tensor& grad_output, const Tensor& self, const Sca
 Tensor GeluBackward(const Tensor& grad_output, const Tensor& self, const std::string& approximate) {
   constexpr const char* kOp = "aten::gelu_backward";
   if (approximate == "tanh" || approximate == "none") {
+    Tensor fused = fused_pointwise::Float32Activation(
+        approximate == "tanh" ? "gelu_tanh_bw" : "gelu_bw", {&grad_output, &self});
+    if (fused.defined()) return fused;
     Tensor r = OneDnnEltwiseBackward(
         grad_output, self,
         approximate == "tanh" ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf);
@@ -151,6 +156,8 @@ Tensor GeluBackward(const Tensor& grad_output, const Tensor& self, const std::st
 }
 
 Tensor SiluBackward(const Tensor& grad_output, const Tensor& self) {
+  Tensor fused = fused_pointwise::Float32Activation("silu_bw", {&grad_output, &self});
+  if (fused.defined()) return fused;
   Tensor r = OneDnnEltwiseBackward(grad_output, self, algorithm::eltwise_swish, 1.f);
   if (r.defined()) return r;
   return MapBinary("aten::silu_backward", grad_output, self, [](auto g, auto x) {

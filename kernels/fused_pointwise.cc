@@ -147,10 +147,15 @@ constexpr float kBetaF = 0.797884560802865355f;   // sqrt(2 / pi)
 constexpr float kAlphaF = 0.398942280401432678f;  // 1 / sqrt(2 pi)
 constexpr float kKappaF = 0.044715f;
 
+// torch's gelu_backward(approximate="tanh"): g * (0.5 (1 + t) + 0.5 x (1 - t^2) u'), t =
+// tanh(u), u = beta (x + kappa x^3). 1 + t and 1 - t^2 come from s = exp(-2|u|) (2 / (1 + s)
+// or 2 s / (1 + s), and 4 s / (1 + s)^2) rather than from t: near t = -1 and t = 1 they are
+// then exact where 1 - t * t of a rounded t is 0 (x about -4.9: a gradient of 1e-5 lost).
 TB_INLINE float GeluTanhBwF(float g, float x) {
-  const float x2 = x * x, t = TanhF(kBetaF * (x + kKappaF * x2 * x));
-  return g *
-         (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * (kBetaF * (1.0f + 3.0f * kKappaF * x2)));
+  const float x2 = x * x, u = kBetaF * (x + kKappaF * x2 * x);
+  const float s = ExpF(-2.0f * std::fabs(u)), inv = 1.0f / (1.0f + s);
+  const float one_plus_t = (u < 0.0f ? 2.0f * s : 2.0f) * inv, sech2 = 4.0f * s * inv * inv;
+  return g * (0.5f * one_plus_t + 0.5f * x * sech2 * (kBetaF * (1.0f + 3.0f * kKappaF * x2)));
 }
 
 // The float32 transcendental instructions; false for the others.
@@ -531,8 +536,11 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
   kernels::ForEachThreadShare(blocks, body);
 }
 
-std::vector<Tensor> Pointwise(const std::vector<Tensor>& inputs, const std::vector<int64_t>& size,
-                              const std::string& program) {
+}  // namespace
+
+std::vector<Tensor> fused_pointwise::Run(const std::vector<Tensor>& inputs,
+                                         const std::vector<int64_t>& size,
+                                         const std::string& program) {
   auto prog = fused_pointwise::CachedProgram(program, static_cast<int>(inputs.size()));
   const Program& p = *prog;
   for (const Instr& in : p.code) {
@@ -622,12 +630,29 @@ std::vector<Tensor> Pointwise(const std::vector<Tensor>& inputs, const std::vect
   return outs;
 }
 
-}  // namespace
+Tensor fused_pointwise::Float32Activation(const char* op, std::initializer_list<const Tensor*> in) {
+  const Tensor& first = **in.begin();
+  std::vector<Tensor> inputs;
+  for (const Tensor* t : in) {
+    if (t->dtype() != DType::kFloat32 || !t->is_contiguous() || t->shape() != first.shape()) {
+      return Tensor();
+    }
+    inputs.push_back(*t);
+  }
+  // "T f32;<op> rK r0 .. rK-1;O rK float32", one text per op (cached programs are keyed by it).
+  const int k = static_cast<int>(inputs.size());
+  std::string text = "T f32;" + std::string(op) + " r" + std::to_string(k);
+  for (int i = 0; i < k; ++i) text += " r" + std::to_string(i);
+  text += ";O r" + std::to_string(k) + " float32";
+  const std::vector<int64_t> size(first.shape().begin(), first.shape().end());
+  return Run(inputs, size, text)[0];
+}
 
 TB_REGISTER_KERNELS(fused_pointwise) {
   OpTable& t = OpTable::Global();
   t.Define("tensorbridge::pointwise(Tensor[] inputs, SymInt[] size, str program) -> Tensor[]");
-  table.RegisterKernel("tensorbridge::pointwise", DeviceType::kCPU, Boxed<&Pointwise>(), TB_HERE);
+  table.RegisterKernel("tensorbridge::pointwise", DeviceType::kCPU, Boxed<&fused_pointwise::Run>(),
+                       TB_HERE);
 }
 
 }  // namespace tb

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "bridge/dtype.h"
+#include "bridge/tensor.h"
 
 namespace tb {
 namespace fused_pointwise {
@@ -46,6 +48,16 @@ constexpr const char* kOpName = "tensorbridge::pointwise";
 
 // The parsed program of `text` for `num_inputs` inputs (cached; ValueError on a bad program).
 std::shared_ptr<const Program> CachedProgram(const std::string& text, int num_inputs);
+
+// tensorbridge::pointwise: the outputs of `program` over `inputs` broadcast to `size`.
+std::vector<Tensor> Run(const std::vector<Tensor>& inputs, const std::vector<int64_t>& size,
+                        const std::string& program);
+
+// The float32 activations and gradients whose loop here (vectorised exp, tanh and erf) beats
+// their oneDNN primitive and element loop at every size: the program op `op` ("silu",
+// "gelu_tanh_bw", ...) over `inputs` (its operands in order), when they are contiguous float32
+// tensors of one shape; an undefined tensor otherwise (the caller's own path then runs).
+Tensor Float32Activation(const char* op, std::initializer_list<const Tensor*> inputs);
 
 }  // namespace fused_pointwise
 }  // namespace tb

@@ -523,6 +523,37 @@ def test_mid_sized_activations_within_tolerance(numel):
     _check_activation_backwards(g, x)
 
 
+# float32 values where the fused loop's approximations of exp / tanh / erf meet their edges:
+# infinities, NaN, exp's overflow and underflow, tanh's saturation, tiny and subnormal inputs.
+_EDGES = [
+    *(float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1e-30, -1e-30, 1e-40, -1e-40),
+    *(88.7, -88.7, 89.0, -89.0, 104.0, -104.0, 9.0, -9.0, 20.0, -20.0, 1e4, -1e4, 3e38, -3e38),
+]
+
+
+@pytest.mark.parametrize("numel", [1, 23, 513, 40000])
+def test_fused_float32_activations(numel):
+    # Contiguous float32 silu, gelu (both forms), sigmoid, tanh and the gradients of silu and
+    # gelu run on the fused pointwise loop: edge values, every size class (one block, a partial
+    # block, blocks run in parallel), and a strided input that takes the other path.
+    edges = torch.tensor(_EDGES)
+    x = torch.cat([edges, rand(max(numel - len(edges), 0), scale=6.0)])[:numel]
+    g = torch.randn_like(x)
+    # torch's own gelu of +-inf and of values whose half overflows differs between its scalar
+    # loop (inf, nan) and its vector loop (nan, nan): those are left out for gelu alone.
+    finite = x.where(x.abs() <= 1e4, 1.0)
+    x2, g2 = rand(16, 40).mT, torch.randn(40, 16)
+    for a, a_gelu in ((x, finite), (x2, x2)):
+        for name in ("aten::silu", "aten::sigmoid", "aten::tanh"):
+            check(name, a)
+        check("aten::gelu", a, approximate="tanh")
+        check("aten::gelu", a_gelu)
+    for gg, a in ((g, x), (g2, x2)):
+        check("aten::silu_backward", gg, a)
+        for approx in ("none", "tanh"):
+            check("aten::gelu_backward", gg, a, approximate=approx)
+
+
 def test_large_norms_and_pools():
     x = rand(8, 16, 20, 24, scale=2.0) + 0.3
     w, b = rand(16), rand(16)
