@@ -211,6 +211,31 @@ TB_INLINE void BnBackwardT(const T* x, const T* dy, T* dx, int64_t n, T mean, T 
   for (int64_t i = 0; i < n; ++i) dx[i] = (dy[i] - gm - (x[i] - mean) * proj) * k;
 }
 
+// Layer norm's gradient of one float32 row (see LayerNormBackwardRow in simd_internal.h).
+template <int kBytes>
+TB_INLINE void LnBackwardT(const float* x, const float* dy, const float* w, int64_t n, float mean,
+                           float rstd, float* dx, float* scratch, float* dw, float* db) {
+  if (dx) {
+    const float* g = dy;
+    if (w) {
+      for (int64_t i = 0; i < n; ++i) scratch[i] = dy[i] * w[i];
+      g = scratch;
+    }
+    double sum = 0, dot = 0;
+    SumDotT<kBytes>(x, g, n, mean, &sum, &dot);
+    const auto nd = static_cast<double>(n);
+    const float gm = static_cast<float>(sum / nd);
+    const float proj = static_cast<float>(static_cast<double>(rstd) * rstd * dot / nd);
+    BnBackwardT<kBytes>(x, g, dx, n, mean, gm, proj, rstd);
+  }
+  if (dw) {
+    for (int64_t i = 0; i < n; ++i) dw[i] += dy[i] * ((x[i] - mean) * rstd);
+  }
+  if (db) {
+    for (int64_t i = 0; i < n; ++i) db[i] += dy[i];
+  }
+}
+
 template <int kBytes, typename T>
 TB_INLINE void ThresholdBackwardT(const T* g, const T* x, T* out, int64_t n, T th) {
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] <= th ? T(0) : g[i];
@@ -278,6 +303,10 @@ TB_ISA_VERSIONS(void, BnBackwardF64, BnBackwardT,
                 (const double* x, const double* dy, double* dx, int64_t n, double mean, double gm,
                  double proj, double k),
                 (x, dy, dx, n, mean, gm, proj, k))
+TB_ISA_VERSIONS(void, LnBackward, LnBackwardT,
+                (const float* x, const float* dy, const float* w, int64_t n, float mean, float rstd,
+                 float* dx, float* scratch, float* dw, float* db),
+                (x, dy, w, n, mean, rstd, dx, scratch, dw, db))
 TB_ISA_VERSIONS(void, ThresholdBackwardF32, ThresholdBackwardT,
                 (const float* g, const float* x, float* out, int64_t n, float th),
                 (g, x, out, n, th))
@@ -315,6 +344,11 @@ void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift
     static const NAME##_fn f_ = NAME##_pick(); \
     f_(__VA_ARGS__);                           \
   } while (0)
+
+void LayerNormBackwardRow(const float* x, const float* dy, const float* w, int64_t n, float mean,
+                          float rstd, float* dx, float* scratch, float* dw, float* db) {
+  TB_CALL_PICKED(LnBackward, x, dy, w, n, mean, rstd, dx, scratch, dw, db);
+}
 
 void Moments(const float* x, int64_t n, float m, double* sum, double* sqdev) {
   TB_CALL_PICKED(MomentsF32, x, n, m, sum, sqdev);

@@ -24,6 +24,14 @@ double SumRow(const double* x, int64_t n);
 void LayerNormRow(const float* x, float* y, const float* w, const float* b, int64_t n, float eps,
                   float* mean, float* rstd);
 
+// Layer norm's gradient for a float32 row x[0, n) with the forward's mean and rstd, dy its
+// output's gradient and w the weight (null: 1). When dx is not null: with g = dy * w (written
+// to scratch[0, n) when w is given), the sums of g and of g * (x - mean) as SumDot, then
+// dx = (g - sum / n - (x - mean) * rstd^2 * dot / n) * rstd. When dw / db are not null, adds
+// dy * (x - mean) * rstd to dw and dy to db (the weight's and bias's gradients over rows).
+void LayerNormBackwardRow(const float* x, const float* dy, const float* w, int64_t n, float mean,
+                          float rstd, float* dx, float* scratch, float* dw, float* db);
+
 // y[i] = x[i] * scale + shift over [0, n) (not fused: the same bits as the scalar float code).
 void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift);
 

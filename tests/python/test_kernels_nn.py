@@ -314,6 +314,22 @@ def test_layer_norm_backward(dtype, affine):
     )
 
 
+@pytest.mark.parametrize("shape", [(3, 7), (256, 384), (2048, 1025)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_backward_float32_paths(shape, affine):
+    # float32: row kernels up to 2M elements (dw and db summed per thread from 32768 elements),
+    # oneDNN's primitive beyond; every output mask torch's autograd asks for.
+    n = shape[-1]
+    x = rand(*shape, scale=3.0) + 1
+    w, b = (rand(n), rand(n)) if affine else (None, None)
+    out, mean, rstd = torch.ops.aten.native_layer_norm(x, [n], w, b, 1e-5)
+    gy = torch.randn_like(out)
+    masks = {(True, affine, affine), (True, False, False), (False, affine, affine)}
+    for mask in sorted(masks):
+        args = (gy, x, [n], mean, rstd, w, b, list(mask))
+        check("aten::native_layer_norm_backward", *args, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("train", [True, False])
 def test_batch_norm(dtype, train):

@@ -42,9 +42,15 @@ for shape in [(6, 768), (3, 5), (2, 3001)]:
     n = shape[-1]
     x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
     w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    for r in tb.call("aten::native_layer_norm", tb.from_dlpack(x), [n], tb.from_dlpack(w),
-                     tb.from_dlpack(b), 1e-5):
-        outs.append(arr(r))
+    fw = tb.call("aten::native_layer_norm", tb.from_dlpack(x), [n], tb.from_dlpack(w),
+                 tb.from_dlpack(b), 1e-5)
+    outs += [arr(r) for r in fw]
+    # its backward (row kernel: double-lane sums, float column sums), with and without weight
+    dy = rng.standard_normal(shape).astype(np.float32)
+    for wb in ((tb.from_dlpack(w), tb.from_dlpack(b)), (None, None)):
+        bw = tb.call("aten::native_layer_norm_backward", tb.from_dlpack(dy), tb.from_dlpack(x),
+                     [n], fw[1], fw[2], *wb, [True, True, True])
+        outs += [arr(r) for r in bw]
 x = rng.standard_normal((2, 5, 7, 9)).astype(np.float32)
 p = [rng.random(5, dtype=np.float32) for _ in range(4)]
 outs.append(arr(tb.call("aten::native_batch_norm", tb.from_dlpack(x),
@@ -79,7 +85,7 @@ def _run(cap: str, path: str) -> list[np.ndarray]:
 def test_isa_versions_give_the_same_bits(tmp_path):
     runs = {cap: _run(cap, str(tmp_path / f"{cap}.npz")) for cap in ("sse2", "avx2", "avx512")}
     base = runs["sse2"]
-    assert len(base) == 2 * 5 * 2 + 3 * 3 + 1 + 2 * 3 * (5 + 3 + 1)
+    assert len(base) == 2 * 5 * 2 + 3 * (3 + 2 * 3) + 1 + 2 * 3 * (5 + 3 + 1)
     for cap, outs in runs.items():
         for i, (a, b) in enumerate(zip(base, outs, strict=True)):
             assert a.dtype == b.dtype and a.shape == b.shape, (cap, i)
