@@ -488,6 +488,17 @@ def _model_paths(name: str, train: bool):
 
         return run
 
+    def tb_python_detach_path():
+        if not tb._tensor._python_key_ops():
+            return NA("no Python-key kernels: no detached copies in C++")
+        step = tb_path()
+
+        def run():
+            with tb._tensor._python_detach():
+                return step()
+
+        return run
+
     def dev_path():
         if DEVICE is None:
             return NA(DEVICE_NOTE)
@@ -498,6 +509,7 @@ def _model_paths(name: str, train: bool):
         ("torch", torch_path),
         ("tb", tb_path),
         ("tb py", tb_python_route_path),
+        ("tb pydet", tb_python_detach_path),
         ("dev", dev_path),
     ]
 
@@ -534,7 +546,7 @@ def models() -> None:
         ARGS,
     )
     kw = dict(repeats=max(5, ARGS.repeats // 10), target_s=0.05, budget_s=BUDGET_S * 4)
-    rows, r_tb, r_py, r_dev = [], [], [], []
+    rows, r_tb, r_py, r_det, r_dev = [], [], [], [], []
     for name in MODELS:
         for train in (False, True):
             label = f"{name} {'train step' if train else 'inference'}"
@@ -543,21 +555,37 @@ def models() -> None:
                 t = _cpu_time_interleaved(paths, steps=max(30, ARGS.repeats // 3))
             else:
                 t = measure_interleaved(paths, **kw)
-            a, p, b = (ratio(t["torch"], t[k]) for k in ("tb", "tb py", "dev"))
+            a, p, d, b = (ratio(t["torch"], t[k]) for k in ("tb", "tb py", "tb pydet", "dev"))
             r_tb.append(a)
             r_py.append(p)
+            r_det.append(d)
             r_dev.append(b)
-            rows.append([label, t["torch"], t["tb"], t["tb py"], t["dev"], a, p, b])
+            rows.append(
+                [label, t["torch"], t["tb"], t["tb py"], t["tb pydet"], t["dev"], a, p, d, b]
+            )
             print(f"  measured {label}", file=sys.stderr, flush=True)
     print_table(
         "small transformers models (hidden 128, batch 2 x 32), eager, min of repeats; "
-        "speed = torch's time / the route's (> 1.00x: faster than torch)",
-        ["model", "torch", "tb", "tb py", "dev", "tb speed", "tb py speed", "dev speed"],
+        "speed = torch's time / the route's (> 1.00x: faster than torch); tb py: every op "
+        "through __torch_dispatch__; tb pydet: detached copies through __torch_dispatch__",
+        [
+            "model",
+            "torch",
+            "tb",
+            "tb py",
+            "tb pydet",
+            "dev",
+            "tb speed",
+            "tb py speed",
+            "tb pydet speed",
+            "dev speed",
+        ],
         rows,
     )
     print(
         f"geomean speed vs torch eager: tb {fmt_ratio(geomean(r_tb))}, "
-        f"tb py {fmt_ratio(geomean(r_py))}, dev {fmt_ratio(geomean(r_dev))}"
+        f"tb py {fmt_ratio(geomean(r_py))}, tb pydet {fmt_ratio(geomean(r_det))}, "
+        f"dev {fmt_ratio(geomean(r_dev))}"
     )
 
 

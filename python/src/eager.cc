@@ -575,6 +575,16 @@ int CAttach(PyObject* wrapper, const Tensor* t) {
   }
 }
 
+// Sets `to`'s `_array` (a new wrapper's) to `from`'s Array, with the GIL held: a detached copy
+// of `from` shares its Array, as it shares its memory.
+void CShareArray(PyObject* from, PyObject* to) {
+  const Py_ssize_t offset = State().array_offset;
+  PyObject* arr = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(from) + offset);
+  PyObject** slot = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(to) + offset);
+  Py_XINCREF(arr);
+  Py_XSETREF(*slot, arr);
+}
+
 PyMethodDef kFindRuleDef = {
     "_find_torch_dispatch_rule",
     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FindTorchDispatchRule)),
@@ -673,10 +683,11 @@ void BindEager(py::module_& m) {
     Py_XSETREF(*slot, py::reinterpret_borrow<py::object>(array).release().ptr());
     return obj;
   });
-  // The addresses of CArrayTensor and CAttach, for the Python-key kernels.
+  // The addresses of CArrayTensor, CAttach and CShareArray, for the Python-key kernels.
   m.def("_eager_c_api", [] {
     return py::make_tuple(reinterpret_cast<uintptr_t>(&CArrayTensor),
-                          reinterpret_cast<uintptr_t>(&CAttach));
+                          reinterpret_cast<uintptr_t>(&CAttach),
+                          reinterpret_cast<uintptr_t>(&CShareArray));
   });
   m.def("_eager_dispatch", [](py::handle func, py::handle args, py::handle kwargs) {
     return EagerDispatch(func, args, kwargs);

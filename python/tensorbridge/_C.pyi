@@ -195,7 +195,7 @@ def _define(schema: str) -> str:
     """
     Declares the schema of an op outside aten.
     """
-def _eager_c_api() -> tuple[int, int]:
+def _eager_c_api() -> tuple[int, int, int]:
     ...
 def _eager_dispatch(arg0: typing.Any, arg1: typing.Any, arg2: typing.Any) -> typing.Any:
     ...

@@ -561,12 +561,24 @@ def _wrapper_library() -> tuple[Any, str]:
     return ctypes.cast(_wrapper_lib.tb_torch_make_wrapper, ctypes.c_void_p).value, ""
 
 
+_fast_wrappers_on = False  # whether the eager path makes wrappers with a libtorch-linked maker
+_python_key_count = 0  # the ops the Python-key kernels serve (0: off)
+
+
 def _fast_wrappers(on: bool = True) -> str:
     """Makes the results of eager ops with the libtorch-linked maker (``on``, where this build
     has one for the running torch: see ``_wrapper_library``) or with
-    ``torch.Tensor._make_wrapper_subclass``. Returns "" when the maker is in use, else why not."""
+    ``torch.Tensor._make_wrapper_subclass``. While the Python-key kernels are registered, the
+    maker is theirs (``tb_python_key_make_wrapper``: the same wrappers, whose detached copies
+    are made in C++). Returns "" when a maker is in use, else why not."""
+    global _fast_wrappers_on
     address, why = _wrapper_library() if on else (None, "switched off")
+    if address is not None and _python_key_count > 0:
+        import ctypes
+
+        address = ctypes.cast(_python_key_lib.tb_python_key_make_wrapper, ctypes.c_void_p).value
     _C._eager_fast_wrapper(address or 0)
+    _fast_wrappers_on = address is not None
     return why
 
 
@@ -637,23 +649,25 @@ def _python_key_kernels(on: bool = True) -> str:
             ctypes.py_object,
             ctypes.c_void_p,
             ctypes.c_void_p,
+            ctypes.c_void_p,
             ctypes.c_int,
         ]
         lib.tb_python_key_rules.restype = None
         lib.tb_python_key_rules.argtypes = [ctypes.c_int]
         lib.tb_python_key_pause.restype = None
         lib.tb_python_key_pause.argtypes = [ctypes.c_int]
+        lib.tb_python_key_fast_detach.restype = None
+        lib.tb_python_key_fast_detach.argtypes = [ctypes.c_int]
         _python_key_lib = lib
         _count_dispatch_rules()
     global _python_key_count
-    array_tensor, attach = _C._eager_c_api()
+    array_tensor, attach, share = _C._eager_c_api()
     _python_key_count = int(
-        _python_key_lib.tb_python_key_kernels(Tensor, array_tensor, attach, 1 if on else 0)
+        _python_key_lib.tb_python_key_kernels(Tensor, array_tensor, attach, share, 1 if on else 0)
     )
+    if _fast_wrappers_on:
+        _fast_wrappers(True)  # the kernels' maker while they are registered, else wrapper.cc's
     return "" if on else "switched off"
-
-
-_python_key_count = 0  # the ops the Python-key kernels serve (0: off)
 
 
 def _python_key_ops() -> int:
@@ -674,6 +688,22 @@ def _python_route() -> Iterator[None]:
         yield
     finally:
         _python_key_lib.tb_python_key_pause(0)
+
+
+@contextlib.contextmanager
+def _python_detach() -> Iterator[None]:
+    """Within it, torch's shallow copies of tensorbridge.Tensors (autograd's detach of saved
+    outputs, ``.data``) take ``__torch_dispatch__`` with ``aten::detach`` as torch does for
+    wrapper subclasses, instead of being made in C++ (for benchmarks and tests that compare
+    both; it applies to all threads)."""
+    if _python_key_lib is None:
+        yield
+        return
+    _python_key_lib.tb_python_key_fast_detach(0)
+    try:
+        yield
+    finally:
+        _python_key_lib.tb_python_key_fast_detach(1)
 
 
 def _count_dispatch_rules() -> None:

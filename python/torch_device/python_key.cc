@@ -54,12 +54,20 @@ using tb_torch::ArgKind;
 // The eager path's C functions (python/src/eager.cc): the Tensor behind a
 // tensorbridge.Tensor's `_array` (nullptr: none), and attaching a new Array to a new wrapper
 // (0, or -1 with a Python exception set; the GIL held).
+// tensorbridge.Tensor's `_array` of one wrapper set to another's Array (the GIL held).
 using ArrayTensorFn = const tb::Tensor* (*)(PyObject*);
 using AttachFn = int (*)(PyObject*, const tb::Tensor*);
+using ShareFn = void (*)(PyObject* from, PyObject* to);
 
 PyTypeObject* g_cls = nullptr;  // tensorbridge.Tensor; set before any kernel is registered
 ArrayTensorFn g_array_tensor = nullptr;
 AttachFn g_attach = nullptr;
+ShareFn g_share = nullptr;
+// Whether the kernels are registered: the wrappers' detached copies are made in C++ only then.
+std::atomic<bool> g_on{false};
+// Whether detached copies are made in C++ at all (tb_python_key_fast_detach, for benchmarks and
+// tests that compare both routes).
+std::atomic<bool> g_fast_detach{true};
 // torch_dispatch rules registered for tensorbridge.Tensor (torch.library's
 // register_torch_dispatch): while there are some, every call takes the Python route, which
 // looks them up.
@@ -184,6 +192,8 @@ class GilAcquire {
   PyGILState_STATE state_;
 };
 
+extern const tb_torch::WrapperHooks kHooks;
+
 // A new tensorbridge.Tensor over a table result, the GIL held: its TensorImpl (wrapper.h),
 // its Python object of the class, and the object's Array. The object lives as long as the
 // TensorImpl is referenced (torch's PyObject preservation).
@@ -199,7 +209,7 @@ at::Tensor MakeResult(const tb::Tensor& t) {
   at::Tensor w =
       tb_torch::MakeWrapperTensor(tb_torch::ToTorchDType(t.dtype()), nd, t.shape().data(),
                                   contiguous ? nullptr : t.strides().data(), t.data(),
-                                  tb::NewStorageRef(t), &tb::ReleaseStorageRef);
+                                  tb::NewStorageRef(t), &tb::ReleaseStorageRef, &kHooks);
   PyObject* obj = THPVariable_Wrap(w, g_cls);
   if (obj == nullptr) ThrowPythonError("making a result wrapper failed");
   if (g_attach(obj, &t) != 0) {
@@ -380,6 +390,71 @@ bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, 
   return true;
 }
 
+// ---- the wrappers' shallow copies (wrapper.h's WrapperImpl) --------------------------------
+
+// The tensorbridge.Tensor of `impl` with an Array, or nullptr (another class, a subclass, a
+// traced stand-in, no Python object). Reads pointers only: the caller holds `impl`, whose
+// Python object keeps its Array alive.
+PyObject* OurObject(const c10::TensorImpl& impl) {
+  if (!impl.key_set().has(c10::DispatchKey::Python)) return nullptr;
+  PyObject* obj = impl.pyobj_slot()->load_pyobj();
+  if (obj == nullptr || Py_TYPE(obj) != g_cls || g_array_tensor(obj) == nullptr) return nullptr;
+  return obj;
+}
+
+// What torch's TensorImpl::shallow_copy_and_detach would hand to the interpreter's detach
+// (aten::detach through __torch_dispatch__, whose answer is a wrapper of the class over the
+// same memory) is made in C++ where no TorchDispatchMode is active, the Python key is not
+// excluded (torch then copies without a Python object itself), no torch_dispatch rule is
+// registered for the class and the tensor is a tensorbridge.Tensor with data.
+bool MayDetach(const tb_torch::WrapperImpl& self) {
+  return g_on.load(std::memory_order_relaxed) && g_fast_detach.load(std::memory_order_relaxed) &&
+         g_rules.load(std::memory_order_relaxed) == 0 &&
+         !g_paused.load(std::memory_order_relaxed) &&
+         c10::impl::TorchDispatchModeTLS::stack_len() == 0 &&
+         !c10::impl::tls_is_dispatch_key_excluded(c10::DispatchKey::Python) &&
+         OurObject(self) != nullptr;
+}
+
+void AttachCopy(const tb_torch::WrapperImpl& self,
+                const c10::intrusive_ptr<c10::TensorImpl>& copy) {
+  GilAcquire gil;
+  PyObject* obj = THPVariable_Wrap(at::Tensor(copy), g_cls);
+  if (obj == nullptr) ThrowPythonError("making a detached wrapper failed");
+  g_share(self.pyobj_slot()->load_pyobj(), obj);
+  Py_DECREF(obj);  // the TensorImpl keeps it (torch's PyObject preservation)
+}
+
+// `self.data = src` (torch's set_data): src is a tensorbridge.Tensor (its Array is shared) or
+// a plain dense CPU tensor (an Array over its memory); others have no memory an Array can
+// describe.
+void CopyFrom(tb_torch::WrapperImpl& self, const c10::intrusive_ptr<c10::TensorImpl>& src) {
+  PyObject* from = OurObject(*src);
+  std::optional<tb::Tensor> plain;
+  if (from == nullptr) {
+    const c10::DispatchKeySet keys = src->key_set();
+    tb::DType dtype;
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        kPlainKeys.isSupersetOf(keys) && src->has_storage() && src->layout() == c10::kStrided &&
+            tb_torch::ToTbDType(src->dtype().toScalarType(), &dtype),
+        "tensorbridge: setting a tensorbridge.Tensor's .data to a tensor without plain CPU "
+        "memory (",
+        src->key_set(), ") is not supported");
+    plain = tb_torch::ToTb(at::Tensor(src));
+  }
+  self.CopyMetadataFrom(src);
+  PyObject* obj = self.pyobj_slot()->load_pyobj();
+  if (obj == nullptr || !PyObject_TypeCheck(obj, g_cls)) return;  // no Python object yet
+  GilAcquire gil;
+  if (from != nullptr) {
+    g_share(from, obj);
+  } else if (g_attach(obj, &*plain) != 0) {
+    ThrowPythonError("attaching the new memory's array failed");
+  }
+}
+
+const tb_torch::WrapperHooks kHooks = {&MayDetach, &AttachCopy, &CopyFrom};
+
 // ---- torch's __torch_function__ check ---------------------------------------------------
 
 // torch's argument parser asks every tensor argument of a subclass for its __torch_function__
@@ -412,13 +487,14 @@ int64_t g_registered = 0;               // guarded by g_mu
 }  // namespace tb_pykey
 
 // Registers the kernels (on != 0) or removes them (on == 0). `cls` is tensorbridge.Tensor,
-// the two addresses the eager path's C functions (_C._eager_c_api()). Returns the number of
+// the three addresses the eager path's C functions (_C._eager_c_api()). Returns the number of
 // ops registered, or -1 with a Python exception set. Called with the GIL held (ctypes.PyDLL).
 extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
-    PyObject* cls, uintptr_t array_tensor, uintptr_t attach, int on) {
+    PyObject* cls, uintptr_t array_tensor, uintptr_t attach, uintptr_t share, int on) {
   using namespace tb_pykey;
   try {
     std::lock_guard<std::mutex> lock(g_mu);
+    g_on.store(false, std::memory_order_relaxed);
     g_lib.reset();
     g_registered = 0;
     if (on == 0) return 0;
@@ -427,6 +503,7 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
       g_cls = reinterpret_cast<PyTypeObject*>(cls);
       g_array_tensor = reinterpret_cast<ArrayTensorFn>(array_tensor);
       g_attach = reinterpret_cast<AttachFn>(attach);
+      g_share = reinterpret_cast<ShareFn>(share);
     }
     TORCH_CHECK(reinterpret_cast<PyObject*>(g_cls) == cls, "tensorbridge: another tensor class");
     // Subclasses made from now on inherit it with tp_getattro (both were unset there).
@@ -444,6 +521,7 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
       ++g_registered;
     }
     g_lib = std::move(lib);
+    g_on.store(true, std::memory_order_relaxed);
     return g_registered;
   } catch (const std::exception& e) {
     PyErr_SetString(
@@ -462,4 +540,31 @@ extern "C" __attribute__((visibility("default"))) void tb_python_key_rules(int d
 // Sends every call to the Python route while `paused` is nonzero (benchmarks).
 extern "C" __attribute__((visibility("default"))) void tb_python_key_pause(int paused) {
   tb_pykey::g_paused.store(paused != 0, std::memory_order_relaxed);
+}
+
+// Makes the wrappers' detached copies in C++ (on != 0, the default) or through torch's route
+// (the interpreter's detach, __torch_dispatch__) while `on` is 0.
+extern "C" __attribute__((visibility("default"))) void tb_python_key_fast_detach(int on) {
+  tb_pykey::g_fast_detach.store(on != 0, std::memory_order_relaxed);
+}
+
+// wrapper.cc's tb_torch_make_wrapper for the wrappers of this library (their shallow copies
+// take its hooks: detached copies made in C++ while the kernels are registered): a new wrapper
+// of type `cls` over the memory at `data`, which `context` keeps alive (torch calls
+// `deleter(context)` once, also when this call fails). A new reference, or nullptr with a
+// Python exception set.
+extern "C" __attribute__((visibility("default"))) PyObject* tb_python_key_make_wrapper(
+    PyObject* cls, int64_t ndim, const int64_t* sizes, const int64_t* strides, PyObject* dtype,
+    void* data, void* context, void (*deleter)(void*)) {
+  try {
+    const c10::ScalarType st = reinterpret_cast<tb_torch::DtypeObject*>(dtype)->scalar_type;
+    const at::Tensor t = tb_torch::MakeWrapperTensor(st, ndim, sizes, strides, data, context,
+                                                     deleter, &tb_pykey::kHooks);
+    return THPVariable_Wrap(t, reinterpret_cast<PyTypeObject*>(cls));
+  } catch (const std::exception& e) {
+    PyErr_SetString(
+        PyExc_RuntimeError,
+        (std::string("tensorbridge: making a result wrapper failed: ") + e.what()).c_str());
+    return nullptr;
+  }
 }

@@ -22,16 +22,6 @@
 // pybind11): a new Python object of `type` over `var`.
 PyObject* THPVariable_Wrap(const at::TensorBase& var, PyTypeObject* type);
 
-namespace {
-
-// torch.dtype's layout (torch/csrc/Dtype.h): the object header, then the scalar type.
-struct DtypeObject {
-  PyObject ob_base;  // PyObject_HEAD
-  c10::ScalarType scalar_type;
-};
-
-}  // namespace
-
 // A new wrapper of type `cls` (a torch.Tensor subclass defining __torch_dispatch__) with
 // `ndim` sizes and strides (strides == nullptr: contiguous) and dtype `dtype` (a torch.dtype,
 // checked by the caller), over the memory at `data`, which `context` keeps alive: torch calls
@@ -41,7 +31,7 @@ extern "C" __attribute__((visibility("default"))) PyObject* tb_torch_make_wrappe
     PyObject* cls, int64_t ndim, const int64_t* sizes, const int64_t* strides, PyObject* dtype,
     void* data, void* context, void (*deleter)(void*)) {
   try {
-    const c10::ScalarType st = reinterpret_cast<DtypeObject*>(dtype)->scalar_type;
+    const c10::ScalarType st = reinterpret_cast<tb_torch::DtypeObject*>(dtype)->scalar_type;
     const at::Tensor t =
         tb_torch::MakeWrapperTensor(st, ndim, sizes, strides, data, context, deleter);
     return THPVariable_Wrap(t, reinterpret_cast<PyTypeObject*>(cls));

@@ -339,9 +339,9 @@ def test_autograd_through_the_kernels(no_fallback, monkeypatch):
     out, python_ops = _python_route_ops(lambda: loss(a, w), monkeypatch)
     assert out.grad_fn is not None
     _, python_ops_backward = _python_route_ops(out.backward, monkeypatch)
-    # Only the detaches of saved outputs (softmax's), which torch makes through the Python
-    # interpreter's detach rather than the dispatcher, take __torch_dispatch__.
-    assert set(python_ops + python_ops_backward) <= {"aten.detach.default"}
+    # No op takes __torch_dispatch__, not even the detaches of saved outputs (softmax's), which
+    # torch makes through TensorImpl::shallow_copy_and_detach rather than the dispatcher.
+    assert python_ops + python_ops_backward == []
     loss(ta, tw).backward()
     assert type(a.grad) is tb.Tensor and type(w.grad) is tb.Tensor
     np.testing.assert_allclose(_np(a.grad), ta.grad.numpy(), rtol=1e-4, atol=1e-6)
@@ -420,3 +420,139 @@ def test_same_results_as_the_python_route(no_fallback, name, fn):
         assert type(f) is type(s) is tb.Tensor
         assert (f.shape, f.stride(), f.dtype) == (s.shape, s.stride(), s.dtype)
         np.testing.assert_array_equal(_np(f), _np(s))
+
+
+# ---- shallow copies: detached copies made in C++, `x.data = y` ----------------------------------
+
+
+def _storage_ptr(t: torch.Tensor) -> int:
+    return torch.Tensor.untyped_storage(t).data_ptr()  # the wrapper's own, not to_torch's
+
+
+def test_detached_copy_keeps_class_and_memory(no_fallback, monkeypatch):
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    a = tb.wrap(x).requires_grad_()
+    y = (a * 2)[1:, ::2]  # a strided non-leaf
+    # `.data` is torch's shallow_copy_and_detach itself (not an op through the dispatcher).
+    for copy_of in (lambda t: t.data, lambda t: t.detach()):
+        d, python_ops = _python_route_ops(lambda f=copy_of: f(y), monkeypatch)
+        assert python_ops == []
+        assert type(d) is tb.Tensor and not d.requires_grad and d.grad_fn is None
+        assert d.shape == y.shape and d.stride() == y.stride()
+        assert d.data_ptr() == y.data_ptr() == d.array.data_ptr == _storage_ptr(d)
+        assert _storage_ptr(d) == _storage_ptr(y)
+        np.testing.assert_array_equal(_np(d), (x * 2)[1:, ::2])
+        np.testing.assert_array_equal(_np(d + 1), (x * 2)[1:, ::2] + 1)  # a normal tensor after
+    leaf = tb.wrap(x)
+    d = leaf.data
+    with torch.no_grad():
+        d[0, 0] = -5.0  # the same memory: the wrapped numpy array changes
+    assert x[0, 0] == -5.0 and type(d) is tb.Tensor and d.array.data_ptr == x.ctypes.data
+
+
+def test_detached_copies_are_the_python_routes(no_fallback):
+    # The same tensors as torch's route (the interpreter's detach through __torch_dispatch__).
+    a = tb.wrap(X).requires_grad_()
+    y = torch.exp(a).t()
+    fast = y.data
+    with _tensor._python_detach():
+        slow = y.data
+    for d in (fast, slow):
+        assert type(d) is tb.Tensor
+    assert (fast.shape, fast.stride(), fast.data_ptr(), fast._version) == (
+        slow.shape,
+        slow.stride(),
+        slow.data_ptr(),
+        slow._version,
+    )
+    np.testing.assert_array_equal(_np(fast), _np(slow))
+
+
+def _train_step(params, x):
+    """A step whose backward unpacks saved outputs (exp, rsqrt, tanh, sigmoid, softmax)."""
+    w1, w2 = params
+    h = torch.tanh(x @ w1)
+    h = h * torch.rsqrt((h * h).mean(-1, keepdim=True) + 1e-5)
+    h = torch.nn.functional.silu(h) + torch.sigmoid(h) * torch.exp(-h)
+    return torch.softmax(h @ w2, dim=-1)[:, 0].sum()
+
+
+def test_training_step_equals_torch_without_python_trips(no_fallback, monkeypatch):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 6)).astype(np.float32)
+    w = [rng.standard_normal(s).astype(np.float32) for s in ((6, 8), (8, 3))]
+    ref = [torch.from_numpy(v.copy()).requires_grad_() for v in w]
+    _train_step(ref, torch.from_numpy(x)).backward()
+    grads = []
+    for fast in (True, False):
+        ps = [tb.wrap(v.copy()).requires_grad_() for v in w]
+        route = contextlib.nullcontext() if fast else _tensor._python_detach()
+        with route:
+            loss, ops = _python_route_ops(lambda p=ps: _train_step(p, tb.wrap(x)), monkeypatch)
+            _, ops_backward = _python_route_ops(loss.backward, monkeypatch)
+        if fast:
+            assert ops + ops_backward == []
+        else:  # torch's route: each saved output's detach at saving and at unpacking
+            assert ops + ops_backward and set(ops + ops_backward) == {"aten.detach.default"}
+        for p, r in zip(ps, ref, strict=True):
+            assert type(p.grad) is tb.Tensor
+            np.testing.assert_allclose(_np(p.grad), r.grad.numpy(), rtol=1e-5, atol=1e-6)
+        grads.append([_np(p.grad) for p in ps])
+    for f, s in zip(*grads, strict=True):
+        np.testing.assert_array_equal(f, s)
+
+
+def test_saved_output_modified_in_place_is_caught(no_fallback):
+    # The saved copy shares the output's version counter, as torch's own detach does.
+    a = tb.wrap(X).requires_grad_()
+    y = torch.exp(a)
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_detach_under_a_mode_goes_to_the_mode(no_fallback):
+    a = tb.wrap(X).requires_grad_()
+    y = a * 2
+    with _Recorder() as mode:
+        d = y.data
+    assert mode.ops == ["aten.detach.default"]
+    assert type(d) is tb.Tensor and d.data_ptr() == y.data_ptr()
+
+
+def test_detached_copies_from_threads(no_fallback):
+    errors = []
+
+    def work(k):
+        try:
+            x = (np.arange(48, dtype=np.float32).reshape(6, 8) + k) / 10
+            for _ in range(100):
+                a = tb.wrap(x).requires_grad_()
+                torch.sigmoid(torch.exp(a * 0.1)).sum().backward()
+                e = np.exp(x * 0.1)
+                s = 1 / (1 + np.exp(-e))
+                np.testing.assert_allclose(_np(a.grad), s * (1 - s) * e * 0.1, rtol=1e-4)
+        except Exception as e:  # reported in the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_setting_data_moves_the_array(no_fallback):
+    x = tb.wrap(np.zeros((2, 3), np.float32))
+    src = np.arange(6, dtype=np.float32).reshape(3, 2)
+    x.data = tb.wrap(src).t()
+    assert x.shape == (2, 3) and x.data_ptr() == src.ctypes.data == x.array.data_ptr
+    np.testing.assert_array_equal(_np(x), src.T)
+    np.testing.assert_array_equal(_np(x + 1), src.T + 1)
+    plain = torch.arange(4, dtype=torch.float64)
+    x.data = plain
+    assert x.dtype == torch.float64 and x.data_ptr() == plain.data_ptr() == x.array.data_ptr
+    np.testing.assert_array_equal(_np(x * 2), plain.numpy() * 2)
+    with pytest.raises(NotImplementedError, match=r"setting a tensorbridge\.Tensor's \.data"):
+        x.data = _Other(torch.zeros(4, dtype=torch.float64))
