@@ -41,7 +41,8 @@ weights; ratios are torch's time over the route's (> 1.00x: the route is faster)
 
 ``--models --cpu-time`` times each step in the calling thread's CPU time instead (min of
 interleaved steps; with ``--threads 1`` all the work is on that thread): steadier on a machine
-busier than its cores.
+busier than its cores. Not for the device route's training step, whose backward torch's
+autograd engine runs on a thread of its own (that cell says n/a).
 
 Usage: python benchmarks/bench_eager.py [--quick] [--repeats N] [--threads N]
        [--breakdown | --models [--cpu-time]]
@@ -502,6 +503,10 @@ def _model_paths(name: str, train: bool):
     def dev_path():
         if DEVICE is None:
             return NA(DEVICE_NOTE)
+        if train and ARGS.ns.cpu_time:
+            # torch's autograd engine runs a device's backward on a thread of its own: the
+            # calling thread's CPU time would leave the backward out.
+            return NA("--cpu-time: the device's backward runs on autograd's device thread")
         m = DEVICE.module_to_device(copy.deepcopy(model))
         return runner(m, {k: DEVICE.to_device(v.clone()) for k, v in inputs.items()})
 
