@@ -63,6 +63,16 @@ void Plan::SetValueBytes(int value, int64_t bytes) {
   value_bytes_[value] = bytes;
 }
 
+void Plan::SetValueBase(int value, int base) {
+  TB_CHECK(!finalized_, ValueError) << "Plan: cannot add to a finalized plan";
+  const int nv = static_cast<int>(value_names_.size());
+  TB_CHECK(value >= 0 && value < nv && base >= 0 && base < value, ValueError)
+      << "Plan: SetValueBase(" << value << ", " << base
+      << "): the base must be a value made before its view";
+  if (value_base_.size() < value_names_.size()) value_base_.resize(value_names_.size(), -1);
+  value_base_[value] = base;
+}
+
 namespace {
 
 // Whether t is laid out with `strides` (dimensions of size 1 may have any stride).
@@ -149,23 +159,7 @@ void Plan::Finalize() {
       n.expect_strides.push_back(expect ? expected_strides_[v] : std::vector<int64_t>{});
     }
   }
-  // Peak bytes by liveness: a node's kept results join the live set while its arguments are
-  // still alive; the arguments whose last use it is leave after it.
-  value_bytes_.resize(nv, 0);
-  std::vector<bool> is_input(nv, false);
-  for (int v : inputs_) is_input[v] = true;
-  int64_t live = 0;
-  peak_bytes_ = 0;
-  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
-    const Node& n = nodes_[i];
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      if (n.keep_output[k]) live += value_bytes_[n.outputs[k]];
-    }
-    peak_bytes_ = std::max(peak_bytes_, live);
-    for (int v = 0; v < nv; ++v) {
-      if (last_use[v] == i && !is_input[v] && slot_of_[v] >= 0) live -= value_bytes_[v];
-    }
-  }
+  ComputePeakBytes(last_use);
   input_expect_.clear();
   for (int v : inputs_) {
     if (v < static_cast<int>(expected_strides_.size()) && !expected_strides_[v].empty()) {
@@ -187,6 +181,41 @@ void Plan::Finalize() {
   // is turned on, with no other synchronisation.
   counters_ = std::make_unique<Counters[]>(nodes_.size());
   finalized_ = true;
+}
+
+void Plan::ComputePeakBytes(const std::vector<int>& last_use) {
+  // A buffer lives until the last use of the value that made it or of any view of it: views
+  // are numbered after their bases, so one pass from the last value down carries a chain's
+  // last use to its first base.
+  const int nv = static_cast<int>(value_names_.size());
+  value_bytes_.resize(nv, 0);
+  value_base_.resize(nv, -1);
+  std::vector<int> dies = last_use;  // -1: never read (an unkept result or an unused input)
+  for (int v = nv - 1; v >= 0; --v) {
+    const int b = value_base_[v];
+    if (b >= 0 && dies[v] != -1) dies[b] = std::max(dies[b], dies[v]);
+  }
+  // Each node: its kept results join the live set while its arguments are still alive; the
+  // buffers whose last use it is leave after it. Inputs given bytes are live from the start.
+  std::vector<std::vector<int>> leaving(nodes_.size());
+  int64_t live = 0;
+  for (int v : inputs_) {
+    if (dies[v] < 0 || value_bytes_[v] == 0) continue;
+    live += value_bytes_[v];
+    if (dies[v] < static_cast<int>(nodes_.size())) leaving[dies[v]].push_back(v);
+  }
+  peak_bytes_ = live;
+  for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) {
+    const Node& n = nodes_[i];
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const int v = n.outputs[k];
+      if (!n.keep_output[k] || dies[v] < 0 || value_bytes_[v] == 0) continue;
+      live += value_bytes_[v];
+      if (dies[v] < static_cast<int>(nodes_.size())) leaving[dies[v]].push_back(v);
+    }
+    peak_bytes_ = std::max(peak_bytes_, live);
+    for (int v : leaving[i]) live -= value_bytes_[v];
+  }
 }
 
 Value Plan::Materialize(const Arg& a, const std::vector<Value>& slots) const {

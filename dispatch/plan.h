@@ -65,7 +65,12 @@ class TB_API Plan {
   void ExpectStrides(int value, std::vector<int64_t> strides);
   // The bytes a value's buffers take (the captured graph's sizes; 0 for a view of another
   // value's memory, unknown values count 0): Finalize() sums them by liveness (peak_bytes()).
+  // An input given bytes is a buffer the caller hands over (the boxed calling convention): it
+  // counts from the start of a run until its last use.
   void SetValueBytes(int value, int64_t bytes);
+  // `value` is a view of `base`'s memory: for peak_bytes(), the buffer of `base` stays alive
+  // until the last use of any of its views (a view of a view counts for the first base).
+  void SetValueBase(int value, int base);
   // Resolves kernels, computes liveness and assigns slots. Nothing can be added afterwards.
   void Finalize();
 
@@ -84,9 +89,10 @@ class TB_API Plan {
   size_t CountServedBy(ServedBy s) const;
   // Nodes, their kernels (composites and fallbacks marked), slots and reuse.
   std::string Dump() const;
-  // The most bytes of the plan's own results alive at once during a run (inputs not counted;
-  // a node's results counted while its inputs, freed after it, are still alive), by the
-  // sizes given to SetValueBytes: what a run needs of the buffer cache to allocate nothing new.
+  // The most bytes alive at once during a run: the plan's own results and the inputs given
+  // bytes (a node's results counted while its inputs, freed after it, are still alive; a
+  // buffer alive while any view of it is), by the sizes given to SetValueBytes: what a run
+  // needs of the buffer cache to allocate nothing new.
   int64_t peak_bytes() const { return peak_bytes_; }
   // Results copied into the strides the graph expects (see ExpectStrides), over all runs.
   uint64_t restrides() const { return restrides_.load(std::memory_order_relaxed); }
@@ -125,6 +131,7 @@ class TB_API Plan {
   void ForEachValue(const Arg& a, const std::function<void(int)>& f) const;
   Value Materialize(const Arg& a, const std::vector<Value>& slots) const;
   Tensor Restride(const Tensor& t, const std::vector<int64_t>& strides) const;
+  void ComputePeakBytes(const std::vector<int>& last_use);  // sets peak_bytes_
 
   OpTable* table_;
   std::vector<int> inputs_;  // value numbers
@@ -135,6 +142,7 @@ class TB_API Plan {
   std::vector<int> output_inputs_;                      // set by Finalize()
   std::vector<std::vector<int64_t>> expected_strides_;  // by value number (ExpectStrides)
   std::vector<int64_t> value_bytes_;                    // by value number (SetValueBytes)
+  std::vector<int> value_base_;                         // by value number (SetValueBase); -1
   int64_t peak_bytes_ = 0;                              // set by Finalize()
   std::vector<std::vector<int64_t>> input_expect_;      // per input; empty: none expected
   OpId empty_strided_op_ = 0, copy_op_ = 0;             // for Restride, set by Finalize()

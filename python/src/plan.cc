@@ -119,6 +119,9 @@ void BindPlan(py::module_& m) {
       .def("set_value_bytes", &Plan::SetValueBytes, py::arg("value"), py::arg("bytes"),
            "The bytes a value's buffers take (0 for a view of another value): the plan sums "
            "them by liveness into peak_bytes.")
+      .def("set_value_base", &Plan::SetValueBase, py::arg("value"), py::arg("base"),
+           "``value`` is a view of ``base``'s memory: for peak_bytes, base's buffer stays alive "
+           "until the last use of its views.")
       .def("finalize", &Plan::Finalize)
       .def(
           "run",
@@ -184,8 +187,10 @@ void BindPlan(py::module_& m) {
       .def_property_readonly("num_slots", &Plan::num_slots)
       .def_property_readonly("num_values", &Plan::num_values)
       .def_property_readonly("peak_bytes", &Plan::peak_bytes,
-                             "The most bytes of the plan's own results alive at once during a "
-                             "run (by the sizes given to set_value_bytes; inputs not counted).")
+                             "The most bytes alive at once during a run: the plan's own results "
+                             "and the inputs given bytes (handed over by the caller, freed at "
+                             "their last use), a buffer alive while any view of it is (by the "
+                             "sizes given to set_value_bytes and set_value_base).")
       .def(
           "count",
           [](const Plan& p, const std::string& by) {

@@ -152,6 +152,10 @@ class Plan:
         """
     def set_outputs(self, arg0: collections.abc.Iterable) -> None:
         ...
+    def set_value_base(self, value: typing.SupportsInt | typing.SupportsIndex, base: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        ``value`` is a view of ``base``'s memory: for peak_bytes, base's buffer stays alive until the last use of its views.
+        """
     def set_value_bytes(self, value: typing.SupportsInt | typing.SupportsIndex, bytes: typing.SupportsInt | typing.SupportsIndex) -> None:
         """
         The bytes a value's buffers take (0 for a view of another value): the plan sums them by liveness into peak_bytes.
@@ -168,7 +172,7 @@ class Plan:
     @property
     def peak_bytes(self) -> int:
         """
-        The most bytes of the plan's own results alive at once during a run (by the sizes given to set_value_bytes; inputs not counted).
+        The most bytes alive at once during a run: the plan's own results and the inputs given bytes (handed over by the caller, freed at their last use), a buffer alive while any view of it is (by the sizes given to set_value_bytes and set_value_base).
         """
     @property
     def profiling(self) -> bool:

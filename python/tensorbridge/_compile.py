@@ -83,9 +83,16 @@ class _Builder:
     otherwise, and its callers see the outputs' strides)."""
 
     def __init__(
-        self, gm: torch.fx.GraphModule, contiguous_io: bool = False, inference: bool = False
+        self,
+        gm: torch.fx.GraphModule,
+        contiguous_io: bool = False,
+        inference: bool = False,
+        saved_from=None,
     ):
         self.gm = gm
+        # An AOT autograd backward graph takes saved activations: the storages of its forward
+        # graph's inputs (``_memory.input_storages``), whose views it also takes.
+        self.saved_from = saved_from
         self.contiguous_io = contiguous_io
         self.plan = _C.Plan()
         self.env: dict = {}
@@ -160,11 +167,17 @@ class _Builder:
         returns = schema.returns
         list_return = len(returns) == 1 and str(returns[0].type).startswith("List[")
         outs = self.plan.add_node(name, args, 1 if list_return else len(returns), n.name)
-        _memory.record(self.plan, outs, n)
+        _memory.record(self.plan, outs, n, self._base_of(n))
         # One value (a Tensor, or a Tensor[] that getitem indexes), or one value per result.
         self.env[n] = outs[0] if len(outs) == 1 else outs
         if cast is not None:
             self.casts[(n.args[0], cast)] = self.env[n]
+
+    def _base_of(self, n: torch.fx.Node):
+        """The plan value whose memory a view node views (its first argument's), or None."""
+        src = n.args[0] if n.args else None
+        v = self.env.get(src) if isinstance(src, torch.fx.Node) else None
+        return v[0] if isinstance(v, tuple) else v
 
     def build(self):
         for n in self.gm.graph.nodes:
@@ -183,6 +196,8 @@ class _Builder:
                 )
             else:
                 raise NotImplementedError(f"tensorbridge plans: unsupported node kind {n.op}")
+        if self.saved_from is not None:
+            _memory.record_saved(self.plan, self.gm, self.env, self.saved_from)
         self._expect_strides()
         self.plan.finalize()
         return self.plan
@@ -418,7 +433,12 @@ def _shape_specializing(gm, record, kind, inference):
 
 
 def _compile_static(gm, record, kind, specialized=None, inference=False):
-    builder = _Builder(gm, inference=inference)
+    saved_from = None
+    if kind == "backward":
+        saved_from = getattr(record, "input_storages", set())
+    builder = _Builder(gm, inference=inference, saved_from=saved_from)
+    if kind == "forward" and record is not None:
+        record.input_storages = _memory.input_storages(gm)
     plan = builder.build()
     state.add_plan(plan, kind)
     entry = {"kind": kind, "plan": plan}
@@ -514,6 +534,7 @@ class _Compilation:
         self.inputs = inputs
         self.recompilation = recompilation
         self.plans: list = []
+        self.input_storages: set = set()  # of the forward graph (see _memory.input_storages)
         self.evicted = 0  # shape-specialized plans dropped (MAX_SHAPE_PLANS)
 
     @property
@@ -575,8 +596,13 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any
     needs_autograd = torch.is_grad_enabled() and any(
         isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
     )
+    kw = {}
+    if needs_autograd and config.recompute:
+        from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+        kw["partition_fn"] = min_cut_rematerialization_partition
     compiled = aot_autograd(
-        fw_compiler=fw, bw_compiler=bw, decompositions=_decompositions(needs_autograd)
+        fw_compiler=fw, bw_compiler=bw, decompositions=_decompositions(needs_autograd), **kw
     )(gm, example_inputs)
     return _wrapped_tangents(compiled) if needs_autograd else compiled
 

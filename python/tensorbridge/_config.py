@@ -1,8 +1,9 @@
 """Run-time configuration: every setting of the library, read and written on ``tensorbridge.config``.
 
 Settings read from the environment at import use the one prefix ``TB_``: ``TB_DECOMPOSE`` (ops
-taken out of ``config.legal_ops``), ``TB_POINTWISE_FUSION`` and ``TB_PREPACK`` (``0`` or ``1``:
-the first ``config.pointwise_fusion`` and ``config.prepack``) here, ``TB_HOST_CACHE_MB`` (the first ``host_cache_limit``) and
+taken out of ``config.legal_ops``), ``TB_POINTWISE_FUSION``, ``TB_PREPACK`` and ``TB_RECOMPUTE``
+(``0`` or ``1``: the first ``config.pointwise_fusion``, ``config.prepack`` and
+``config.recompute``) here, ``TB_HOST_CACHE_MB`` (the first ``host_cache_limit``) and
 ``TB_MAX_CPU_ISA`` (the widest vector code the kernels pick) in the C++ library. (``.ci/dev``'s
 ``TB_CACHE`` and ``TB_JOBS`` are settings of the build script, not of the library.)
 """
@@ -23,7 +24,11 @@ JIT_MODES = ("auto", "ffi", "callback")
 # Read as well as TB_DECOMPOSE, the name the documentation gave it first.
 _DECOMPOSE_ENV = ("TB_DECOMPOSE", "TENSORBRIDGE_DECOMPOSE")
 # Boolean settings read from the environment at import: variable -> Config attribute.
-_BOOL_ENV = {"TB_POINTWISE_FUSION": "pointwise_fusion", "TB_PREPACK": "prepack"}
+_BOOL_ENV = {
+    "TB_POINTWISE_FUSION": "pointwise_fusion",
+    "TB_PREPACK": "prepack",
+    "TB_RECOMPUTE": "recompute",
+}
 _TRUE, _FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 
 
@@ -71,6 +76,12 @@ class Config:
     weight's version at each call (default True; environment ``TB_PREPACK=0`` at import). False
     keeps the captured transpose in the plan.
 
+    ``recompute``: whether a compiled training step saves for its backward only what is
+    costly to recompute (default True; environment ``TB_RECOMPUTE=0`` at import): AOT
+    autograd's min-cut partitioner, as inductor uses, moves cheap element-wise ops into the
+    backward plan rather than saving their results, which lowers the step's peak memory.
+    False saves every intermediate the backward reads. Compilations from then on follow it.
+
     ``profiling``: whether every table call is timed (default False); while on, ``metrics()``
     reports ``time_ns`` per op.
 
@@ -87,6 +98,7 @@ class Config:
         self._fusion = True
         self._pointwise_fusion = True
         self._prepack = True
+        self._recompute = True
         self._profiling = False
         self._host_cache_limit_set = False  # set by the user: compiled plans leave it alone
 
@@ -184,6 +196,16 @@ class Config:
         if not isinstance(on, bool):
             raise ValueError(f"config.prepack must be True or False, got {on!r}")
         self._prepack = on
+
+    @property
+    def recompute(self) -> bool:
+        return self._recompute
+
+    @recompute.setter
+    def recompute(self, on: bool) -> None:
+        if not isinstance(on, bool):
+            raise ValueError(f"config.recompute must be True or False, got {on!r}")
+        self._recompute = on
 
     @property
     def profiling(self) -> bool:

@@ -39,10 +39,14 @@ import torch
 
 __all__ = ["JAX_MODES", "SPECS", "TOLERANCE", "Spec", "check", "main"]
 
-# The config sizes: "tiny" for tests, "small" for benchmarks.
+# The config sizes: "tiny" for tests, "small" for benchmarks, "medium" (BERT-base widths) for
+# benchmarks where activations outweigh fixed costs (memory).
 _SIZES = {
     "tiny": dict(hidden=32, heads=4, kv_heads=2, layers=2, ffn=64, batch=2, seq=16, image=32),
     "small": dict(hidden=128, heads=4, kv_heads=2, layers=2, ffn=256, batch=2, seq=32, image=64),
+    "medium": dict(
+        hidden=768, heads=12, kv_heads=4, layers=2, ffn=3072, batch=8, seq=128, image=128
+    ),
 }
 _VOCAB = 100
 
