@@ -10,17 +10,7 @@
 // otherwise.
 #include <Python.h>
 
-#include <ATen/core/Tensor.h>
-#include <c10/util/Exception.h>
-
-#include <exception>
-#include <string>
-
 #include "wrapper.h"
-
-// libtorch_python's own (torch/csrc/autograd/python_variable.h, which needs torch's copy of
-// pybind11): a new Python object of `type` over `var`.
-PyObject* THPVariable_Wrap(const at::TensorBase& var, PyTypeObject* type);
 
 // A new wrapper of type `cls` (a torch.Tensor subclass defining __torch_dispatch__) with
 // `ndim` sizes and strides (strides == nullptr: contiguous) and dtype `dtype` (a torch.dtype,
@@ -30,15 +20,6 @@ PyObject* THPVariable_Wrap(const at::TensorBase& var, PyTypeObject* type);
 extern "C" __attribute__((visibility("default"))) PyObject* tb_torch_make_wrapper(
     PyObject* cls, int64_t ndim, const int64_t* sizes, const int64_t* strides, PyObject* dtype,
     void* data, void* context, void (*deleter)(void*)) {
-  try {
-    const c10::ScalarType st = reinterpret_cast<tb_torch::DtypeObject*>(dtype)->scalar_type;
-    const at::Tensor t =
-        tb_torch::MakeWrapperTensor(st, ndim, sizes, strides, data, context, deleter);
-    return THPVariable_Wrap(t, reinterpret_cast<PyTypeObject*>(cls));
-  } catch (const std::exception& e) {
-    PyErr_SetString(
-        PyExc_RuntimeError,
-        (std::string("tensorbridge: making a result wrapper failed: ") + e.what()).c_str());
-    return nullptr;
-  }
+  return tb_torch::MakeWrapperObject(cls, ndim, sizes, strides, dtype, data, context, deleter,
+                                     nullptr);
 }

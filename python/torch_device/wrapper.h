@@ -21,8 +21,14 @@
 #include <c10/core/TensorImpl.h>
 
 #include <cstdint>
+#include <exception>
 #include <optional>
+#include <string>
 #include <utility>
+
+// libtorch_python's own (torch/csrc/autograd/python_variable.h, which needs torch's copy of
+// pybind11): a new Python object of `type` over `var`.
+PyObject* THPVariable_Wrap(const at::TensorBase& var, PyTypeObject* type);
 
 namespace tb_torch {
 
@@ -143,6 +149,25 @@ inline at::Tensor MakeWrapperTensor(c10::ScalarType st, int64_t ndim, const int6
   }
   impl->set_python_dispatch(true);
   return t;
+}
+
+// The body of the C entry points that make wrappers (wrapper.cc's, python_key.cc's): a new
+// Python object of type `cls` over MakeWrapperTensor(...) with `dtype` a torch.dtype (checked
+// by the caller), or nullptr with a Python exception set.
+inline PyObject* MakeWrapperObject(PyObject* cls, int64_t ndim, const int64_t* sizes,
+                                   const int64_t* strides, PyObject* dtype, void* data,
+                                   void* context, c10::DeleterFnPtr deleter,
+                                   const WrapperHooks* hooks) {
+  try {
+    const c10::ScalarType st = reinterpret_cast<DtypeObject*>(dtype)->scalar_type;
+    const at::Tensor t = MakeWrapperTensor(st, ndim, sizes, strides, data, context, deleter, hooks);
+    return THPVariable_Wrap(t, reinterpret_cast<PyTypeObject*>(cls));
+  } catch (const std::exception& e) {
+    PyErr_SetString(
+        PyExc_RuntimeError,
+        (std::string("tensorbridge: making a result wrapper failed: ") + e.what()).c_str());
+    return nullptr;
+  }
 }
 
 }  // namespace tb_torch

@@ -1,4 +1,5 @@
 import importlib.util
+import threading
 
 import pytest
 
@@ -73,3 +74,24 @@ def check_opinfo_samples(opinfo, dtype, family_ops, max_samples):
 
     r = run_samples(opinfo, dtype, max_samples=max_samples, grad=dtype == torch.float64)
     check_family_samples(r, family_ops, bar=1.0)
+
+
+def on_threads(fn, n):
+    """Runs fn(i) for i in range(n) on n threads started together; re-raises the first error."""
+    errors = []
+    barrier = threading.Barrier(n)
+
+    def run(i):
+        try:
+            barrier.wait()
+            fn(i)
+        except BaseException as e:  # reported on the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]

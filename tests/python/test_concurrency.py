@@ -9,12 +9,10 @@ catch a race that spoils 1 call in 10,000 with probability 1 - e^-3 = 95%. The e
 the same way.
 """
 
-import threading
-
 import numpy as np
 import pytest
 import torch
-from conftest import requires_jax
+from conftest import on_threads, requires_jax
 
 import tensorbridge as tb
 
@@ -25,27 +23,6 @@ INPUTS = 3  # distinct input sets per thread
 
 # A kernel the table lost would otherwise run torch's and compare torch with itself.
 pytestmark = pytest.mark.usefixtures("no_fallback")
-
-
-def on_threads(fn, n=THREADS):
-    """Runs fn(i) for i in range(n) on n threads started together; re-raises the first error."""
-    errors = []
-    barrier = threading.Barrier(n)
-
-    def run(i):
-        try:
-            barrier.wait()
-            fn(i)
-        except BaseException as e:  # reported on the main thread
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
 
 
 def _bits(result):
@@ -78,7 +55,7 @@ def race(call, make_inputs, calls=CALLS):
                 if _bits(call(*inputs[i])) != want[i]:
                     wrong.append((t, k))
 
-        on_threads(work)
+        on_threads(work, THREADS)
         assert wrong == [], f"{mode} inputs: {len(wrong)} of {THREADS * calls} results differ"
     return 2 * THREADS * calls
 
@@ -225,7 +202,7 @@ def test_mm_of_fresh_operands_from_eight_threads():
             if not np.allclose(r, p @ q, rtol=1e-4, atol=1e-4):
                 wrong.append((i, k, float(np.abs(r - p @ q).max())))
 
-    on_threads(work)
+    on_threads(work, THREADS)
     assert wrong == [], f"{len(wrong)} of {THREADS * calls} products wrong: {wrong[:5]}"
 
 

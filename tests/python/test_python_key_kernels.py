@@ -7,12 +7,12 @@ import contextlib
 import os
 import subprocess
 import sys
-import threading
 from typing import ClassVar
 
 import numpy as np
 import pytest
 import torch
+from conftest import on_threads
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import tensorbridge as tb
@@ -349,24 +349,15 @@ def test_autograd_through_the_kernels(no_fallback, monkeypatch):
 
 
 def test_two_threads(no_fallback):
-    errors = []
 
     def work(k):
-        try:
-            x = (np.arange(48, dtype=np.float32).reshape(6, 8) + k) / 10
-            a, w = tb.wrap(x), tb.wrap(x.T.copy())
-            for _ in range(300):
-                r = torch.relu(a @ w - 1.0).sum(dim=0)
-                np.testing.assert_allclose(_np(r), np.maximum(x @ x.T - 1.0, 0).sum(0), rtol=1e-5)
-        except Exception as e:  # reported in the main thread
-            errors.append(e)
+        x = (np.arange(48, dtype=np.float32).reshape(6, 8) + k) / 10
+        a, w = tb.wrap(x), tb.wrap(x.T.copy())
+        for _ in range(300):
+            r = torch.relu(a @ w - 1.0).sum(dim=0)
+            np.testing.assert_allclose(_np(r), np.maximum(x @ x.T - 1.0, 0).sum(0), rtol=1e-5)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    on_threads(work, 2)
 
 
 # ---- the kernels and __torch_dispatch__ give the same tensors --------------------------------
@@ -521,26 +512,17 @@ def test_detach_under_a_mode_goes_to_the_mode(no_fallback):
 
 
 def test_detached_copies_from_threads(no_fallback):
-    errors = []
 
     def work(k):
-        try:
-            x = (np.arange(48, dtype=np.float32).reshape(6, 8) + k) / 10
-            for _ in range(100):
-                a = tb.wrap(x).requires_grad_()
-                torch.sigmoid(torch.exp(a * 0.1)).sum().backward()
-                e = np.exp(x * 0.1)
-                s = 1 / (1 + np.exp(-e))
-                np.testing.assert_allclose(_np(a.grad), s * (1 - s) * e * 0.1, rtol=1e-4)
-        except Exception as e:  # reported in the main thread
-            errors.append(e)
+        x = (np.arange(48, dtype=np.float32).reshape(6, 8) + k) / 10
+        for _ in range(100):
+            a = tb.wrap(x).requires_grad_()
+            torch.sigmoid(torch.exp(a * 0.1)).sum().backward()
+            e = np.exp(x * 0.1)
+            s = 1 / (1 + np.exp(-e))
+            np.testing.assert_allclose(_np(a.grad), s * (1 - s) * e * 0.1, rtol=1e-4)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    on_threads(work, 2)
 
 
 def test_setting_data_moves_the_array(no_fallback):
