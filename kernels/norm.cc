@@ -178,36 +178,21 @@ bool RowLayerNormBackward(const Tensor& x, const Tensor& dy, const Tensor& mean,
     *dx = Tensor::Empty(x.shape(), DType::kFloat32);
     pdx = static_cast<float*>(dx->mutable_data());
   }
-  const bool cols = mask[1] || mask[2];
-  int nt = 1;
-#ifdef _OPENMP
-  if (m * n > kernels::kGrain) nt = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), m));
-#endif
-  // Per thread: dw's partial sums, then db's.
-  std::vector<float> part(cols ? static_cast<size_t>(nt) * 2 * n : 0, 0.0f);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), k = omp_get_num_threads();
-#else
-    const int t = 0, k = 1;
-#endif
-    std::vector<float> scratch(pw && pdx ? n : 0);
-    float* sw = cols ? part.data() + static_cast<size_t>(t) * 2 * n : nullptr;
-    for (int64_t r = m * t / k; r < m * (t + 1) / k; ++r) {
-      kernels::simd::LayerNormBackwardRow(px + r * n, pg + r * n, pw, n, pm[r], pr[r],
-                                          pdx ? pdx + r * n : nullptr, scratch.data(),
-                                          mask[1] ? sw : nullptr, mask[2] ? sw + n : nullptr);
-    }
-  }
-  if (cols) {
-    for (int t = 1; t < nt; ++t) {
-      for (int64_t i = 0; i < 2 * n; ++i) part[i] += part[static_cast<size_t>(t) * 2 * n + i];
-    }
+  // dw's sums, then db's; each thread's scratch row holds dy * w.
+  const int64_t ncols = (mask[1] || mask[2]) ? 2 : 0;
+  const auto sums = ColumnSums<float>(
+      m, n, ncols, m * n > kernels::kGrain, [&](int64_t r, std::vector<std::vector<float>>& acc) {
+        thread_local std::vector<float> scratch;
+        if (pw && pdx && static_cast<int64_t>(scratch.size()) < n) scratch.resize(n);
+        kernels::simd::LayerNormBackwardRow(
+            px + r * n, pg + r * n, pw, n, pm[r], pr[r], pdx ? pdx + r * n : nullptr,
+            scratch.data(), mask[1] ? acc[0].data() : nullptr, mask[2] ? acc[1].data() : nullptr);
+      });
+  if (ncols > 0) {
     *dw = Tensor::Empty({n}, DType::kFloat32);
     *db = Tensor::Empty({n}, DType::kFloat32);
-    std::copy(part.begin(), part.begin() + n, static_cast<float*>(dw->mutable_data()));
-    std::copy(part.begin() + n, part.begin() + 2 * n, static_cast<float*>(db->mutable_data()));
+    std::copy(sums[0].begin(), sums[0].end(), static_cast<float*>(dw->mutable_data()));
+    std::copy(sums[1].begin(), sums[1].end(), static_cast<float*>(db->mutable_data()));
   }
   return true;
 }

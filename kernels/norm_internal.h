@@ -28,16 +28,18 @@ using kernels::ParallelFor;
 using kernels::Convert;
 using Vec = std::vector<double>;
 
-// Column sums over rows in parallel: f(row, acc) adds row's contribution into `width`
-// accumulators; returns their totals.
-template <typename F>
-inline std::vector<Vec> ColumnSums(int64_t rows, int64_t width, int64_t ncols, bool parallel,
-                                   F&& f) {
+// Column sums over rows in parallel: f(row, acc) adds row's contribution into `ncols` columns
+// of `width` accumulators of type A (one set per thread); returns their totals, the threads'
+// sets added in thread order.
+template <typename A = double, typename F>
+inline std::vector<std::vector<A>> ColumnSums(int64_t rows, int64_t width, int64_t ncols,
+                                              bool parallel, F&& f) {
+  using V = std::vector<A>;
   int nt = 1;
 #ifdef _OPENMP
   if (parallel) nt = omp_get_max_threads();
 #endif
-  std::vector<std::vector<Vec>> part(nt, std::vector<Vec>(ncols, Vec(width, 0.0)));
+  std::vector<std::vector<V>> part(nt, std::vector<V>(ncols, V(width, A(0))));
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
 #ifdef _OPENMP
