@@ -27,8 +27,9 @@ from tensorbridge import cpp as cpp
 from tensorbridge import diagnostics as diagnostics
 from tensorbridge._C import Array, KernelDeclinedError, call, from_dlpack, ops, schema
 from tensorbridge._call_torch import call_torch, torch_function
-from tensorbridge._compile import backend, load_exported
+from tensorbridge._compile import backend
 from tensorbridge._config import config
+from tensorbridge._export import load_exported
 from tensorbridge._functionalize import functionalize
 from tensorbridge._registry import KernelHandle, register_kernel
 from tensorbridge._tensor import Tensor, to_jax, to_numpy, to_torch, wrap, wrap_module
