@@ -42,7 +42,11 @@ weights; ratios are torch's time over the route's (> 1.00x: the route is faster)
 ``--models --cpu-time`` times each step in the calling thread's CPU time instead (min of
 interleaved steps; with ``--threads 1`` all the work is on that thread): steadier on a machine
 busier than its cores. Not for the device route's training step, whose backward torch's
-autograd engine runs on a thread of its own (that cell says n/a).
+autograd engine runs on a thread of its own (that cell says n/a). Each route's step there runs
+right after another route's, so every step starts with caches the other evicted: torch's
+llama-small inference took 2.14 ms that way against 1.66 ms warm, tensorbridge's 2.52 against
+2.14 ms, so the ratio read 0.85x where the steady state (the default wall-time mode) is 0.78x.
+Judge steady-state speed by the default mode on a quiet machine.
 
 Usage: python benchmarks/bench_eager.py [--quick] [--repeats N] [--threads N]
        [--breakdown | --models [--cpu-time]]
