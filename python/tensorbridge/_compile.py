@@ -72,7 +72,6 @@ def _const(x):
 
 
 _aten = torch.ops.aten
-_VIEWS = {_aten.view.default, _aten._unsafe_view.default, _aten.reshape.default}
 
 
 class _Builder:
@@ -229,7 +228,7 @@ class _Builder:
             # constant keeps that memory's own layout (bound as it is, no copy).
             while (
                 src.op == "call_function"
-                and (getattr(src.target, "is_view", False) or src.target in _VIEWS)
+                and _memory.is_view(src)
                 and isinstance(src.args[0], torch.fx.Node)
             ):
                 src = src.args[0]

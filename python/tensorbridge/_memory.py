@@ -20,7 +20,6 @@ set, decides instead).
 from __future__ import annotations
 
 import os
-import weakref
 
 import torch
 
@@ -31,6 +30,7 @@ __all__ = [
     "HEADROOM",
     "MIN_LIMIT",
     "input_storages",
+    "is_view",
     "limit_for",
     "nbytes",
     "plan_built",
@@ -42,7 +42,6 @@ __all__ = [
 HEADROOM = 1.25  # the cache's limit over the largest step's peak
 MIN_LIMIT = 64 << 20  # the least limit compiled plans set (eager calls share the cache)
 _need = 0  # the largest peak of one compilation's plans so far
-_totals: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # plan -> bytes of its results
 _aten = torch.ops.aten
 _VIEWS = {_aten.view.default, _aten._unsafe_view.default, _aten.reshape.default}
 
@@ -65,7 +64,6 @@ def nbytes(meta) -> int:
 def set_bytes(plan, value: int, nbytes: int) -> None:
     """Gives the plan the bytes of one of its values (see ``Plan.set_value_bytes``)."""
     plan.set_value_bytes(value, nbytes)
-    _totals[plan] = _totals.get(plan, 0) + nbytes
 
 
 def is_view(node: torch.fx.Node) -> bool:

@@ -48,9 +48,9 @@ namespace {
 using tb_torch::ArgKind;
 
 // The eager path's C functions (python/src/eager.cc): the Tensor behind a
-// tensorbridge.Tensor's `_array` (nullptr: none), and attaching a new Array to a new wrapper
-// (0, or -1 with a Python exception set; the GIL held).
-// tensorbridge.Tensor's `_array` of one wrapper set to another's Array (the GIL held).
+// tensorbridge.Tensor's `_array` (nullptr: none); attaching a new Array to a new wrapper (0, or
+// -1 with a Python exception set; the GIL held); one wrapper's `_array` set to another's Array
+// (the GIL held).
 using ArrayTensorFn = const tb::Tensor* (*)(PyObject*);
 using AttachFn = int (*)(PyObject*, const tb::Tensor*);
 using ShareFn = void (*)(PyObject* from, PyObject* to);
