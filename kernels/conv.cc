@@ -58,7 +58,8 @@ std::vector<int64_t> Expand(const char* op, const char* name, const std::vector<
 ConvParams MakeParams(const char* op, const Tensor& input, const Tensor& weight,
                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                       const std::vector<int64_t>& dilation, bool transposed,
-                      const std::vector<int64_t>& output_padding, int64_t groups, Dims* out_shape) {
+                      const std::vector<int64_t>& output_padding, int64_t groups, Dims* out_shape,
+                      const std::vector<int64_t>& extra = {}) {
   const int64_t nd = input.ndim();
   TB_CHECK(nd >= 3 && nd <= 5, ValueError)
       << op << ": expected a 3-D, 4-D or 5-D (batched) input, got shape "
@@ -84,6 +85,19 @@ ConvParams MakeParams(const char* op, const Tensor& input, const Tensor& weight,
     TB_CHECK(opad[i] >= 0 && (opad[i] < s[i] || opad[i] < dil[i]), ValueError)
         << op << ": output padding must be smaller than either stride or dilation, got " << opad[i];
   }
+  // Zeros beyond `padding` on either side ((left, right) per spatial dim; see Convolution).
+  std::vector<int64_t> left(p.nsp, 0), right(p.nsp, 0);
+  if (!extra.empty()) {
+    TB_CHECK(!transposed, ValueError) << op << ": extra padding of a transposed convolution";
+    TB_CHECK(static_cast<int64_t>(extra.size()) == 2 * p.nsp, ValueError)
+        << op << ": expected " << 2 * p.nsp << " extra padding values, got " << extra.size();
+    for (int64_t i = 0; i < p.nsp; ++i) {
+      left[i] = extra[2 * i];
+      right[i] = extra[2 * i + 1];
+      TB_CHECK(left[i] >= 0 && right[i] >= 0, ValueError)
+          << op << ": extra padding must be non-negative";
+    }
+  }
   const int64_t c_in = input.size(1);
   for (int64_t i = 0; i < p.nsp; ++i) p.k.push_back(weight.size(2 + i));
   p.n = input.size(0);
@@ -98,11 +112,12 @@ ConvParams MakeParams(const char* op, const Tensor& input, const Tensor& weight,
     shape.push_back(p.cout);
     for (int64_t i = 0; i < p.nsp; ++i) {
       const int64_t len = input.size(2 + i), ext = dil[i] * (p.k[i] - 1) + 1;
-      TB_CHECK(len + 2 * pad[i] >= ext, ValueError)
-          << op << ": padded input size " << len + 2 * pad[i] << " in spatial dim " << i
+      const int64_t padded = len + 2 * pad[i] + left[i] + right[i];
+      TB_CHECK(padded >= ext, ValueError)
+          << op << ": padded input size " << padded << " in spatial dim " << i
           << " is smaller than the (dilated) kernel size " << ext;
       p.in.push_back(len);
-      p.out.push_back((len + 2 * pad[i] - ext) / s[i] + 1);
+      p.out.push_back((padded - ext) / s[i] + 1);
       shape.push_back(p.out.back());
     }
   } else {
@@ -125,9 +140,13 @@ ConvParams MakeParams(const char* op, const Tensor& input, const Tensor& weight,
   for (int64_t i = 0; i < p.nsp; ++i) {
     p.stride.push_back(s[i]);
     p.dil.push_back(dil[i]);
-    p.pad_l.push_back(pad[i]);
+    p.pad_l.push_back(pad[i] + left[i]);
+    if (!transposed) {
+      p.pad_r.push_back(pad[i] + right[i]);
+      continue;
+    }
     // The right padding for oneDNN's size arithmetic: the left one when that fits (as in
-    // torch), otherwise the one that makes it exact (transposed, output_padding >= stride).
+    // torch), otherwise the one that makes it exact (output_padding >= stride).
     const int64_t ext = dil[i] * (p.k[i] - 1) + 1;
     const bool fits = (p.in[i] + 2 * pad[i] - ext) / s[i] + 1 == p.out[i];
     p.pad_r.push_back(fits ? pad[i] : (p.out[i] - 1) * s[i] + ext - p.in[i] - pad[i]);
@@ -226,10 +245,11 @@ void OneDnnPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x,
     auto xm = onednn::Wrap(onednn::PlainDesc(s.src, dt), x.data());
     auto wm = onednn::Wrap(onednn::PlainDesc(s.wei, dt), w.data());
     auto ym = onednn::Wrap(onednn::PlainDesc(s.dst, dt), y.data());
-    auto& eng = onednn::Engine();
     if (pass == Pass::kForward) {
-      auto xs = onednn::ToLayout(xm, c.src), ws = onednn::ToLayout(wm, c.wei);
-      dnnl::memory ys = c.dst == ym.get_desc() ? ym : dnnl::memory(c.dst, eng);
+      // The reordered operands live in this thread's temporaries (read or written only inside
+      // this call).
+      auto xs = onednn::ToLayout(xm, c.src, 0), ws = onednn::ToLayout(wm, c.wei, 1);
+      dnnl::memory ys = c.dst == ym.get_desc() ? ym : onednn::ThreadTemporary(c.dst, 2);
       std::unordered_map<int, dnnl::memory> args{
           {DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, ws}, {DNNL_ARG_DST, ys}};
       if (bias) {
@@ -238,14 +258,14 @@ void OneDnnPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x,
       onednn::Execute(c.prim, args);
       onednn::FromLayout(ys, ym);
     } else if (pass == Pass::kBackwardData) {
-      auto ys = onednn::ToLayout(ym, c.dst), ws = onednn::ToLayout(wm, c.wei);
-      dnnl::memory xs = c.src == xm.get_desc() ? xm : dnnl::memory(c.src, eng);
+      auto ys = onednn::ToLayout(ym, c.dst, 0), ws = onednn::ToLayout(wm, c.wei, 1);
+      dnnl::memory xs = c.src == xm.get_desc() ? xm : onednn::ThreadTemporary(c.src, 2);
       onednn::Execute(c.prim,
                       {{DNNL_ARG_DIFF_DST, ys}, {DNNL_ARG_WEIGHTS, ws}, {DNNL_ARG_DIFF_SRC, xs}});
       onednn::FromLayout(xs, xm);
     } else {
-      auto ys = onednn::ToLayout(ym, c.dst), xs = onednn::ToLayout(xm, c.src);
-      dnnl::memory ws = c.wei == wm.get_desc() ? wm : dnnl::memory(c.wei, eng);
+      auto ys = onednn::ToLayout(ym, c.dst, 0), xs = onednn::ToLayout(xm, c.src, 1);
+      dnnl::memory ws = c.wei == wm.get_desc() ? wm : onednn::ThreadTemporary(c.wei, 2);
       onednn::Execute(c.prim,
                       {{DNNL_ARG_DIFF_DST, ys}, {DNNL_ARG_SRC, xs}, {DNNL_ARG_DIFF_WEIGHTS, ws}});
       onednn::FromLayout(ws, wm);
@@ -545,10 +565,11 @@ Tensor TransposedHalf(const ConvParams& p, const Dims& shape, const Tensor& inpu
 Tensor Convolution(const char* op, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const std::vector<int64_t>& stride,
                    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-                   bool transposed, const std::vector<int64_t>& output_padding, int64_t groups) {
+                   bool transposed, const std::vector<int64_t>& output_padding, int64_t groups,
+                   const std::vector<int64_t>& extra_padding) {
   Dims shape;
   ConvParams p = MakeParams(op, input, weight, stride, padding, dilation, transposed,
-                            output_padding, groups, &shape);
+                            output_padding, groups, &shape, extra_padding);
   if (bias) CheckBias(op, *bias, shape[1], input.dtype());
   const DType dt = input.dtype();
   if (transposed && dt == DType::kFloat16) {

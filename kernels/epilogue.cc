@@ -18,13 +18,20 @@
 //       into the layout the primitive prefers, is kept under that id for the next calls while
 //       the same memory is bound; the plan drops it (tensorbridge::drop_packed) when the
 //       weight's version counter moves.
-//   tensorbridge::convolution_epilogue(<aten::convolution's arguments>, residual, epilogue)
-//       = steps(convolution(...)), the steps as above, each in place on the convolution's fresh
-//       result (one node and one buffer).
+//   tensorbridge::convolution_epilogue(<aten::convolution's arguments>, residual, epilogue,
+//                                      extra_padding, bn_weight, bn_bias, bn_mean, bn_var,
+//                                      bn_eps)
+//       = clamp(steps(bn(convolution(pad(input), ...)))), each in place on the convolution's
+//       fresh result (one node and one buffer): pad adds extra_padding's zeros ((left, right)
+//       per spatial dim: constant_pad_nd's, folded into the convolution's padding); bn is
+//       _native_batch_norm_legit_no_training with those parameters when bn_mean is given; the
+//       steps as above; clamp is hardtanh when `epilogue` ends with "hardtanh:<min>:<max>".
 //   tensorbridge::drop_packed(int[] packs) -> int
 //       Forgets the packed weights of those ids; returns how many were held.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,7 +42,11 @@
 
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/conv_internal.h"
+#include "kernels/cpu/simd_internal.h"
+#include "kernels/loops_internal.h"
+#include "kernels/norm_internal.h"
 #include "kernels/onednn/onednn_internal.h"
 #include "kernels/promote_broadcast.h"
 
@@ -369,27 +380,117 @@ Tensor MatmulEpilogue(const Tensor& input, const Tensor& weight, const std::opti
   return out.reshape(IntArrayRef(shape.data(), shape.size()));
 }
 
+// The "hardtanh:lo:hi" step a convolution's epilogue may end with (ReLU6 is hardtanh:0:6),
+// taken off `epilogue`; false when there is none.
+bool TakeClamp(const char* op, std::string* epilogue, double* lo, double* hi) {
+  const size_t at = epilogue->rfind("hardtanh:");
+  if (at == std::string::npos) return false;
+  TB_CHECK(at == 0 || (*epilogue)[at - 1] == ',', ValueError)
+      << op << ": malformed epilogue '" << *epilogue << "'";
+  std::stringstream ss(epilogue->substr(at + 9));
+  char colon = 0;
+  std::string rest;
+  TB_CHECK((ss >> *lo >> colon >> *hi) && colon == ':' && !(ss >> rest) && *lo <= *hi, ValueError)
+      << op << ": the epilogue step '" << epilogue->substr(at)
+      << "' is not hardtanh:<min>:<max> (min <= max), the last step";
+  epilogue->resize(at == 0 ? 0 : at - 1);
+  return true;
+}
+
+// min(max(x, lo), hi) over n floats, NaN kept (as torch's hardtanh and relu).
+void ClampRow(float* p, int64_t n, float lo, float hi) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) p[i] = std::min(std::max(p[i], lo), hi);
+}
+
+// t = t * scale[c] + shift[c] per channel c (dim 1), in place: batch norm in inference with the
+// statistics folded as torch folds them (scale = weight / sqrt(var + eps), shift = bias - mean
+// * scale, in double, applied in float), then clamped to [lo, hi] when `clamp` (each row while
+// it is in cache). float32, contiguous.
+void BatchNormInPlace(const char* op, const Tensor& t, const std::optional<Tensor>& weight,
+                      const std::optional<Tensor>& bias, const Tensor& mean, const Tensor& var,
+                      double eps, bool clamp, double lo, double hi) {
+  const int64_t n = t.size(0), c = t.size(1), inner = t.numel() / std::max<int64_t>(1, n * c);
+  const kernels::norm::Vec m = kernels::norm::Doubles(op, "running_mean", mean, c, 0.0);
+  const kernels::norm::Vec v = kernels::norm::Doubles(op, "running_var", var, c, 0.0);
+  const kernels::norm::Vec w = kernels::norm::Doubles(op, "weight", weight, c, 1.0);
+  const kernels::norm::Vec b = kernels::norm::Doubles(op, "bias", bias, c, 0.0);
+  std::vector<float> scale(c), shift(c);
+  for (int64_t i = 0; i < c; ++i) {
+    const double is = 1.0 / std::sqrt(v[i] + eps);
+    scale[i] = static_cast<float>(is * w[i]);
+    shift[i] = static_cast<float>(b[i] - m[i] * is * w[i]);
+  }
+  float* p = static_cast<float*>(t.mutable_data());
+  kernels::ParallelFor(n * c, t.numel() > kernels::kGrain, [&](int64_t plane) {
+    float* row = p + plane * inner;
+    kernels::simd::ScaleShiftRow(row, row, inner, scale[plane % c], shift[plane % c]);
+    if (clamp) ClampRow(row, inner, static_cast<float>(lo), static_cast<float>(hi));
+  });
+}
+
 Tensor ConvolutionEpilogue(const Tensor& input, const Tensor& weight,
                            const std::optional<Tensor>& bias, const std::vector<int64_t>& stride,
                            const std::vector<int64_t>& padding,
                            const std::vector<int64_t>& dilation, bool transposed,
                            const std::vector<int64_t>& output_padding, int64_t groups,
-                           const std::optional<Tensor>& residual, const std::string& epilogue) {
+                           const std::optional<Tensor>& residual, const std::string& epilogue,
+                           const std::vector<int64_t>& extra_padding,
+                           const std::optional<Tensor>& bn_weight,
+                           const std::optional<Tensor>& bn_bias,
+                           const std::optional<Tensor>& bn_mean,
+                           const std::optional<Tensor>& bn_var, double bn_eps) {
   const char* op = "tensorbridge::convolution_epilogue";
-  const std::vector<Step> steps = ParseSteps(op, epilogue, residual.has_value());
+  std::string text = epilogue;
+  double lo = 0, hi = 0;
+  const bool clamp = TakeClamp(op, &text, &lo, &hi);
+  const std::vector<Step> steps = ParseSteps(op, text, residual.has_value());
+  TB_CHECK(!clamp || steps.empty() || steps.back() != Step::kRelu, ValueError)
+      << op << ": relu may only be the last step of the epilogue '" << epilogue << "'";
+  TB_CHECK(bn_mean.has_value() == bn_var.has_value(), ValueError)
+      << op << ": batch norm needs both running_mean and running_var";
   Tensor out = kernels::Convolution(op, input, weight, bias, stride, padding, dilation, transposed,
-                                    output_padding, groups);
+                                    output_padding, groups, extra_padding);
   if (residual.has_value()) {
     TB_CHECK(residual->shape() == out.shape(), ValueError)
         << op << ": the residual of shape " << ShapeString(residual->shape())
         << " does not match the convolution's result " << ShapeString(out.shape());
   }
   out = out.contiguous();
+  const bool f32 = out.dtype() == DType::kFloat32;
+  // The clamp (or a lone relu) runs inside the float32 batch norm's pass when nothing is between.
+  const bool relu_only = steps.size() == 1 && steps[0] == Step::kRelu;
+  const bool in_bn = f32 && bn_mean.has_value() && (relu_only || (clamp && steps.empty()));
+  if (bn_mean.has_value()) {
+    if (f32) {
+      BatchNormInPlace(op, out, bn_weight, bn_bias, *bn_mean, *bn_var, bn_eps, in_bn,
+                       clamp ? lo : 0.0, clamp ? hi : std::numeric_limits<double>::infinity());
+      if (in_bn) return out;
+    } else {
+      static const OpRef bn("aten::_native_batch_norm_legit_no_training");
+      out = bn(out, bn_weight, bn_bias, *bn_mean, *bn_var, 0.1, bn_eps).tensor(0).contiguous();
+    }
+  }
   if (steps.size() == 1 && steps[0] == Step::kRelu && OneDnnType(out.dtype())) {
     ReluInPlace(out);
-    return out;
+  } else {
+    out = ApplySteps(steps, out, residual.has_value() ? &*residual : nullptr);
   }
-  return ApplySteps(steps, out, residual.has_value() ? &*residual : nullptr);
+  if (clamp) {
+    if (out.dtype() == DType::kFloat32) {
+      float* p = static_cast<float*>(out.mutable_data());
+      const int64_t n = out.numel(), rows = (n + kernels::kGrain - 1) / kernels::kGrain;
+      kernels::ParallelFor(rows, rows > 1, [&](int64_t r) {
+        const int64_t begin = r * kernels::kGrain;
+        ClampRow(p + begin, std::min(kernels::kGrain, n - begin), static_cast<float>(lo),
+                 static_cast<float>(hi));
+      });
+    } else {
+      static const OpRef hardtanh("aten::hardtanh");
+      out = hardtanh(out, lo, hi).tensor();
+    }
+  }
+  return out;
 }
 
 int64_t DropPacked(const std::vector<int64_t>& packs) {
@@ -409,7 +510,9 @@ TB_REGISTER_KERNELS(epilogue) {
   t.Define(
       "tensorbridge::convolution_epilogue(Tensor input, Tensor weight, Tensor? bias, SymInt[] "
       "stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, "
-      "SymInt groups, Tensor? residual, str epilogue) -> Tensor");
+      "SymInt groups, Tensor? residual, str epilogue, int[] extra_padding=[], Tensor? "
+      "bn_weight=None, Tensor? bn_bias=None, Tensor? bn_mean=None, Tensor? bn_var=None, float "
+      "bn_eps=0.) -> Tensor");
   t.Define("tensorbridge::drop_packed(int[] packs) -> int");
   table.RegisterKernel("tensorbridge::matmul_epilogue", DeviceType::kCPU, Boxed<&MatmulEpilogue>(),
                        TB_HERE);

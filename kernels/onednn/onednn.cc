@@ -1,6 +1,9 @@
 #include "kernels/onednn/onednn.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -107,6 +110,26 @@ void Execute(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> 
   dnnl::stream& stream = Stream();
   prim.execute(stream, args);
   stream.wait();  // the scratchpad must outlive the execution
+}
+
+dnnl::memory ThreadTemporary(const dnnl::memory::desc& md, int slot) {
+  constexpr int kSlots = 3;
+  TB_ICHECK(slot >= 0 && slot < kSlots) << "onednn::ThreadTemporary: no slot " << slot;
+  const size_t nbytes = md.get_size();
+  if (nbytes > kKeptScratchpadBytes) return dnnl::memory(md, Engine());
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  thread_local std::array<std::unique_ptr<void, Free>, kSlots> buffers;
+  thread_local std::array<size_t, kSlots> sizes{};
+  if (nbytes > sizes[slot] || !buffers[slot]) {
+    const size_t want = std::max<size_t>(4096, (nbytes + 4095) / 4096 * 4096);
+    buffers[slot].reset(std::aligned_alloc(64, want));
+    TB_CHECK(buffers[slot] != nullptr, RuntimeError)
+        << "oneDNN: could not allocate " << want << " bytes for a reordered operand";
+    sizes[slot] = want;
+  }
+  return dnnl::memory(md, Engine(), buffers[slot].get());
 }
 
 dnnl::primitive Cached(const std::string& key, const std::function<dnnl::primitive()>& make) {

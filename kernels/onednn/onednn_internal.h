@@ -146,11 +146,17 @@ inline dnnl::memory Wrap(const dnnl::memory::desc& md, const void* data) {
   return dnnl::memory(md, Engine(), const_cast<void*>(data));
 }
 
-// `user` in the layout `want`: `user` itself when the layouts agree, otherwise a new memory
-// filled by a reorder run on this thread's stream.
-inline dnnl::memory ToLayout(const dnnl::memory& user, const dnnl::memory::desc& want) {
+// A memory of layout `md` over this thread's temporary buffer number `slot` (0, 1 or 2),
+// kept and grown between calls: for the operands one execution reorders, valid until the
+// thread's next use of the slot. Above 16 MiB, a memory of its own.
+dnnl::memory ThreadTemporary(const dnnl::memory::desc& md, int slot);
+
+// `user` in the layout `want`: `user` itself when the layouts agree, otherwise a memory filled
+// by a reorder run on this thread's stream (new, or this thread's temporary `slot`).
+inline dnnl::memory ToLayout(const dnnl::memory& user, const dnnl::memory::desc& want,
+                             int slot = -1) {
   if (user.get_desc() == want) return user;
-  dnnl::memory m(want, Engine());
+  dnnl::memory m = slot < 0 ? dnnl::memory(want, Engine()) : ThreadTemporary(want, slot);
   Execute(dnnl::reorder(user, m, Attr()), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, m}});
   return m;
 }

@@ -119,11 +119,6 @@ class _Builder:
 
     def node(self, n: torch.fx.Node):
         target = n.target
-        if target is operator.getitem:
-            src, index = n.args
-            v = self.env[src]
-            self.env[n] = v[index] if isinstance(v, list) else (v, index)  # type: ignore[index]
-            return
         if n in self.skipped:
             return  # runs inside the fused node of its chain (emitted at the chain's end)
         if n in self.fused:
@@ -132,6 +127,11 @@ class _Builder:
             outs = self.plan.add_node(e.op, args, 1, n.name)
             _memory.record(self.plan, outs, n)
             self.env[n] = outs[0]
+            return
+        if target is operator.getitem:
+            src, index = n.args
+            v = self.env[src]
+            self.env[n] = v[index] if isinstance(v, list) else (v, index)  # type: ignore[index]
             return
         if self.pointwise is not None and self.pointwise.handles(n):
             self.pointwise.emit(self, n)

@@ -25,6 +25,7 @@ the plan when one moved (an in-place update of the weight).
 from __future__ import annotations
 
 import itertools
+import operator
 import sys
 import threading
 from typing import Any
@@ -108,8 +109,19 @@ class Epilogue:
         self.pack = -1
 
 
+def _hardtanh(n: torch.fx.Node):
+    """A ``hardtanh`` node's step, "hardtanh:<min>:<max>"; None for other nodes."""
+    if n.target != _aten.hardtanh.default:
+        return None
+    lo, hi = _kw(n, 1, "min_val", -1.0), _kw(n, 2, "max_val", 1.0)
+    if not all(isinstance(v, (int, float)) for v in (lo, hi)) or lo > hi:
+        return None
+    return f"hardtanh:{float(lo)!r}:{float(hi)!r}"
+
+
 def _chain(producer: torch.fx.Node, matmul: bool, bias_ok: bool):
-    """Follows the producer's single readers. Returns (nodes, steps, residual, bias)."""
+    """Follows the producer's single readers. Returns (nodes, steps, residual, bias). A
+    convolution's chain may end with a ``hardtanh`` (ReLU6)."""
     nodes = [producer]
     steps: list[str] = []
     residual = bias = None
@@ -123,6 +135,8 @@ def _chain(producer: torch.fx.Node, matmul: bool, bias_ok: bool):
         if _val(u).dtype not in _FLOATS:
             break
         act = _activation(u) if u.args[0] is cur else None
+        if act is None and not matmul and u.args[0] is cur:
+            act = _hardtanh(u)
         if u.target in _RESHAPES or _plain_clone(u):
             if u.args[0] is not cur:
                 break
@@ -131,7 +145,7 @@ def _chain(producer: torch.fx.Node, matmul: bool, bias_ok: bool):
             nodes.append(u)
             steps.append(act)
             kept = len(nodes)
-            if act == "relu":
+            if act == "relu" or act.startswith("hardtanh:"):
                 break
         elif matmul and _dtype_cast(u) is not None:
             nodes.append(u)
@@ -277,16 +291,83 @@ def _matmul(p: torch.fx.Node, inference: bool):
     return e
 
 
+def _zero_pad(conv: torch.fx.Node):
+    """The ``constant_pad_nd`` of zeros that only ``conv`` (not transposed) reads, as
+    (node, extra padding: (left, right) per spatial dim); None when there is none."""
+    x = conv.args[0]
+    if (
+        not isinstance(x, torch.fx.Node)
+        or x.target != _aten.constant_pad_nd.default
+        or len(x.users) != 1
+        or _kw(conv, 6, "transposed", False)
+        or not isinstance(x.args[0], torch.fx.Node)
+        or _val(x.args[0]) is None
+    ):
+        return None
+    pad, value = list(x.args[1]), _kw(x, 2, "value", 0)  # type: ignore[arg-type]
+    nsp = _val(conv).dim() - 2
+    if value != 0 or len(pad) != 2 * nsp or not all(isinstance(v, int) and v >= 0 for v in pad):
+        return None
+    # constant_pad_nd lists the last dim first: (left, right) of dim -1, then of dim -2, ...
+    extra = []
+    for i in range(nsp):
+        j = nsp - 1 - i
+        extra += [pad[2 * j], pad[2 * j + 1]]
+    return x, extra
+
+
+def _batch_norm(conv: torch.fx.Node):
+    """The inference batch norm that alone reads ``conv``'s result and whose mean and
+    invstd results nothing reads: (its nodes: the norm and its getitems, the getitem of its
+    result, [weight, bias, mean, var], eps); None when there is none."""
+    bn = _only_user(conv)
+    if (
+        bn is None
+        or bn.target != _aten._native_batch_norm_legit_no_training.default
+        or bn.args[0] is not conv
+        or any(u.target is not operator.getitem for u in bn.users)
+    ):
+        return None
+    outs = [u for u in bn.users if u.args[1] == 0]
+    if len(outs) != 1 or any(u.users for u in bn.users if u.args[1] != 0):
+        return None
+    w, b, mean, var = bn.args[1:5]
+    eps = _kw(bn, 6, "eps", 1e-5)
+    if not isinstance(mean, torch.fx.Node) or not isinstance(var, torch.fx.Node):
+        return None
+    return [bn, *bn.users], outs[0], [w, b, mean, var], float(eps)
+
+
 def _convolution(p: torch.fx.Node):
     if _val(p).dtype not in _FLOATS:
         return None
-    nodes, steps, residual, _ = _chain(p, False, False)
-    if not steps:
+    pad = _zero_pad(p)
+    bn = _batch_norm(p)
+    if bn is not None:
+        bn_nodes, head, bn_args, eps = bn
+        nodes, steps, residual, _ = _chain(head, False, False)
+        nodes = [p, *bn_nodes, *nodes[1:]]
+        last = nodes[-1] if len(nodes) > len(bn_nodes) + 1 else head
+    else:
+        nodes, steps, residual, _ = _chain(p, False, False)
+        bn_args, eps, last = [None] * 4, 0.0, nodes[-1]
+    if not steps and pad is None and bn is None:
         return None
     if residual is not None and _val(residual).dtype != _val(p).dtype:
         return None
-    args = [*p.args[:9], residual, ",".join(steps)]
-    return Epilogue("tensorbridge::convolution_epilogue", args, nodes, nodes[-1])
+    args = [
+        pad[1] if pad is not None else p.args[0],
+        *p.args[1:9],
+        residual,
+        ",".join(steps),
+        pad[1] if pad is not None else [],
+        *bn_args,
+        eps,
+    ]
+    if pad is not None:
+        args[0] = pad[0].args[0]
+        nodes = [pad[0], *nodes]
+    return Epilogue("tensorbridge::convolution_epilogue", args, nodes, last)
 
 
 def assign_packs(epilogues) -> list:

@@ -255,6 +255,99 @@ def test_convolution_residual_and_activation(dtype, act):
     assert "tensorbridge::convolution_epilogue(" in dump and f"'add,{act}'" in dump
 
 
+class PadConvBnBlock(torch.nn.Module):
+    """MobileNet's and ResNet's blocks: zero padding (asymmetric, as TF-style "same" padding),
+    convolution, inference batch norm, then ReLU6 / hardtanh / ReLU / a residual and ReLU /
+    nothing."""
+
+    def __init__(self, tail, groups=1, stride=2):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 8, 3, stride=stride, padding=1, groups=groups, bias=False)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.tail = tail
+
+    def forward(self, x, r):
+        y = self.bn(self.conv(torch.nn.functional.pad(x, (0, 1, 1, 2))))
+        if self.tail == "relu6":
+            return torch.nn.functional.relu6(y)
+        if self.tail == "hardtanh":
+            return torch.nn.functional.hardtanh(y, -0.5, 0.25)
+        if self.tail == "relu":
+            return torch.relu(y)
+        if self.tail == "add_relu":
+            return torch.relu(y + r)
+        return y
+
+
+def _with_statistics(m, dtype):
+    torch.manual_seed(1)
+    with torch.no_grad():
+        m.bn.running_mean.normal_()
+        m.bn.running_var.uniform_(0.5, 2.0)
+        m.bn.weight.normal_()
+        m.bn.bias.normal_()
+    return m.eval().to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("tail", ["relu6", "hardtanh", "relu", "add_relu", "none"])
+@pytest.mark.parametrize("groups", [1, 8])
+def test_convolution_folds_padding_batch_norm_and_clamp(dtype, tail, groups):
+    m = _with_statistics(PadConvBnBlock(tail, groups), dtype)
+    x = torch.randn(2, 8, 9, 10, dtype=dtype)
+    x[0, 0, 0, 0] = float("nan")  # the clamp keeps NaN, as torch's hardtanh
+    r = torch.randn(2, 8, 6, 6, dtype=dtype)
+    got, want, dump = _plans(m, x, r)
+    assert torch.equal(got.isnan(), want.isnan())
+    _close(got.nan_to_num(), want.nan_to_num(), dtype)
+    with torch.no_grad():
+        _close(got.nan_to_num(), m(x, r).nan_to_num(), dtype)  # and to torch eager
+    # One node: the padding, the norm and the tail run inside the convolution's.
+    assert dump.count("tensorbridge::convolution_epilogue(") == 1
+    assert "= aten::" not in dump, dump
+
+
+def test_padding_read_twice_or_not_zero_is_not_folded():
+    class TwoReaders(torch.nn.Module):
+        def __init__(self, value):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.value = value
+
+        def forward(self, x):
+            p = torch.nn.functional.pad(x, (1, 1, 0, 2), value=self.value)
+            y = torch.relu(self.conv(p))
+            return y if self.value else (y, p)
+
+    x = torch.randn(1, 3, 6, 6)
+    for value in (0.0, 1.5):
+        torch.manual_seed(0)
+        m = TwoReaders(value).eval()
+        got, want, dump = _plans(m, x)
+        torch.testing.assert_close(got, want)
+        assert "constant_pad_nd" in dump and "tensorbridge::convolution_epilogue(" in dump
+
+
+def test_convolution_epilogue_rejects_bad_arguments():
+    x, w = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)
+    args = [x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, None]
+    with pytest.raises(ValueError, match="is not hardtanh:<min>:<max>"):
+        tb.call("tensorbridge::convolution_epilogue", *args, "hardtanh:1")
+    with pytest.raises(ValueError, match="is not hardtanh:<min>:<max>"):
+        tb.call("tensorbridge::convolution_epilogue", *args, "hardtanh:2:1")
+    with pytest.raises(ValueError, match="expected 4 extra padding values, got 2"):
+        tb.call("tensorbridge::convolution_epilogue", *args, "", [1, 1])
+    with pytest.raises(ValueError, match="extra padding must be non-negative"):
+        tb.call("tensorbridge::convolution_epilogue", *args, "", [0, -1, 0, 0])
+    with pytest.raises(ValueError, match="needs both running_mean and running_var"):
+        tb.call(
+            "tensorbridge::convolution_epilogue", *args, "", [], None, None, torch.zeros(3), None
+        )
+    t = [x, torch.randn(2, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1, None, ""]
+    with pytest.raises(ValueError, match="extra padding of a transposed convolution"):
+        tb.call("tensorbridge::convolution_epilogue", *t, [0, 1, 0, 1])
+
+
 def test_relu_keeps_nan_as_torch():
     m = Linear("relu", False, k=4, n=8).eval()
     x = torch.randn(3, 4)
