@@ -92,6 +92,17 @@ void ParallelFor(int64_t n, bool parallel, F&& f) {
   for (int64_t i = 0; i < n; ++i) f(i);
 }
 
+// f(begin, end) over [0, n) in blocks of `block` elements, the blocks split across OpenMP
+// threads when `parallel`. Write f's loop with `#pragma omp simd`: GCC vectorizes an
+// `omp parallel for simd ... if (...)` loop on its parallel path only, and leaves the serial
+// path (every small tensor) a scalar loop.
+template <typename F>
+void ForEachBlock(int64_t n, int64_t block, bool parallel, F&& f) {
+  const int64_t blocks = (n + block - 1) / block;
+  ParallelFor(blocks, parallel && blocks > 1,
+              [&](int64_t b) { f(b * block, std::min(n, (b + 1) * block)); });
+}
+
 // f(begin, end) once on every OpenMP thread, with that thread's even share of [0, n): thread t
 // of nt gets [n * t / nt, n * (t + 1) / nt), which may be empty. Shares are contiguous, so a
 // caller can split a flat range inside rows or blocks. An exception thrown on any thread is

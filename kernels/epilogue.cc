@@ -123,8 +123,10 @@ Tensor ApplySteps(const std::vector<Step>& steps, Tensor t, const Tensor* residu
 
 template <typename T>
 void ReluInPlace(T* p, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) p[i] = p[i] < T(0) ? T(0) : p[i];
+  kernels::ForEachBlock(n, 65536, n > 65536, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) p[i] = p[i] < T(0) ? T(0) : p[i];
+  });
 }
 
 // relu on a contiguous float32 or bfloat16 buffer, keeping NaN (as torch does).
@@ -136,11 +138,13 @@ void ReluInPlace(const Tensor& t) {
   // bfloat16: a negative number (sign bit set, not NaN) becomes +0.
   auto* p = static_cast<uint16_t*>(t.mutable_data());
   const int64_t n = t.numel();
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    const uint16_t x = p[i];
-    p[i] = (x & 0x8000) && (x & 0x7fff) <= 0x7f80 ? uint16_t(0) : x;
-  }
+  kernels::ForEachBlock(n, 65536, n > 65536, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) {
+      const uint16_t x = p[i];
+      p[i] = (x & 0x8000) && (x & 0x7fff) <= 0x7f80 ? uint16_t(0) : x;
+    }
+  });
 }
 
 // ---- the oneDNN matmul -------------------------------------------------------------------
@@ -479,11 +483,8 @@ Tensor ConvolutionEpilogue(const Tensor& input, const Tensor& weight,
   if (clamp) {
     if (out.dtype() == DType::kFloat32) {
       float* p = static_cast<float*>(out.mutable_data());
-      const int64_t n = out.numel(), rows = (n + kernels::kGrain - 1) / kernels::kGrain;
-      kernels::ParallelFor(rows, rows > 1, [&](int64_t r) {
-        const int64_t begin = r * kernels::kGrain;
-        ClampRow(p + begin, std::min(kernels::kGrain, n - begin), static_cast<float>(lo),
-                 static_cast<float>(hi));
+      kernels::ForEachBlock(out.numel(), kernels::kGrain, true, [&](int64_t begin, int64_t end) {
+        ClampRow(p + begin, end - begin, static_cast<float>(lo), static_cast<float>(hi));
       });
     } else {
       static const OpRef hardtanh("aten::hardtanh");

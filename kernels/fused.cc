@@ -22,6 +22,7 @@
 
 #include "dispatch/op_call.h"
 #include "dispatch/op_table.h"
+#include "kernels/common_internal.h"
 #include "kernels/conv_internal.h"
 #include "kernels/linear_internal.h"
 #include "kernels/onednn/onednn_internal.h"
@@ -155,8 +156,10 @@ Act ParseAct(const char* op, const std::string& activation, const std::string& a
 
 template <typename T>
 void ReluInPlace(T* p, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) p[i] = p[i] < T(0) ? T(0) : p[i];
+  kernels::ForEachBlock(n, 65536, n > 65536, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) p[i] = p[i] < T(0) ? T(0) : p[i];
+  });
 }
 
 // Applies `act` in place to `t`, a fresh contiguous result no one else holds.

@@ -6,6 +6,7 @@
 
 #include <omp.h>
 
+#include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
@@ -293,18 +294,26 @@ bool CastBFloat16(const Tensor& dst, const Tensor& src) {
   if (widen) {
     const uint16_t* in = static_cast<const uint16_t*>(s.data());
     uint32_t* out = static_cast<uint32_t*>(dst.mutable_data());
-#pragma omp parallel for simd schedule(static) if (n > 16 * kernels::kGrain)
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint32_t>(in[i]) << 16;
+    kernels::ForEachBlock(n, kernels::kGrain, n > 16 * kernels::kGrain,
+                          [&](int64_t begin, int64_t end) {
+#pragma omp simd
+                            for (int64_t i = begin; i < end; ++i) {
+                              out[i] = static_cast<uint32_t>(in[i]) << 16;
+                            }
+                          });
   } else {
     const uint32_t* in = static_cast<const uint32_t*>(s.data());
     uint16_t* out = static_cast<uint16_t*>(dst.mutable_data());
-#pragma omp parallel for simd schedule(static) if (n > 16 * kernels::kGrain)
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t u = in[i];
-      const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-      const uint32_t r = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded;
-      out[i] = static_cast<uint16_t>(r);
-    }
+    kernels::ForEachBlock(
+        n, kernels::kGrain, n > 16 * kernels::kGrain, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+          for (int64_t i = begin; i < end; ++i) {
+            const uint32_t u = in[i];
+            const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+            const uint32_t r = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded;
+            out[i] = static_cast<uint16_t>(r);
+          }
+        });
   }
   return true;
 }
