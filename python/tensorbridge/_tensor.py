@@ -660,6 +660,8 @@ def _python_key_kernels(on: bool = True) -> str:
         lib.tb_python_key_fast_detach.argtypes = [ctypes.c_int]
         lib.tb_python_key_linear_calls.restype = ctypes.c_int64
         lib.tb_python_key_linear_calls.argtypes = []
+        lib.tb_python_key_above_calls.restype = ctypes.c_int64
+        lib.tb_python_key_above_calls.argtypes = []
         _python_key_lib = lib
         _count_dispatch_rules()
     global _python_key_count
@@ -683,6 +685,15 @@ def _linear_calls() -> int:
     if _python_key_lib is None:
         return 0
     return int(_python_key_lib.tb_python_key_linear_calls())
+
+
+def _above_autograd_calls() -> int:
+    """How many calls of functional ops (new results, no argument written) the Python-key
+    library's kernels above autograd served, where autograd had nothing to record; 0 without
+    them."""
+    if _python_key_lib is None:
+        return 0
+    return int(_python_key_lib.tb_python_key_above_calls())
 
 
 @contextlib.contextmanager

@@ -12,7 +12,8 @@
 // only for their Python objects). Every other call does exactly what torch's Python fallback
 // does: the top mode's or the subclass's __torch_dispatch__, so FakeTensor, FunctionalTensor,
 // DTensor and other subclasses behave as before. Autograd sits above the Python key and
-// records as before.
+// records as before. Functional ops and aten::linear also have kernels above autograd (on the
+// PythonTLSSnapshot key) for calls where autograd has nothing to record.
 //
 // It links libtorch, libtorch_python and the tensorbridge core (one torch release's C++ ABI).
 // tensorbridge/_tensor.py loads it with ctypes where it was built against the running torch
@@ -250,15 +251,76 @@ struct Entry {
   std::vector<int> returns_arg;
   bool new_results = false;  // some return is a new tensor (its wrapper needs the GIL)
   bool view = false;         // returns a view of an argument
+  // Returns new tensors, writes no argument, and is no decomposition: served above autograd
+  // too (a second kernel, on the PythonTLSSnapshot key).
+  bool functional = false;
 };
 
-// The kernel of one op.
+// ---- above autograd -----------------------------------------------------------------------
+
+// A tensor with the Python key also carries PythonTLSSnapshot, the highest key: torch's
+// fallback there redispatches to autograd (VariableType), ADInplaceOrView and the Python key.
+// For an op that returns new tensors and writes no argument, where autograd has nothing to
+// record (no gradient wanted, no forward-mode tangent), those layers only box and unbox the
+// arguments, so a kernel on PythonTLSSnapshot may run the table itself. Calls that carry any
+// other key (autocast, functorch, functionalization, the Python dispatcher) take torch's
+// fallback.
+constexpr c10::DispatchKeySet kAboveAutogradKeys =
+    c10::DispatchKeySet(c10::DispatchKey::PythonTLSSnapshot) |
+    c10::DispatchKeySet(c10::DispatchKey::Python) |
+    kPlainKeys.remove(c10::DispatchKey::AutocastCPU);
+
+std::atomic<int64_t> g_above_calls{0};  // calls of functional ops served above autograd (tests)
+
+// Autograd records nothing for `t`: no gradient wanted, no forward-mode tangent.
+bool NoAutograd(const at::Tensor& t) {
+  if (!t.defined()) return true;
+  if (c10::GradMode::is_enabled() && t.requires_grad()) return false;
+  return !t._fw_grad(/*level=*/0).defined();
+}
+
+// NoAutograd for every tensor among the last `n` values of the stack (lists' items too).
+bool NoAutogradArgs(const torch::jit::Stack& stack, size_t n) {
+  for (const c10::IValue& v : torch::jit::last(stack, n)) {
+    if (v.isTensor()) {
+      if (!NoAutograd(v.toTensor())) return false;
+    } else if (v.isTensorList() || v.isOptionalTensorList()) {
+      for (const c10::IValue& item : v.toListRef()) {
+        if (item.isTensor() && !NoAutograd(item.toTensor())) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// torch's PythonTLSSnapshot fallback (PythonFallbackKernel.cpp): the keys below, with the
+// Python TLS snapshot taken where this is the outermost call.
+void SnapshotFallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                      torch::jit::Stack* stack) {
+  at::impl::MaybeSetTLSOnEntryGuard guard;
+  op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER,
+                                                c10::DispatchKey::PythonTLSSnapshot),
+                     stack);
+}
+
+// The kernel of one op on the Python key, or (`above_autograd`, a functional op) on the
+// PythonTLSSnapshot key.
 class PythonKeyOp final : public c10::OperatorKernel {
  public:
-  explicit PythonKeyOp(Entry entry) : e_(std::move(entry)) {}
+  PythonKeyOp(Entry entry, bool above_autograd)
+      : e_(std::move(entry)), above_autograd_(above_autograd) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                   torch::jit::Stack* stack) {
+    if (above_autograd_) {
+      if (kAboveAutogradKeys.isSupersetOf(keys) && NoAutogradArgs(*stack, e_.kinds.size()) &&
+          Fast(stack)) {
+        g_above_calls.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        SnapshotFallback(op, keys, stack);
+      }
+      return;
+    }
     if (!Fast(stack)) PythonFallback(op, keys, stack);
   }
 
@@ -332,6 +394,7 @@ class PythonKeyOp final : public c10::OperatorKernel {
   }
 
   const Entry e_;
+  const bool above_autograd_;
 };
 
 // In-place ops that change the tensor itself (shape, strides, memory): the eager path's
@@ -387,7 +450,16 @@ bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, 
   const tb::ServedBy by = table.Resolve(*id, tb::DeviceType::kCPU).served_by;
   if (by != tb::ServedBy::kKernel && by != tb::ServedBy::kComposite) return false;
   e.id = *id;
-  for (const auto& a : schema.arguments()) e.kinds.push_back(tb_torch::KindOf(a.real_type()));
+  bool aliases = false;
+  for (const auto& a : schema.arguments()) {
+    e.kinds.push_back(tb_torch::KindOf(a.real_type()));
+    aliases |= a.alias_info() != nullptr;
+  }
+  bool writes = false;
+  for (int arg : e.returns_arg) writes |= arg >= 0;
+  e.functional = !e.view && !writes && !aliases && !schema.is_mutable() &&
+                 !handle.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) &&
+                 !handle.hasKernelForDispatchKey(c10::DispatchKey::PythonTLSSnapshot);
   *out = std::move(e);
   return true;
 }
@@ -405,36 +477,18 @@ bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, 
 // error) takes torch's fallback, i.e. the decomposition.
 std::atomic<int64_t> g_linear_calls{0};  // calls this kernel served (tests)
 
-// The keys a call may carry for the kernel to serve it.
-constexpr c10::DispatchKeySet kLinearKeys =
-    c10::DispatchKeySet(c10::DispatchKey::PythonTLSSnapshot) |
-    c10::DispatchKeySet(c10::DispatchKey::Python) |
-    kPlainKeys.remove(c10::DispatchKey::AutocastCPU);
-
 class LinearOp final : public c10::OperatorKernel {
  public:
   LinearOp(tb::OpId mm, tb::OpId addmm) : mm_(mm), addmm_(addmm) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                   torch::jit::Stack* stack) {
-    if (Fast(keys, stack)) return;
-    // torch's PythonTLSSnapshot fallback (PythonFallbackKernel.cpp).
-    at::impl::MaybeSetTLSOnEntryGuard guard;
-    op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER,
-                                                  c10::DispatchKey::PythonTLSSnapshot),
-                       stack);
+    if (!Fast(keys, stack)) SnapshotFallback(op, keys, stack);
   }
 
  private:
-  // Autograd records nothing for `t`: no gradient wanted, no forward-mode tangent.
-  static bool NoAutograd(const at::Tensor& t) {
-    if (!t.defined()) return true;
-    if (c10::GradMode::is_enabled() && t.requires_grad()) return false;
-    return !t._fw_grad(/*level=*/0).defined();
-  }
-
   bool Fast(c10::DispatchKeySet keys, torch::jit::Stack* stack) const {
-    if (!kLinearKeys.isSupersetOf(keys) || g_rules.load(std::memory_order_relaxed) > 0 ||
+    if (!kAboveAutogradKeys.isSupersetOf(keys) || g_rules.load(std::memory_order_relaxed) > 0 ||
         g_paused.load(std::memory_order_relaxed) ||
         c10::impl::TorchDispatchModeTLS::stack_len() > 0) {
       return false;
@@ -613,9 +667,9 @@ PyObject* GetAttrString(PyObject* self, char* name) {
 }
 
 std::mutex g_mu;
-std::unique_ptr<torch::Library> g_lib;         // guarded by g_mu; its destruction deregisters
-std::unique_ptr<torch::Library> g_linear_lib;  // LinearOp's registration; guarded by g_mu
-int64_t g_registered = 0;                      // guarded by g_mu
+std::unique_ptr<torch::Library> g_lib;        // guarded by g_mu; its destruction deregisters
+std::unique_ptr<torch::Library> g_above_lib;  // the kernels above autograd; guarded by g_mu
+int64_t g_registered = 0;                     // guarded by g_mu
 
 }  // namespace
 }  // namespace tb_pykey
@@ -629,7 +683,7 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
   try {
     std::lock_guard<std::mutex> lock(g_mu);
     g_on.store(false, std::memory_order_relaxed);
-    g_linear_lib.reset();
+    g_above_lib.reset();
     g_lib.reset();
     g_registered = 0;
     if (on == 0) return 0;
@@ -645,24 +699,28 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
     if (g_cls->tp_getattro != nullptr) g_cls->tp_getattr = &GetAttrString;
     auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
                                                 c10::DispatchKey::Python, __FILE__, __LINE__);
+    auto above = std::make_unique<torch::Library>(
+        torch::Library::IMPL, "aten", c10::DispatchKey::PythonTLSSnapshot, __FILE__, __LINE__);
     for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
       auto handle = c10::Dispatcher::singleton().findOp(name);
       Entry e;
       if (!handle || !Eligible(name, *handle, &e)) continue;
       const std::string unqualified =
           name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
+      if (e.functional) {
+        above->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                             std::make_unique<PythonKeyOp>(e, true)));
+      }
       lib->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                                         std::make_unique<PythonKeyOp>(std::move(e))));
+                                         std::make_unique<PythonKeyOp>(std::move(e), false)));
       ++g_registered;
     }
     tb::OpId mm = 0, addmm = 0;
     if (LinearOps(&mm, &addmm)) {
-      auto linear = std::make_unique<torch::Library>(
-          torch::Library::IMPL, "aten", c10::DispatchKey::PythonTLSSnapshot, __FILE__, __LINE__);
-      linear->impl("linear",
-                   torch::CppFunction::makeFromBoxedFunctor(std::make_unique<LinearOp>(mm, addmm)));
-      g_linear_lib = std::move(linear);
+      above->impl("linear",
+                  torch::CppFunction::makeFromBoxedFunctor(std::make_unique<LinearOp>(mm, addmm)));
     }
+    g_above_lib = std::move(above);
     g_lib = std::move(lib);
     g_on.store(true, std::memory_order_relaxed);
     return g_registered;
@@ -706,4 +764,9 @@ extern "C" __attribute__((visibility("default"))) PyObject* tb_python_key_make_w
 // How many aten::linear calls the kernel on the PythonTLSSnapshot key served (tests).
 extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_linear_calls() {
   return tb_pykey::g_linear_calls.load(std::memory_order_relaxed);
+}
+
+// How many calls of functional ops the kernels on the PythonTLSSnapshot key served (tests).
+extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_above_calls() {
+  return tb_pykey::g_above_calls.load(std::memory_order_relaxed);
 }

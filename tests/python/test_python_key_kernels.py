@@ -656,3 +656,76 @@ def test_linear_from_threads(no_fallback):
             np.testing.assert_allclose(_np(r), x @ _WL.T, rtol=1e-5, atol=1e-5)
 
     on_threads(work, 2)
+
+
+# ---- functional ops above autograd (PythonTLSSnapshot) ---------------------------------------
+
+
+def test_functional_ops_above_autograd_where_nothing_is_recorded(no_fallback):
+    a, b = tb.wrap(X.copy()), tb.wrap(Y.copy())
+    before = _tensor._above_autograd_calls()
+    with torch.no_grad():
+        r = a * b
+    assert _tensor._above_autograd_calls() == before + 1
+    assert type(r) is tb.Tensor and not r.requires_grad and r.grad_fn is None
+    np.testing.assert_allclose(_np(r), X * Y, rtol=1e-6)
+    # Grad mode on, no operand wanting a gradient: nothing to record either.
+    r = torch.relu(a)
+    assert _tensor._above_autograd_calls() == before + 2 and r.grad_fn is None
+    with torch.inference_mode():
+        r = a - b
+    assert _tensor._above_autograd_calls() == before + 3 and r.is_inference()
+    np.testing.assert_allclose(_np(r), X - Y, rtol=1e-6)
+
+
+def test_gradients_views_and_in_place_ops_stay_below(no_fallback):
+    a = tb.wrap(X.copy()).requires_grad_()
+    b = tb.wrap(Y.copy())
+    before = _tensor._above_autograd_calls()
+    r = a * b  # a gradient wanted: autograd records it
+    assert r.grad_fn is not None and _tensor._above_autograd_calls() == before
+    r.sum().backward()
+    np.testing.assert_allclose(_np(a.grad), Y, rtol=1e-6)
+    before = _tensor._above_autograd_calls()
+    c = tb.wrap(X.copy())
+    with torch.no_grad():
+        v = c.view(2, 12)  # a view: ADInplaceOrView records its base
+        version = c._version
+        c.add_(b)  # in place: the version counter, shared with the view, moves
+    assert v._base is c and c._version == version + 1 and v._version == c._version
+    assert _tensor._above_autograd_calls() == before
+    np.testing.assert_allclose(_np(v), (X + Y).reshape(2, 12), rtol=1e-6)
+
+
+def test_backward_ops_run_above_autograd(no_fallback):
+    # The engine runs backward functions with grad mode off: their ops are served above autograd.
+    a = tb.wrap(X.copy()).requires_grad_()
+    w = tb.wrap(W.copy()).requires_grad_()
+    ta = torch.from_numpy(X.copy()).requires_grad_()
+    tw = torch.from_numpy(W.copy()).requires_grad_()
+    out = torch.tanh(a @ w).mul(2.0).sum()
+    before = _tensor._above_autograd_calls()
+    out.backward()
+    assert _tensor._above_autograd_calls() > before
+    torch.tanh(ta @ tw).mul(2.0).sum().backward()
+    np.testing.assert_allclose(_np(a.grad), ta.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(w.grad), tw.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_functional_ops_under_autocast_and_forward_ad(monkeypatch):
+    import torch.autograd.forward_ad as fwad
+
+    monkeypatch.setattr(tb.config, "fallback", "allow")  # make_dual's aten::is_same_size
+    a, w = tb.wrap(X.copy()), tb.wrap(W.copy())
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        got = a @ w
+    assert got.dtype == torch.bfloat16  # autocast's kernel ran first
+    np.testing.assert_allclose(_np(got.float()), X @ W, rtol=3e-2, atol=3e-2)
+    # sin of a dual tensor goes through autograd (which computes the tangent with ops on plain
+    # values, those served above it); a tangent lost above autograd would come back None.
+    with torch.no_grad(), fwad.dual_level():
+        out = torch.sin(fwad.make_dual(a, tb.wrap(np.full_like(X, 2.0))))
+        primal, tangent = fwad.unpack_dual(out)
+    assert tangent is not None
+    np.testing.assert_allclose(_np(primal), np.sin(X), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(tangent), 2 * np.cos(X), rtol=1e-5, atol=1e-6)
