@@ -272,9 +272,15 @@ constexpr c10::DispatchKeySet kAboveAutogradKeys =
 
 std::atomic<int64_t> g_above_calls{0};  // calls of functional ops served above autograd (tests)
 
-// Autograd records nothing for `t`: no gradient wanted, no forward-mode tangent.
+// Autograd records nothing for `t` (no gradient wanted, no forward-mode tangent), and `t` is no
+// other class's tensor with the Python key (those go below without a try at converting them).
 bool NoAutograd(const at::Tensor& t) {
   if (!t.defined()) return true;
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (impl->key_set().has(c10::DispatchKey::Python)) {
+    PyObject* obj = impl->pyobj_slot()->load_pyobj();
+    if (obj == nullptr || Py_TYPE(obj) != g_cls) return false;
+  }
   if (c10::GradMode::is_enabled() && t.requires_grad()) return false;
   return !t._fw_grad(/*level=*/0).defined();
 }
