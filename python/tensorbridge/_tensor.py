@@ -658,6 +658,10 @@ def _python_key_kernels(on: bool = True) -> str:
         lib.tb_python_key_pause.argtypes = [ctypes.c_int]
         lib.tb_python_key_fast_detach.restype = None
         lib.tb_python_key_fast_detach.argtypes = [ctypes.c_int]
+        lib.tb_python_key_linear_calls.restype = ctypes.c_int64
+        lib.tb_python_key_linear_calls.argtypes = []
+        lib.tb_python_key_above_calls.restype = ctypes.c_int64
+        lib.tb_python_key_above_calls.argtypes = []
         _python_key_lib = lib
         _count_dispatch_rules()
     global _python_key_count
@@ -673,6 +677,23 @@ def _python_key_kernels(on: bool = True) -> str:
 def _python_key_ops() -> int:
     """How many ops the Python-key kernels serve (0 when they are off)."""
     return _python_key_count
+
+
+def _linear_calls() -> int:
+    """How many ``aten::linear`` calls the Python-key library's kernel above autograd served
+    in C++ (one table call and one result, instead of torch's decomposition); 0 without it."""
+    if _python_key_lib is None:
+        return 0
+    return int(_python_key_lib.tb_python_key_linear_calls())
+
+
+def _above_autograd_calls() -> int:
+    """How many calls of functional ops (new results, no argument written) the Python-key
+    library's kernels above autograd served, where autograd had nothing to record; 0 without
+    them."""
+    if _python_key_lib is None:
+        return 0
+    return int(_python_key_lib.tb_python_key_above_calls())
 
 
 @contextlib.contextmanager

@@ -183,10 +183,7 @@ tb::Value ToValue(const c10::IValue& v, ArgKind kind, TensorFn&& tensor) {
   if (v.isSymInt()) return tb::Value(static_cast<int64_t>(v.toSymInt().expect_int()));
   if (v.isSymFloat()) return tb::Value(v.toSymFloat().expect_float());
   if (v.isString()) return tb::Value(std::string(v.toStringRef()));
-  if (v.isIntList()) {
-    auto l = v.toIntVector();
-    return tb::Value(std::vector<int64_t>(l.begin(), l.end()));
-  }
+  if (v.isIntList()) return tb::Value(v.toIntVector());
   if (v.isDoubleList()) return tb::Value(v.toDoubleVector());
   if (v.isBoolList()) {
     auto l = v.toBoolList();

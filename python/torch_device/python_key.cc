@@ -12,16 +12,19 @@
 // only for their Python objects). Every other call does exactly what torch's Python fallback
 // does: the top mode's or the subclass's __torch_dispatch__, so FakeTensor, FunctionalTensor,
 // DTensor and other subclasses behave as before. Autograd sits above the Python key and
-// records as before.
+// records as before. Functional ops and aten::linear also have kernels above autograd (on the
+// PythonTLSSnapshot key) for calls where autograd has nothing to record.
 //
 // It links libtorch, libtorch_python and the tensorbridge core (one torch release's C++ ABI).
 // tensorbridge/_tensor.py loads it with ctypes where it was built against the running torch
 // and hands it the class and the eager path's C functions (python/src/eager.cc).
 #include <Python.h>
 
+#include <ATen/core/PythonFallbackKernel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <ATen/record_function.h>
+#include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/impl/PyInterpreter.h>
@@ -190,6 +193,27 @@ class GilAcquire {
 
 extern const tb_torch::WrapperHooks kHooks;
 
+// A tensor argument as a table tensor: a tensorbridge.Tensor's Array (`*any_ours` set), or a
+// zero-copy view of a plain dense CPU tensor; throws Decline for anything else.
+tb::Tensor Convert(const at::Tensor& t, bool* any_ours) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  const c10::DispatchKeySet keys = impl->key_set();
+  if (keys.has(c10::DispatchKey::Python)) {
+    PyObject* obj = impl->pyobj_slot()->load_pyobj();
+    if (obj == nullptr || Py_TYPE(obj) != g_cls) throw Decline{};
+    const tb::Tensor* array = g_array_tensor(obj);
+    if (array == nullptr) throw Decline{};
+    *any_ours = true;
+    return *array;
+  }
+  tb::DType dtype;
+  if (!kPlainKeys.isSupersetOf(keys) || !impl->has_storage() || t.layout() != c10::kStrided ||
+      !tb_torch::ToTbDType(t.scalar_type(), &dtype)) {
+    throw Decline{};
+  }
+  return tb_torch::ToTb(t);
+}
+
 // A new tensorbridge.Tensor over a table result, the GIL held: its TensorImpl (wrapper.h),
 // its Python object of the class, and the object's Array. The object lives as long as the
 // TensorImpl is referenced (torch's PyObject preservation).
@@ -227,15 +251,82 @@ struct Entry {
   std::vector<int> returns_arg;
   bool new_results = false;  // some return is a new tensor (its wrapper needs the GIL)
   bool view = false;         // returns a view of an argument
+  // Returns new tensors, writes no argument, and is no decomposition: served above autograd
+  // too (a second kernel, on the PythonTLSSnapshot key).
+  bool functional = false;
 };
 
-// The kernel of one op.
+// ---- above autograd -----------------------------------------------------------------------
+
+// A tensor with the Python key also carries PythonTLSSnapshot, the highest key: torch's
+// fallback there redispatches to autograd (VariableType), ADInplaceOrView and the Python key.
+// For an op that returns new tensors and writes no argument, where autograd has nothing to
+// record (no gradient wanted, no forward-mode tangent), those layers only box and unbox the
+// arguments, so a kernel on PythonTLSSnapshot may run the table itself. Calls that carry any
+// other key (autocast, functorch, functionalization, the Python dispatcher) take torch's
+// fallback.
+constexpr c10::DispatchKeySet kAboveAutogradKeys =
+    c10::DispatchKeySet(c10::DispatchKey::PythonTLSSnapshot) |
+    c10::DispatchKeySet(c10::DispatchKey::Python) |
+    kPlainKeys.remove(c10::DispatchKey::AutocastCPU);
+
+std::atomic<int64_t> g_above_calls{0};  // calls of functional ops served above autograd (tests)
+
+// Autograd records nothing for `t` (no gradient wanted, no forward-mode tangent), and `t` is no
+// other class's tensor with the Python key (those go below without a try at converting them).
+bool NoAutograd(const at::Tensor& t) {
+  if (!t.defined()) return true;
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (impl->key_set().has(c10::DispatchKey::Python)) {
+    PyObject* obj = impl->pyobj_slot()->load_pyobj();
+    if (obj == nullptr || Py_TYPE(obj) != g_cls) return false;
+  }
+  if (c10::GradMode::is_enabled() && t.requires_grad()) return false;
+  return !t._fw_grad(/*level=*/0).defined();
+}
+
+// NoAutograd for every tensor among the last `n` values of the stack (lists' items too).
+bool NoAutogradArgs(const torch::jit::Stack& stack, size_t n) {
+  for (const c10::IValue& v : torch::jit::last(stack, n)) {
+    if (v.isTensor()) {
+      if (!NoAutograd(v.toTensor())) return false;
+    } else if (v.isTensorList() || v.isOptionalTensorList()) {
+      for (const c10::IValue& item : v.toListRef()) {
+        if (item.isTensor() && !NoAutograd(item.toTensor())) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// torch's PythonTLSSnapshot fallback (PythonFallbackKernel.cpp): the keys below, with the
+// Python TLS snapshot taken where this is the outermost call.
+void SnapshotFallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                      torch::jit::Stack* stack) {
+  at::impl::MaybeSetTLSOnEntryGuard guard;
+  op.redispatchBoxed(keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER,
+                                                c10::DispatchKey::PythonTLSSnapshot),
+                     stack);
+}
+
+// The kernel of one op on the Python key, or (`above_autograd`, a functional op) on the
+// PythonTLSSnapshot key.
 class PythonKeyOp final : public c10::OperatorKernel {
  public:
-  explicit PythonKeyOp(Entry entry) : e_(std::move(entry)) {}
+  PythonKeyOp(Entry entry, bool above_autograd)
+      : e_(std::move(entry)), above_autograd_(above_autograd) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                   torch::jit::Stack* stack) {
+    if (above_autograd_) {
+      if (kAboveAutogradKeys.isSupersetOf(keys) && NoAutogradArgs(*stack, e_.kinds.size()) &&
+          Fast(stack)) {
+        g_above_calls.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        SnapshotFallback(op, keys, stack);
+      }
+      return;
+    }
     if (!Fast(stack)) PythonFallback(op, keys, stack);
   }
 
@@ -253,24 +344,7 @@ class PythonKeyOp final : public c10::OperatorKernel {
     const size_t n = e_.kinds.size();
     const size_t first = stack->size() - n;
     bool any_ours = false;
-    auto convert = [&any_ours](const at::Tensor& t) -> tb::Tensor {
-      c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-      const c10::DispatchKeySet keys = impl->key_set();
-      if (keys.has(c10::DispatchKey::Python)) {
-        PyObject* obj = impl->pyobj_slot()->load_pyobj();
-        if (obj == nullptr || Py_TYPE(obj) != g_cls) throw Decline{};
-        const tb::Tensor* array = g_array_tensor(obj);
-        if (array == nullptr) throw Decline{};
-        any_ours = true;
-        return *array;
-      }
-      tb::DType dtype;
-      if (!kPlainKeys.isSupersetOf(keys) || !impl->has_storage() || t.layout() != c10::kStrided ||
-          !tb_torch::ToTbDType(t.scalar_type(), &dtype)) {
-        throw Decline{};
-      }
-      return tb_torch::ToTb(t);
-    };
+    auto convert = [&any_ours](const at::Tensor& t) { return Convert(t, &any_ours); };
     tb::Stack s;
     s.reserve(n);
     try {
@@ -326,6 +400,7 @@ class PythonKeyOp final : public c10::OperatorKernel {
   }
 
   const Entry e_;
+  const bool above_autograd_;
 };
 
 // In-place ops that change the tensor itself (shape, strides, memory): the eager path's
@@ -381,8 +456,130 @@ bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, 
   const tb::ServedBy by = table.Resolve(*id, tb::DeviceType::kCPU).served_by;
   if (by != tb::ServedBy::kKernel && by != tb::ServedBy::kComposite) return false;
   e.id = *id;
-  for (const auto& a : schema.arguments()) e.kinds.push_back(tb_torch::KindOf(a.real_type()));
+  bool aliases = false;
+  for (const auto& a : schema.arguments()) {
+    e.kinds.push_back(tb_torch::KindOf(a.real_type()));
+    aliases |= a.alias_info() != nullptr;
+  }
+  bool writes = false;
+  for (int arg : e.returns_arg) writes |= arg >= 0;
+  e.functional = !e.view && !writes && !aliases && !schema.is_mutable() &&
+                 !handle.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) &&
+                 !handle.hasKernelForDispatchKey(c10::DispatchKey::PythonTLSSnapshot);
   *out = std::move(e);
+  return true;
+}
+
+// ---- aten::linear above autograd ----------------------------------------------------------
+
+// aten::linear is CompositeImplicitAutograd: torch decomposes it above autograd into t,
+// view / reshape, mm / addmm and _unsafe_view, each of which reaches the kernels above and
+// makes a result wrapper (four wrappers, four trips through the dispatcher per nn.Linear). Where
+// autograd has nothing to record, this kernel on the PythonTLSSnapshot key (the highest key of
+// a tensor with the Python key; torch's own kernel there is a fallback that redispatches below)
+// runs the same table ops in C++ on the same operands, with one wrapper for the result. Every
+// other call (a key other than the plain CPU ones, autocast, functorch, the Python dispatcher,
+// a mode, gradients to record, forward-mode AD, operands the Python-key kernels decline, a table
+// error) takes torch's fallback, i.e. the decomposition.
+std::atomic<int64_t> g_linear_calls{0};  // calls this kernel served (tests)
+
+class LinearOp final : public c10::OperatorKernel {
+ public:
+  LinearOp(tb::OpId mm, tb::OpId addmm) : mm_(mm), addmm_(addmm) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                  torch::jit::Stack* stack) {
+    if (!Fast(keys, stack)) SnapshotFallback(op, keys, stack);
+  }
+
+ private:
+  bool Fast(c10::DispatchKeySet keys, torch::jit::Stack* stack) const {
+    if (!kAboveAutogradKeys.isSupersetOf(keys) || g_rules.load(std::memory_order_relaxed) > 0 ||
+        g_paused.load(std::memory_order_relaxed) ||
+        c10::impl::TorchDispatchModeTLS::stack_len() > 0) {
+      return false;
+    }
+    const size_t first = stack->size() - 3;
+    const at::Tensor& input = (*stack)[first].toTensor();
+    const at::Tensor& weight = (*stack)[first + 1].toTensor();
+    const c10::IValue& bias_v = (*stack)[first + 2];
+    const at::Tensor bias = bias_v.isNone() ? at::Tensor() : bias_v.toTensor();
+    if (!NoAutograd(input) || !NoAutograd(weight) || !NoAutograd(bias)) return false;
+    bool any_ours = false;
+    tb::Tensor x, w, b;
+    try {
+      x = Convert(input, &any_ours);
+      w = Convert(weight, &any_ours);
+      if (bias.defined()) b = Convert(bias, &any_ours);
+    } catch (const Decline&) {
+      return false;
+    } catch (const c10::Error&) {
+      return false;
+    }
+    const int64_t nd = x.ndim();
+    // at::linear's cases: a 2-D input (addmm with a bias), a contiguous 3-D input with a bias
+    // (addmm on the flattened rows), else matmul's fold of the leading dims (mm) and the bias
+    // added after (left to the decomposition).
+    if (!any_ours || w.ndim() != 2 || nd < 2 ||
+        (b.defined() && !(nd == 2 || (nd == 3 && x.is_contiguous())))) {
+      return false;
+    }
+    tb::Tensor out;
+    {
+      GilRelease release;
+      try {
+        const tb::Tensor wt = w.transpose(0, 1);
+        const tb::Tensor rows = nd == 2 ? x : x.reshape({-1, x.shape()[nd - 1]});
+        tb::Stack s;
+        s.reserve(5);
+        if (b.defined()) {
+          s.emplace_back(b);
+          s.emplace_back(rows);
+          s.emplace_back(wt);
+          s.emplace_back(int64_t{1});
+          s.emplace_back(int64_t{1});
+          tb::OpTable::Global().Call(addmm_, s);
+        } else {
+          s.emplace_back(rows);
+          s.emplace_back(wt);
+          tb::OpTable::Global().Call(mm_, s);
+        }
+        out = s.at(0).to_tensor();
+        if (nd != 2) {
+          tb::Dims shape(x.shape());
+          shape[nd - 1] = out.shape()[1];
+          out = out.view(shape);
+        }
+      } catch (const std::exception&) {
+        return false;  // the decomposition raises it, as before
+      }
+    }
+    at::Tensor result;
+    {
+      GilAcquire gil;
+      result = MakeResult(out);
+    }
+    torch::jit::drop(*stack, 3);
+    stack->push_back(std::move(result));
+    g_linear_calls.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  const tb::OpId mm_;
+  const tb::OpId addmm_;
+};
+
+// The table ops LinearOp runs, where the table serves both with kernels.
+bool LinearOps(tb::OpId* mm, tb::OpId* addmm) {
+  tb::OpTable& table = tb::OpTable::Global();
+  auto m = table.Find("aten::mm");
+  auto a = table.Find("aten::addmm");
+  if (!m || !a) return false;
+  for (tb::OpId id : {*m, *a}) {
+    if (table.Resolve(id, tb::DeviceType::kCPU).served_by != tb::ServedBy::kKernel) return false;
+  }
+  *mm = *m;
+  *addmm = *a;
   return true;
 }
 
@@ -476,8 +673,9 @@ PyObject* GetAttrString(PyObject* self, char* name) {
 }
 
 std::mutex g_mu;
-std::unique_ptr<torch::Library> g_lib;  // guarded by g_mu; its destruction deregisters
-int64_t g_registered = 0;               // guarded by g_mu
+std::unique_ptr<torch::Library> g_lib;        // guarded by g_mu; its destruction deregisters
+std::unique_ptr<torch::Library> g_above_lib;  // the kernels above autograd; guarded by g_mu
+int64_t g_registered = 0;                     // guarded by g_mu
 
 }  // namespace
 }  // namespace tb_pykey
@@ -491,6 +689,7 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
   try {
     std::lock_guard<std::mutex> lock(g_mu);
     g_on.store(false, std::memory_order_relaxed);
+    g_above_lib.reset();
     g_lib.reset();
     g_registered = 0;
     if (on == 0) return 0;
@@ -506,16 +705,28 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
     if (g_cls->tp_getattro != nullptr) g_cls->tp_getattr = &GetAttrString;
     auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
                                                 c10::DispatchKey::Python, __FILE__, __LINE__);
+    auto above = std::make_unique<torch::Library>(
+        torch::Library::IMPL, "aten", c10::DispatchKey::PythonTLSSnapshot, __FILE__, __LINE__);
     for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
       auto handle = c10::Dispatcher::singleton().findOp(name);
       Entry e;
       if (!handle || !Eligible(name, *handle, &e)) continue;
       const std::string unqualified =
           name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
+      if (e.functional) {
+        above->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                             std::make_unique<PythonKeyOp>(e, true)));
+      }
       lib->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                                         std::make_unique<PythonKeyOp>(std::move(e))));
+                                         std::make_unique<PythonKeyOp>(std::move(e), false)));
       ++g_registered;
     }
+    tb::OpId mm = 0, addmm = 0;
+    if (LinearOps(&mm, &addmm)) {
+      above->impl("linear",
+                  torch::CppFunction::makeFromBoxedFunctor(std::make_unique<LinearOp>(mm, addmm)));
+    }
+    g_above_lib = std::move(above);
     g_lib = std::move(lib);
     g_on.store(true, std::memory_order_relaxed);
     return g_registered;
@@ -554,4 +765,14 @@ extern "C" __attribute__((visibility("default"))) PyObject* tb_python_key_make_w
     void* data, void* context, void (*deleter)(void*)) {
   return tb_torch::MakeWrapperObject(cls, ndim, sizes, strides, dtype, data, context, deleter,
                                      &tb_pykey::kHooks);
+}
+
+// How many aten::linear calls the kernel on the PythonTLSSnapshot key served (tests).
+extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_linear_calls() {
+  return tb_pykey::g_linear_calls.load(std::memory_order_relaxed);
+}
+
+// How many calls of functional ops the kernels on the PythonTLSSnapshot key served (tests).
+extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_above_calls() {
+  return tb_pykey::g_above_calls.load(std::memory_order_relaxed);
 }

@@ -538,3 +538,194 @@ def test_setting_data_moves_the_array(no_fallback):
     np.testing.assert_array_equal(_np(x * 2), plain.numpy() * 2)
     with pytest.raises(NotImplementedError, match=r"setting a tensorbridge\.Tensor's \.data"):
         x.data = _Other(torch.zeros(4, dtype=torch.float64))
+
+
+# ---- aten::linear above autograd (one table call, one result) --------------------------------
+
+_XL = RNG.standard_normal((2, 5, 6)).astype(np.float32)
+_WL = RNG.standard_normal((3, 6)).astype(np.float32)
+_BL = RNG.standard_normal(3).astype(np.float32)
+
+# (name, input from _XL, with a bias, whether the kernel serves it without the decomposition)
+_LINEAR_CASES = [
+    ("3-D", lambda x: x, False, True),
+    ("3-D bias", lambda x: x, True, True),
+    ("2-D bias", lambda x: x[0], True, True),
+    ("2-D", lambda x: x[1], False, True),
+    ("transposed 3-D", lambda x: x.transpose(0, 1), False, True),
+    ("4-D", lambda x: x.reshape(2, 5, 2, 3).transpose(2, 3).reshape(2, 5, 6)[None], False, True),
+    ("transposed 3-D bias", lambda x: x.transpose(0, 1), True, False),  # matmul, then add
+    ("1-D", lambda x: x[0, 0], True, False),
+]
+
+
+@pytest.mark.parametrize("name,make,bias,served", _LINEAR_CASES, ids=[c[0] for c in _LINEAR_CASES])
+def test_linear_in_one_table_call(no_fallback, monkeypatch, name, make, bias, served):
+    x = make(tb.wrap(_XL.copy()))
+    w, b = tb.wrap(_WL.copy()), tb.wrap(_BL.copy()) if bias else None
+    before = _tensor._linear_calls()
+    with torch.no_grad():
+        got, python_ops = _python_route_ops(
+            lambda: torch.nn.functional.linear(x, w, b), monkeypatch
+        )
+    assert _tensor._linear_calls() - before == (1 if served else 0)
+    assert python_ops == [] and type(got) is tb.Tensor
+    tx = make(torch.from_numpy(_XL))
+    want = torch.nn.functional.linear(
+        tx, torch.from_numpy(_WL), torch.from_numpy(_BL) if bias else None
+    )
+    assert got.shape == want.shape and got.stride() == want.stride() and not got.requires_grad
+    np.testing.assert_allclose(_np(got), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_linear_with_plain_weights_and_in_inference_mode(no_fallback):
+    x = tb.wrap(_XL.copy())
+    w, b = torch.from_numpy(_WL.copy()), torch.from_numpy(_BL.copy())
+    before = _tensor._linear_calls()
+    with torch.inference_mode():
+        got = torch.nn.functional.linear(x, w, b)
+    assert _tensor._linear_calls() - before == 1 and type(got) is tb.Tensor
+    assert got.is_inference()
+    want = torch.nn.functional.linear(torch.from_numpy(_XL), w, b)
+    np.testing.assert_allclose(_np(got), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_linear_records_gradients_through_the_decomposition(no_fallback):
+    x = tb.wrap(_XL.copy())
+    w = tb.wrap(_WL.copy()).requires_grad_()
+    tw = torch.from_numpy(_WL.copy()).requires_grad_()
+    before = _tensor._linear_calls()
+    out = torch.nn.functional.linear(x, w)
+    assert _tensor._linear_calls() == before and out.grad_fn is not None
+    out.square().sum().backward()
+    torch.nn.functional.linear(torch.from_numpy(_XL), tw).square().sum().backward()
+    np.testing.assert_allclose(_np(w.grad), tw.grad.numpy(), rtol=1e-5, atol=1e-5)
+    # Under no_grad the same weight (requires_grad) is served: nothing to record.
+    with torch.no_grad():
+        r = torch.nn.functional.linear(x, w)
+    assert _tensor._linear_calls() == before + 1 and r.grad_fn is None
+
+
+def test_linear_under_a_mode_takes_the_decomposition(no_fallback):
+    x, w = tb.wrap(_XL.copy()), tb.wrap(_WL.copy())
+    before = _tensor._linear_calls()
+    with torch.no_grad(), _Recorder() as mode:
+        torch.nn.functional.linear(x, w)
+    assert "aten.mm.default" in mode.ops and "aten.t.default" in mode.ops
+    assert _tensor._linear_calls() == before
+
+
+def test_linear_under_autocast_casts_first(no_fallback):
+    # Autocast's kernel (above this one) casts the operands and calls linear again without it.
+    x, w = tb.wrap(_XL.copy()), tb.wrap(_WL.copy())
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        got = torch.nn.functional.linear(x, w)
+        want = torch.nn.functional.linear(torch.from_numpy(_XL), torch.from_numpy(_WL))
+    assert got.dtype == want.dtype == torch.bfloat16
+    np.testing.assert_allclose(_np(got.float()), want.float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_linear_with_forward_mode_tangents(monkeypatch):
+    import torch.autograd.forward_ad as fwad
+
+    # make_dual checks shapes with aten::is_same_size, which the table leaves to torch.
+    monkeypatch.setattr(tb.config, "fallback", "allow")
+    x, w = tb.wrap(_XL.copy()), tb.wrap(_WL.copy())
+    tangent = tb.wrap(np.ones_like(_XL))
+    before = _tensor._linear_calls()
+    with torch.no_grad(), fwad.dual_level():
+        out = torch.nn.functional.linear(fwad.make_dual(x, tangent), w)
+        jvp = fwad.unpack_dual(out).tangent
+    assert _tensor._linear_calls() == before and jvp is not None
+    np.testing.assert_allclose(_np(jvp), np.ones_like(_XL) @ _WL.T, rtol=1e-5, atol=1e-5)
+
+
+def test_linear_errors_are_the_decompositions(no_fallback):
+    x = tb.wrap(_XL.copy())
+    with torch.no_grad(), pytest.raises(ValueError, match="aten::mm"):
+        torch.nn.functional.linear(x, tb.wrap(_WL[:, :4].copy()))
+
+
+def test_linear_from_threads(no_fallback):
+    def work(k):
+        x = _XL + k
+        a, w = tb.wrap(x), tb.wrap(_WL)
+        for _ in range(200):
+            with torch.no_grad():
+                r = torch.nn.functional.linear(a, w)
+            np.testing.assert_allclose(_np(r), x @ _WL.T, rtol=1e-5, atol=1e-5)
+
+    on_threads(work, 2)
+
+
+# ---- functional ops above autograd (PythonTLSSnapshot) ---------------------------------------
+
+
+def test_functional_ops_above_autograd_where_nothing_is_recorded(no_fallback):
+    a, b = tb.wrap(X.copy()), tb.wrap(Y.copy())
+    before = _tensor._above_autograd_calls()
+    with torch.no_grad():
+        r = a * b
+    assert _tensor._above_autograd_calls() == before + 1
+    assert type(r) is tb.Tensor and not r.requires_grad and r.grad_fn is None
+    np.testing.assert_allclose(_np(r), X * Y, rtol=1e-6)
+    # Grad mode on, no operand wanting a gradient: nothing to record either.
+    r = torch.relu(a)
+    assert _tensor._above_autograd_calls() == before + 2 and r.grad_fn is None
+    with torch.inference_mode():
+        r = a - b
+    assert _tensor._above_autograd_calls() == before + 3 and r.is_inference()
+    np.testing.assert_allclose(_np(r), X - Y, rtol=1e-6)
+
+
+def test_gradients_views_and_in_place_ops_stay_below(no_fallback):
+    a = tb.wrap(X.copy()).requires_grad_()
+    b = tb.wrap(Y.copy())
+    before = _tensor._above_autograd_calls()
+    r = a * b  # a gradient wanted: autograd records it
+    assert r.grad_fn is not None and _tensor._above_autograd_calls() == before
+    r.sum().backward()
+    np.testing.assert_allclose(_np(a.grad), Y, rtol=1e-6)
+    before = _tensor._above_autograd_calls()
+    c = tb.wrap(X.copy())
+    with torch.no_grad():
+        v = c.view(2, 12)  # a view: ADInplaceOrView records its base
+        version = c._version
+        c.add_(b)  # in place: the version counter, shared with the view, moves
+    assert v._base is c and c._version == version + 1 and v._version == c._version
+    assert _tensor._above_autograd_calls() == before
+    np.testing.assert_allclose(_np(v), (X + Y).reshape(2, 12), rtol=1e-6)
+
+
+def test_backward_ops_run_above_autograd(no_fallback):
+    # The engine runs backward functions with grad mode off: their ops are served above autograd.
+    a = tb.wrap(X.copy()).requires_grad_()
+    w = tb.wrap(W.copy()).requires_grad_()
+    ta = torch.from_numpy(X.copy()).requires_grad_()
+    tw = torch.from_numpy(W.copy()).requires_grad_()
+    out = torch.tanh(a @ w).mul(2.0).sum()
+    before = _tensor._above_autograd_calls()
+    out.backward()
+    assert _tensor._above_autograd_calls() > before
+    torch.tanh(ta @ tw).mul(2.0).sum().backward()
+    np.testing.assert_allclose(_np(a.grad), ta.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(w.grad), tw.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_functional_ops_under_autocast_and_forward_ad(monkeypatch):
+    import torch.autograd.forward_ad as fwad
+
+    monkeypatch.setattr(tb.config, "fallback", "allow")  # make_dual's aten::is_same_size
+    a, w = tb.wrap(X.copy()), tb.wrap(W.copy())
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        got = a @ w
+    assert got.dtype == torch.bfloat16  # autocast's kernel ran first
+    np.testing.assert_allclose(_np(got.float()), X @ W, rtol=3e-2, atol=3e-2)
+    # sin of a dual tensor goes through autograd (which computes the tangent with ops on plain
+    # values, those served above it); a tangent lost above autograd would come back None.
+    with torch.no_grad(), fwad.dual_level():
+        out = torch.sin(fwad.make_dual(a, tb.wrap(np.full_like(X, 2.0))))
+        primal, tangent = fwad.unpack_dual(out)
+    assert tangent is not None
+    np.testing.assert_allclose(_np(primal), np.sin(X), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(tangent), 2 * np.cos(X), rtol=1e-5, atol=1e-6)
