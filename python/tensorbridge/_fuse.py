@@ -7,9 +7,9 @@ bfloat16 and float16 values are computed in float32 (rounded only where the grou
 as inductor does, where ATen rounds after every op).
 A group may also hold reductions over the last dimension with ``keepdim`` (``sum``, ``mean``,
 ``amax``) of a value of its shape, and element-wise nodes on their results (of the shape with
-the last dimension 1): a *row group*, whose fused node runs one row at a time, so that an RMS
-norm (``pow``, ``mean``, ``add``, ``rsqrt``, ``mul``) or a decomposed softmax runs as one node
-that reads its input once.
+the last dimension 1), and ``expand`` of these back to its shape: a *row group*, whose fused
+node runs one row at a time, so that an RMS norm (``pow``, ``mean``, ``add``, ``rsqrt``,
+``mul``), its backward or a decomposed softmax runs as one node that reads its input once.
 Each group runs as one ``tensorbridge::pointwise`` node: a small program evaluated block by
 block over the output (kernels/fused_pointwise.cc), so that values read only inside the group
 never reach memory. Values the rest of the graph reads (or the graph returns) are the group's
@@ -250,6 +250,24 @@ def _row(shape: tuple) -> tuple:
     return (*shape[:-1], 1)
 
 
+def _row_expand(n: torch.fx.Node, group_of: dict):
+    """The row group an ``expand`` of one of its per-row values to the group's shape joins
+    (a copy inside the group, whose registers hold a per-row value in every element of its
+    row), or None."""
+    if n.op != "call_function" or n.target is not _aten.expand.default:
+        return None
+    src = n.args[0]
+    g = group_of.get(src)
+    if g is None or g.closed or not g.row or g.compute == "any":
+        return None
+    val, x = _meta(n), _meta(src)
+    if not _static(val) or not _static(x) or val.dtype != x.dtype:
+        return None
+    if tuple(val.shape) != g.shape or tuple(x.shape) != _row(g.shape):
+        return None
+    return g
+
+
 class Group:
     """Element-wise nodes of one output shape fused into one plan node; a row group (``row``)
     also holds reductions over the last dimension and nodes of the reduced shape."""
@@ -263,6 +281,8 @@ class Group:
         self.outputs: list[torch.fx.Node] = []
         self.inputs: list = []  # fx nodes read from outside, in register order
         self.aliases: list[torch.fx.Node] = []  # aliases of members, run after the group
+        # expands of members that nodes outside the group read too: run after the group
+        self.after: list[torch.fx.Node] = []
 
     def describe(self) -> str:
         return ", ".join(_op_name(m) for m in self.members)
@@ -336,6 +356,11 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
         if joined is None and n.target is _aten.alias.default and n.args[0] in group_of:
             alias_of[n] = n.args[0]
             continue
+        if joined is None and n not in skip and config.pointwise_fusion:
+            joined = _row_expand(n, group_of)
+            if joined is not None:
+                joined.members.append(n)
+                group_of[n] = joined
         for a in n.all_input_nodes:
             g = group_of.get(alias_of.get(a, a))
             if g is not None and g is not joined:
@@ -350,7 +375,16 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
         if g.compute == "any":  # bool logic only: nothing to gain, and no float type to pick
             continue
         inside = set(g.members)
-        g.outputs = [m for m in g.members if any(u not in inside for u in m.users)]
+        outputs: dict = {}
+        for m in g.members:
+            if any(u not in inside for u in m.users):
+                if m.target is _aten.expand.default:
+                    # read outside too: the group writes the row value, the expand runs after
+                    outputs[m.args[0]] = None
+                    g.after.append(m)
+                else:
+                    outputs[m] = None
+        g.outputs = list(outputs)
         seen = set()
         for m in g.members:
             for a in m.all_input_nodes:
@@ -425,7 +459,9 @@ def _scaled(x: str, alpha, new, code: list) -> str:
 
 def _lower(m: torch.fx.Node, args: list, opnd, d: str, new, code: list) -> None:
     t = m.target
-    if t in _REDUCE:
+    if t is _aten.expand.default:  # of a per-row value (see _row_expand)
+        code.append(f"copy {d} {opnd(args[0])}")
+    elif t in _REDUCE:
         if _REDUCE[t] == "mean":
             tmp = new()
             code.append(f"rsum {tmp} {opnd(args[0])}")
@@ -527,6 +563,9 @@ class Emitter:
         for a in g.aliases:
             self.waiting.discard(a)
             builder.node(a)
+        for e in g.after:  # an expand read outside the group, of the row value it wrote
+            del self.member[e]
+            builder.node(e)
 
 
 def _short(n: torch.fx.Node) -> str:

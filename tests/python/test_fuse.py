@@ -341,7 +341,32 @@ def test_row_reductions_in_training_graphs(no_fallback):
     # AOT autograd takes of it).
     (norm,) = [ops for ops in got if "aten::mean.dim" in ops]
     assert "aten::rsqrt" in norm and norm.endswith("aten::mul.Tensor, aten::mul.Tensor"), norm
+    # The backward's row sum and what follows its expand back to the rows are one node.
+    (norm_bw,) = [ops for ops in got if "aten::expand" in ops]
+    ops = norm_bw.split(", ")
+    assert ops.index("aten::sum.dim_IntList") < ops.index("aten::expand") < len(ops) - 1, ops
     assert want == []
+
+
+def test_row_groups_take_expands_of_their_row_values(no_fallback):
+    def f(x, w):
+        r = torch.rsqrt((x * x).sum(-1, keepdim=True) + 1)
+        e = r.expand(x.shape)  # the row value back to the rows: a copy inside the group
+        return e * x + 1
+
+    def read_outside(x, w):
+        r = (x * 2).sum(-1, keepdim=True)
+        e = r.expand(x.shape)
+        return e * x + 1, e @ w  # the mm reads the expand too: it runs after the group
+
+    x, w = torch.randn(6, 40), torch.randn(40, 5)
+    for fn in (f, read_outside):
+        tb.diagnostics.reset_plan_metrics()
+        (group,) = _same(fn, x, w)
+        assert "aten::expand" in group[1] and group[1].endswith("aten::add.Tensor"), group
+    compiled, _ = _run(read_outside, (x, w), fused=True)
+    plan = _compile._records_of(compiled)[0].plans[0]["plan"]
+    assert "aten::expand(" in plan.dump()  # the mm's expand, of the group's row output
 
 
 def _pointwise_plan(size, program):
