@@ -450,7 +450,7 @@ def _merge_siblings(groups: list, order: dict, alias_of: dict) -> None:
     them yet."""
 
     def readers(g) -> set:  # outside nodes reading members (through aliases: their readers)
-        inside, out = set(g.members), set()
+        inside, out = set(g.members), set[torch.fx.Node]()
         for m in g.members:
             for u in m.users:
                 if u not in inside:
