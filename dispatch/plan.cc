@@ -180,7 +180,51 @@ void Plan::Finalize() {
   // Made here, before any run: a run on another thread may read them as soon as profiling
   // is turned on, with no other synchronisation.
   counters_ = std::make_unique<Counters[]>(nodes_.size());
+  BuildRunArrays();
   finalized_ = true;
+}
+
+void Plan::BuildRunArrays() {
+  run_nodes_.clear();
+  run_args_.clear();
+  run_frees_.clear();
+  run_outs_.clear();
+  for (const Node& n : nodes_) {
+    RunNode r{n.op, n.resolution, 0, 0, 0, 0, 0, 0};
+    r.args_begin = static_cast<uint32_t>(run_args_.size());
+    // A value whose slot this node frees is moved into its last argument that names it (no
+    // reference count to raise and drop), unless a list argument after it reads it too.
+    std::vector<int> last_arg(value_names_.size(), -1);
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      ForEachValue(n.args[i], [&](int v) { last_arg[v] = static_cast<int>(i); });
+    }
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const Arg& a = n.args[i];
+      RunArg ra{a.kind, false};
+      if (a.kind == Arg::Kind::kValue || a.kind == Arg::Kind::kItem) {
+        ra.slot = slot_of_[a.value];
+        ra.index = a.index;
+        ra.move =
+            a.kind == Arg::Kind::kValue && last_arg[a.value] == static_cast<int>(i) &&
+            std::find(n.free_after.begin(), n.free_after.end(), ra.slot) != n.free_after.end();
+      } else {
+        ra.arg = &a;
+      }
+      run_args_.push_back(ra);
+    }
+    r.args_end = static_cast<uint32_t>(run_args_.size());
+    r.frees_begin = static_cast<uint32_t>(run_frees_.size());
+    run_frees_.insert(run_frees_.end(), n.free_after.begin(), n.free_after.end());
+    r.frees_end = static_cast<uint32_t>(run_frees_.size());
+    r.outs_begin = static_cast<uint32_t>(run_outs_.size());
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      RunOut o{n.keep_output[k] ? slot_of_[n.outputs[k]] : -1};
+      if (n.keep_output[k] && !n.expect_strides[k].empty()) o.expect = &n.expect_strides[k];
+      run_outs_.push_back(o);
+    }
+    r.outs_end = static_cast<uint32_t>(run_outs_.size());
+    run_nodes_.push_back(r);
+  }
 }
 
 void Plan::ComputePeakBytes(const std::vector<int>& last_use) {
@@ -216,6 +260,15 @@ void Plan::ComputePeakBytes(const std::vector<int>& last_use) {
     peak_bytes_ = std::max(peak_bytes_, live);
     for (int v : leaving[i]) live -= value_bytes_[v];
   }
+}
+
+Value Plan::Item(const RunArg& a, const std::vector<Value>& slots) const {
+  const Value& list = slots[a.slot];
+  TB_CHECK(list.tag() == Value::Tag::kTensorList &&
+               a.index < static_cast<int>(list.to_tensor_list().size()),
+           RuntimeError)
+      << "Plan: item " << a.index << " of a value that is not a long enough Tensor[]";
+  return Value(list.to_tensor_list()[a.index]);
 }
 
 Value Plan::Materialize(const Arg& a, const std::vector<Value>& slots) const {
@@ -268,34 +321,49 @@ Stack Plan::Run(Stack inputs) const {
     slots[slot_of_[inputs_[i]]] = std::move(inputs[i]);
   }
   Stack stack;
+  stack.reserve(8);
   const bool profile = profiling_.load(std::memory_order_relaxed);
   using Clock = std::chrono::steady_clock;
   Clock::time_point start;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& n = nodes_[i];
+  for (size_t i = 0; i < run_nodes_.size(); ++i) {
+    const RunNode& n = run_nodes_[i];
     if (profile) start = Clock::now();
     stack.clear();
-    stack.reserve(n.args.size());
-    for (const Arg& a : n.args) stack.push_back(Materialize(a, slots));
+    for (uint32_t j = n.args_begin; j < n.args_end; ++j) {
+      const RunArg& a = run_args_[j];
+      switch (a.kind) {
+        case Arg::Kind::kValue:
+          if (a.move) {
+            stack.push_back(std::move(slots[a.slot]));
+          } else {
+            stack.push_back(slots[a.slot]);
+          }
+          break;
+        case Arg::Kind::kConstant: stack.push_back(a.arg->constant); break;
+        default: stack.push_back(a.arg != nullptr ? Materialize(*a.arg, slots) : Item(a, slots));
+      }
+    }
     try {
       table_->CallResolved(n.op, n.resolution, stack);
     } catch (const Error& e) {
       // The node that failed, in the graph's own names: the kernel's message alone does not
       // say where in a graph of hundreds of nodes it came from.
-      throw Error(e.kind(), "Plan: node " + n.name + " (" + table_->Info(n.op).qualified +
+      throw Error(e.kind(), "Plan: node " + nodes_[i].name + " (" + table_->Info(n.op).qualified +
                                 "): " + e.message());
     }
-    for (int s : n.free_after) slots[s] = Value();
-    TB_CHECK(stack.size() >= n.outputs.size(), RuntimeError)
-        << "Plan: node " << n.name << " returned " << stack.size() << " values, expected "
-        << n.outputs.size();
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      if (!n.keep_output[k]) continue;
-      const std::vector<int64_t>& want = n.expect_strides[k];
-      if (!want.empty() && stack[k].is_tensor() && !HasStrides(stack[k].to_tensor(), want)) {
-        stack[k] = Value(Restride(stack[k].to_tensor(), want));
+    for (uint32_t j = n.frees_begin; j < n.frees_end; ++j) slots[run_frees_[j]] = Value();
+    const uint32_t num_outs = n.outs_end - n.outs_begin;
+    TB_CHECK(stack.size() >= num_outs, RuntimeError)
+        << "Plan: node " << nodes_[i].name << " returned " << stack.size() << " values, expected "
+        << num_outs;
+    for (uint32_t k = 0; k < num_outs; ++k) {
+      const RunOut& o = run_outs_[n.outs_begin + k];
+      if (o.slot < 0) continue;
+      if (o.expect != nullptr && stack[k].is_tensor() &&
+          !HasStrides(stack[k].to_tensor(), *o.expect)) {
+        stack[k] = Value(Restride(stack[k].to_tensor(), *o.expect));
       }
-      slots[slot_of_[n.outputs[k]]] = std::move(stack[k]);
+      slots[o.slot] = std::move(stack[k]);
     }
     if (profile) {
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);

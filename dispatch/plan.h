@@ -127,9 +127,31 @@ class TB_API Plan {
     std::vector<std::vector<int64_t>> expect_strides;
   };
 
+  // What Run() reads of a node, laid out flat (one array each for the nodes, their arguments,
+  // the slots they free and their results), so that a run walks a few KB of contiguous memory
+  // rather than every node's argument vectors and constants.
+  struct RunArg {
+    Arg::Kind kind;
+    bool move;                 // kValue: the argument's last read, and the value dies here: moved
+    int32_t slot = 0;          // kValue, kItem
+    int32_t index = 0;         // kItem
+    const Arg* arg = nullptr;  // kConstant, kList, kOptionalList: the Arg itself
+  };
+  struct RunOut {
+    int32_t slot;                                  // -1: nobody reads the result
+    const std::vector<int64_t>* expect = nullptr;  // the strides the graph expects, or null
+  };
+  struct RunNode {
+    OpId op;
+    Resolution resolution;
+    uint32_t args_begin, args_end, frees_begin, frees_end, outs_begin, outs_end;
+  };
+
   int NewValue(std::string name);
+  void BuildRunArrays();  // by Finalize()
   void ForEachValue(const Arg& a, const std::function<void(int)>& f) const;
   Value Materialize(const Arg& a, const std::vector<Value>& slots) const;
+  Value Item(const RunArg& a, const std::vector<Value>& slots) const;  // a kItem argument
   Tensor Restride(const Tensor& t, const std::vector<int64_t>& strides) const;
   void ComputePeakBytes(const std::vector<int>& last_use);  // sets peak_bytes_
 
@@ -154,6 +176,10 @@ class TB_API Plan {
   };
   std::atomic<bool> profiling_{false};
   std::unique_ptr<Counters[]> counters_;  // one per node, made by Finalize()
+  std::vector<RunNode> run_nodes_;        // by BuildRunArrays()
+  std::vector<RunArg> run_args_;
+  std::vector<int32_t> run_frees_;
+  std::vector<RunOut> run_outs_;
 };
 
 }  // namespace tb

@@ -12,6 +12,9 @@
 //                            the last dimension of `size`, the same for every element of a row
 //   "P r dtype"              a per-row output: register r's value of each row, of shape
 //                            `size` with the last dimension 1
+//   "S r dtype"              a column-sum output: register r summed over every dimension of
+//                            `size` but the last (in float64, in block order), of shape `size`
+//                            with every dimension but the last 1 (a norm's weight gradient)
 // Registers 0 .. len(inputs) - 1 hold the inputs, each broadcast to `size` and converted to the
 // compute type as it is loaded. Outputs are contiguous tensors of shape `size`.
 //
@@ -438,9 +441,23 @@ void Store(const Tensor& out, int64_t at, const T* v, int64_t n, int64_t step) {
   });
 }
 
+// acc[c] += v[i] for the elements v[0, n) of flat indices from `start` on, c = column (index
+// modulo `cols`): runs of whole columns, each a loop that vectorises.
+template <typename T>
+void AddColumns(const T* v, int64_t n, int64_t start, int64_t cols, double* acc) {
+  int64_t col = start % cols;
+  for (int64_t i = 0; i < n;) {
+    const int64_t m = std::min(cols - col, n - i);
+    for (int64_t k = 0; k < m; ++k) acc[col + k] += static_cast<double>(v[i + k]);
+    i += m;
+    col = 0;
+  }
+}
+
 template <typename T>
 void RunProgram(const Program& p, const std::vector<Operand>& ins,
-                const std::vector<int64_t>& shape, int64_t numel, const std::vector<Tensor>& outs) {
+                const std::vector<int64_t>& shape, int64_t numel, int64_t cols,
+                const std::vector<Tensor>& outs) {
   // Long rows are cut into blocks within a row, so that inputs with unit inner stride (a
   // broadcast bias, a strided slice) are read in place; short rows into blocks of whole rows.
   // A program with a row reduction takes whole rows per block: one long row, or as many short
@@ -453,7 +470,17 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
   const int64_t per_row = p.rows ? 1 : by_row ? (inner + kBlock - 1) / kBlock : 0;
   const int64_t blocks = by_row ? numel / inner * per_row : (numel + blk - 1) / blk;
   const bool parallel = numel >= kParallelMin;
+  // Column sums: per share of the blocks, one row of `cols` float64 sums per "S" output; the
+  // shares are added in block order at the end (the same result on every run).
+  std::vector<int> col_sums(p.outputs.size(), -1);
+  int num_col_sums = 0;
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    if (p.col_sum[k]) col_sums[k] = num_col_sums++;
+  }
+  std::mutex shares_mu;
+  std::vector<std::pair<int64_t, std::vector<double>>> shares;
   auto body = [&](int64_t b0, int64_t b1) {
+    std::vector<double> sums(static_cast<size_t>(num_col_sums * cols), 0.0);
     // 64-byte aligned registers (whole cache lines for the vector loads and stores).
     std::unique_ptr<T[]> storage(new T[static_cast<size_t>(p.num_regs) * blk + 64]);
     T* base = reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(storage.get()) + 63) &
@@ -519,7 +546,9 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
       for (size_t k = 0; k < p.outputs.size(); ++k) {
         if (p.writes_output[p.outputs[k].first] == static_cast<int>(k)) continue;  // written
         const T* v = src[p.outputs[k].first];
-        if (p.per_row[k]) {  // a row's value: its first element
+        if (col_sums[k] >= 0) {
+          AddColumns(v, n, start, cols, sums.data() + col_sums[k] * cols);
+        } else if (p.per_row[k]) {  // a row's value: its first element
           Store(outs[k], start / inner, v, n, inner);
         } else if (p.outputs[k].second == p.compute) {
           std::memcpy(static_cast<T*>(outs[k].mutable_data()) + start, v, n * sizeof(T));
@@ -528,12 +557,26 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
         }
       }
     }
+    if (num_col_sums > 0) {
+      std::lock_guard<std::mutex> lock(shares_mu);
+      shares.emplace_back(b0, std::move(sums));
+    }
   };
   if (!parallel) {
     body(0, blocks);
-    return;
+  } else {
+    kernels::ForEachThreadShare(blocks, body);
   }
-  kernels::ForEachThreadShare(blocks, body);
+  if (num_col_sums == 0) return;
+  std::sort(shares.begin(), shares.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<double> total(static_cast<size_t>(num_col_sums * cols), 0.0);
+  for (const auto& share : shares) {
+    for (size_t i = 0; i < total.size(); ++i) total[i] += share.second[i];
+  }
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    if (col_sums[k] >= 0) Store(outs[k], 0, total.data() + col_sums[k] * cols, cols, 1);
+  }
 }
 
 }  // namespace
@@ -577,11 +620,24 @@ std::vector<Tensor> fused_pointwise::Run(const std::vector<Tensor>& inputs,
       << kOpName << ": a row reduction needs a last dimension of at least one element";
   std::vector<int64_t> row_size = size;
   if (p.rows) row_size.back() = 1;
+  const bool any_col_sum = std::find(p.col_sum.begin(), p.col_sum.end(), true) != p.col_sum.end();
+  TB_CHECK(!any_col_sum || nd > 0, ValueError)
+      << kOpName << ": a column-sum output needs at least one dimension";
+  std::vector<int64_t> col_size(size.size(), 1);
+  if (nd > 0) col_size.back() = size.back();
   std::vector<Tensor> outs;
   for (size_t k = 0; k < p.outputs.size(); ++k) {
-    outs.push_back(Tensor::Empty(p.per_row[k] ? row_size : size, p.outputs[k].second));
+    const std::vector<int64_t>& shape = p.per_row[k] ? row_size : p.col_sum[k] ? col_size : size;
+    outs.push_back(Tensor::Empty(shape, p.outputs[k].second));
   }
-  if (numel == 0) return outs;
+  if (numel == 0) {
+    for (size_t k = 0; k < outs.size(); ++k) {  // sums over no rows
+      if (p.col_sum[k] && outs[k].numel() > 0) {
+        std::memset(outs[k].mutable_data(), 0, outs[k].numel() * DTypeSize(outs[k].dtype()));
+      }
+    }
+    return outs;
+  }
   // Coalesce: drop size-1 dims, merge a dim into the one outside it where every input steps
   // over it exactly (the output is contiguous).
   std::vector<int64_t> shape;
@@ -622,10 +678,11 @@ std::vector<Tensor> fused_pointwise::Run(const std::vector<Tensor>& inputs,
     }
     o.unit_rows = o.dtype == p.compute && o.strides.back() == 1;
   }
+  const int64_t cols = nd > 0 ? size.back() : 1;
   if (p.compute == DType::kFloat32) {
-    RunProgram<float>(p, ops, shape, numel, outs);
+    RunProgram<float>(p, ops, shape, numel, cols, outs);
   } else {
-    RunProgram<double>(p, ops, shape, numel, outs);
+    RunProgram<double>(p, ops, shape, numel, cols, outs);
   }
   return outs;
 }

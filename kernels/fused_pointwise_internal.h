@@ -38,6 +38,7 @@ struct Program {
   std::vector<std::pair<int, double>> constants;  // register, value
   std::vector<std::pair<int, DType>> outputs;     // register, stored dtype
   std::vector<bool> per_row;                      // per output: "P" (one value per row)
+  std::vector<bool> col_sum;                      // per output: "S" (summed over the rows)
   bool rows = false;                              // a row reduction: whole rows per block
   // Per register: the output it is written straight into (an output of the compute type whose
   // register one instruction writes), or -1.

@@ -86,7 +86,7 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
       p->compute = toks[1] == "f32" ? DType::kFloat32 : DType::kFloat64;
       continue;
     }
-    if (toks[0] == "O" || toks[0] == "P") {
+    if (toks[0] == "O" || toks[0] == "P" || toks[0] == "S") {
       DType dt;
       TB_CHECK(toks.size() == 3 && DTypeFromName(toks[2], &dt), ValueError)
           << kOpName << ": bad output instruction";
@@ -97,6 +97,9 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
           << toks[2];
       p->outputs.emplace_back(reg(toks[1]), dt);
       p->per_row.push_back(toks[0] == "P");
+      p->col_sum.push_back(toks[0] == "S");
+      TB_CHECK(toks[0] != "S" || dt != DType::kBool, ValueError)
+          << kOpName << ": a column-sum output (S) of dtype bool";
       continue;
     }
     const OpName* found = nullptr;
@@ -146,7 +149,7 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
   for (size_t k = 0; k < p->outputs.size(); ++k) {
     const auto [r, dt] = p->outputs[k];
     if (r < p->num_regs && dt == p->compute && writes[r] == 1 && r >= num_inputs &&
-        p->writes_output[r] == -1 && !p->per_row[k]) {
+        p->writes_output[r] == -1 && !p->per_row[k] && !p->col_sum[k]) {
       p->writes_output[r] = static_cast<int>(k);
     }
   }

@@ -7,9 +7,9 @@ bfloat16 and float16 values are computed in float32 (rounded only where the grou
 as inductor does, where ATen rounds after every op).
 A group may also hold reductions over the last dimension with ``keepdim`` (``sum``, ``mean``,
 ``amax``) of a value of its shape, and element-wise nodes on their results (of the shape with
-the last dimension 1): a *row group*, whose fused node runs one row at a time, so that an RMS
-norm (``pow``, ``mean``, ``add``, ``rsqrt``, ``mul``) or a decomposed softmax runs as one node
-that reads its input once.
+the last dimension 1), and ``expand`` of these back to its shape: a *row group*, whose fused
+node runs one row at a time, so that an RMS norm (``pow``, ``mean``, ``add``, ``rsqrt``,
+``mul``), its backward or a decomposed softmax runs as one node that reads its input once.
 Each group runs as one ``tensorbridge::pointwise`` node: a small program evaluated block by
 block over the output (kernels/fused_pointwise.cc), so that values read only inside the group
 never reach memory. Values the rest of the graph reads (or the graph returns) are the group's
@@ -227,9 +227,29 @@ def _compute(n: torch.fx.Node):
     return None
 
 
+def _col_sum(n: torch.fx.Node) -> bool:
+    """Whether ``n`` sums a float tensor over every dimension but the last, with keepdim and
+    no dtype (a norm's weight or a bias gradient): a group's column-sum output."""
+    if n.op != "call_function" or n.target is not _aten.sum.dim_IntList:
+        return False
+    args = _args(n)
+    x, val = _meta(args[0]), _meta(n)
+    if not _static(x) or not _static(val) or x.dtype != val.dtype or x.dtype not in _FLOATS:
+        return False
+    dims = args[1]
+    if not isinstance(dims, (list, tuple)) or x.dim() < 2:
+        return False
+    wanted = set(range(x.dim() - 1))
+    got = {d % x.dim() for d in dims if isinstance(d, int)}
+    return len(dims) == len(wanted) and got == wanted and args[2] is True and args[3] is None
+
+
 def _reduce_compute(n: torch.fx.Node, val: torch.Tensor):
-    """The compute dtype of a reduction a row group can hold: over the last dimension of a
-    float tensor of the result's dtype, with keepdim, of a row of _MIN_ROW to _MAX_ROW."""
+    """The compute dtype of a reduction a group can hold: over the last dimension of a
+    float tensor of the result's dtype, with keepdim, of a row of _MIN_ROW to _MAX_ROW (a row
+    group's), or over every other dimension (``_col_sum``)."""
+    if _col_sum(n):
+        return val.dtype
     args = _args(n)
     x = _meta(args[0])
     if not _static(x) or x.dtype != val.dtype or val.dtype not in _FLOATS or x.dim() == 0:
@@ -250,6 +270,24 @@ def _row(shape: tuple) -> tuple:
     return (*shape[:-1], 1)
 
 
+def _row_expand(n: torch.fx.Node, group_of: dict):
+    """The row group an ``expand`` of one of its per-row values to the group's shape joins
+    (a copy inside the group, whose registers hold a per-row value in every element of its
+    row), or None."""
+    if n.op != "call_function" or n.target is not _aten.expand.default:
+        return None
+    src = n.args[0]
+    g = group_of.get(src)
+    if g is None or g.closed or not g.row or g.compute == "any":
+        return None
+    val, x = _meta(n), _meta(src)
+    if not _static(val) or not _static(x) or val.dtype != x.dtype:
+        return None
+    if tuple(val.shape) != g.shape or tuple(x.shape) != _row(g.shape):
+        return None
+    return g
+
+
 class Group:
     """Element-wise nodes of one output shape fused into one plan node; a row group (``row``)
     also holds reductions over the last dimension and nodes of the reduced shape."""
@@ -263,6 +301,11 @@ class Group:
         self.outputs: list[torch.fx.Node] = []
         self.inputs: list = []  # fx nodes read from outside, in register order
         self.aliases: list[torch.fx.Node] = []  # aliases of members, run after the group
+        # expands of members that nodes outside the group read too: run after the group
+        self.after: list[torch.fx.Node] = []
+        # the member where the fused node runs: the last, or for merged siblings the first
+        # after every input (see _merge_siblings)
+        self.trigger: torch.fx.Node | None = None
 
     def describe(self) -> str:
         return ", ".join(_op_name(m) for m in self.members)
@@ -279,6 +322,7 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
     the nodes in ``skip`` (run inside another pass's fused node) join no group."""
     group_of: dict = {}
     alias_of: dict = {}  # an alias node of a member -> the member
+    col_sums: set = set()  # members that are column sums (see _col_sum)
     all_groups: list[Group] = []
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for n in gm.graph.nodes:
@@ -286,16 +330,21 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
         joined = None
         if compute is not None:
             shape = tuple(_meta(n).shape)
-            reduce = n.target in _REDUCE
-            full = tuple(_meta(n.args[0]).shape) if reduce else shape
+            col_sum = _col_sum(n)
+            reduce = n.target in _REDUCE and not col_sum
+            full = tuple(_meta(n.args[0]).shape) if n.target in _REDUCE else shape
+            # A column sum is only written: nothing in its group reads it.
+            barred = {group_of.get(a) for a in n.all_input_nodes if a in col_sums}
             cands = []
             for a in n.all_input_nodes:
                 g = group_of.get(a)
-                if g is None or g.closed or g in cands:
+                if g is None or g.closed or g in cands or g in barred:
+                    continue
+                if col_sum and (g.shape != full or a not in g.members):
                     continue
                 # A reduction joins the group of its input; a node of a row group's reduced
                 # shape joins that row group.
-                fits = g.shape == full and (g.row or reduce or g.shape == shape)
+                fits = g.shape == full and (g.row or reduce or col_sum or g.shape == shape)
                 fits = fits or (not reduce and g.row and _row(g.shape) == shape)
                 if fits and (compute == "any" or g.compute == "any" or g.compute == compute):
                     cands.append(g)
@@ -333,15 +382,23 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
                 joined.compute = compute
             joined.members.append(n)
             group_of[n] = joined
+            if col_sum:
+                col_sums.add(n)
         if joined is None and n.target is _aten.alias.default and n.args[0] in group_of:
             alias_of[n] = n.args[0]
             continue
+        if joined is None and n not in skip and config.pointwise_fusion:
+            joined = _row_expand(n, group_of)
+            if joined is not None:
+                joined.members.append(n)
+                group_of[n] = joined
         for a in n.all_input_nodes:
             g = group_of.get(alias_of.get(a, a))
             if g is not None and g is not joined:
                 g.closed = True
     for n, m in alias_of.items():
         group_of[m].aliases.append(n)
+    _merge_siblings([g for g in all_groups if g.members], order, alias_of)
     out = []
     for g in all_groups:
         alone = len(g.members) == 1 and g.members[0].target in _ALONE
@@ -350,15 +407,84 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
         if g.compute == "any":  # bool logic only: nothing to gain, and no float type to pick
             continue
         inside = set(g.members)
-        g.outputs = [m for m in g.members if any(u not in inside for u in m.users)]
+        outputs: dict = {}
+        for m in g.members:
+            if any(u not in inside for u in m.users):
+                if m.target is _aten.expand.default:
+                    # read outside too: the group writes the row value, the expand runs after
+                    outputs[m.args[0]] = None
+                    g.after.append(m)
+                else:
+                    outputs[m] = None
+        g.outputs = list(outputs)
         seen = set()
         for m in g.members:
             for a in m.all_input_nodes:
+                a = _source(a)
                 if a not in inside and a not in seen:
                     seen.add(a)
                     g.inputs.append(a)
         out.append(g)
     return out
+
+
+def _source(x):
+    """What a group reads for operand ``x``: the graph input itself for an ``alias`` of one (how
+    AOT autograd hands a backward its saved values, right before their first reader), so that
+    a group need not wait for the alias."""
+    src = x
+    while (
+        isinstance(src, torch.fx.Node)
+        and src.op == "call_function"
+        and src.target is _aten.alias.default
+        and isinstance(src.args[0], torch.fx.Node)
+    ):
+        src = src.args[0]
+    return src if isinstance(src, torch.fx.Node) and src.op == "placeholder" else x
+
+
+def _merge_siblings(groups: list, order: dict, alias_of: dict) -> None:
+    """Merges groups of one shape and compute type that read a common input and not each other
+    (a norm's backward and its weight gradient's column sum) into one, run at its first member
+    after every input of both (``Group.trigger``), where nothing outside either group has read
+    them yet."""
+
+    def readers(g) -> set:  # outside nodes reading members (through aliases: their readers)
+        inside, out = set(g.members), set[torch.fx.Node]()
+        for m in g.members:
+            for u in m.users:
+                if u not in inside:
+                    out.update(u.users if u in alias_of else (u,))
+        return out
+
+    def inputs(g) -> set:
+        inside = set(g.members)
+        return {_source(a) for m in g.members for a in m.all_input_nodes if a not in inside}
+
+    def kept(g) -> bool:  # a group fused on its own (a lone cast is left to the builder)
+        return len(g.members) > 1 or (len(g.members) == 1 and g.members[0].target in _ALONE)
+
+    for i, a in enumerate(groups):
+        for b in groups[i + 1 :]:
+            if not kept(a) or not kept(b) or a.shape != b.shape:
+                continue
+            if a.compute != b.compute or a.compute == "any":
+                continue
+            ins_a, ins_b = inputs(a), inputs(b)
+            read_a, read_b = readers(a), readers(b)
+            if not ins_a & ins_b or read_a & set(b.members) or read_b & set(a.members):
+                continue
+            members = sorted(a.members + b.members, key=order.__getitem__)
+            ready = max(order[x] for x in ins_a | ins_b)
+            trigger = next((m for m in members if order[m] >= ready), None)
+            first = min((order[r] for r in read_a | read_b), default=len(order))
+            if trigger is None or first <= order[trigger]:
+                continue
+            b.members, b.trigger = members, trigger
+            b.aliases += a.aliases
+            b.row = a.row or b.row
+            a.members, a.aliases = [], []
+            break
 
 
 def _const(v) -> str:
@@ -392,7 +518,7 @@ def program(g: Group) -> str:
 
     def opnd(x) -> str:
         if isinstance(x, torch.fx.Node):
-            return reg[x]
+            return reg[x] if x in reg else reg[_source(x)]
         return _const(x)
 
     lines = ["T f32" if g.compute == torch.float32 else "T f64"]
@@ -407,8 +533,9 @@ def program(g: Group) -> str:
             if last_use.get(a) == i and a in g.members and a not in keep:
                 free.append(int(reg[a][1:]))
     for o in g.outputs:
-        # A value of a row group's reduced shape is written once per row.
+        # A value of a row group's reduced shape is written once per row; a column sum once.
         kind = "P" if g.row and tuple(_meta(o).shape) != g.shape else "O"
+        kind = "S" if _col_sum(o) and o in g.members else kind
         lines.append(f"{kind} {reg[o]} {_DTYPE_NAMES[_meta(o).dtype]}")
     return ";".join(lines)
 
@@ -425,7 +552,9 @@ def _scaled(x: str, alpha, new, code: list) -> str:
 
 def _lower(m: torch.fx.Node, args: list, opnd, d: str, new, code: list) -> None:
     t = m.target
-    if t in _REDUCE:
+    if t is _aten.expand.default or _col_sum(m):  # a row value's expand; a column sum's value
+        code.append(f"copy {d} {opnd(args[0])}")
+    elif t in _REDUCE:
         if _REDUCE[t] == "mean":
             tmp = new()
             code.append(f"rsum {tmp} {opnd(args[0])}")
@@ -496,7 +625,7 @@ class Emitter:
 
     def __init__(self, gm: torch.fx.GraphModule, skip: set):
         self.groups = groups(gm, skip)
-        self.last = {g.members[-1]: g for g in self.groups}
+        self.last = {g.trigger or g.members[-1]: g for g in self.groups}
         self.member = {m: g for g in self.groups for m in g.members}
         self.waiting = {a for g in self.groups for a in g.aliases}  # aliases not yet emitted
         self.described: list[tuple[str, str, int]] = []  # (plan node, ops, outputs)
@@ -527,6 +656,9 @@ class Emitter:
         for a in g.aliases:
             self.waiting.discard(a)
             builder.node(a)
+        for e in g.after:  # an expand read outside the group, of the row value it wrote
+            del self.member[e]
+            builder.node(e)
 
 
 def _short(n: torch.fx.Node) -> str:

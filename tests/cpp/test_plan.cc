@@ -137,6 +137,48 @@ TEST(Plan, SlotsAreReusedAfterTheLastUse) {
   EXPECT_NE(dump.find("frees"), std::string::npos) << dump;
 }
 
+TEST(Plan, AValueDyingAtANodeIsMovedIntoItsLastReadOnly) {
+  // Values dying at the node that reads them: x read twice by sq (copied, then moved), y read
+  // directly before and after a list by put (copied, then moved), mask read directly and then
+  // in a list by picked (copied for both: a list after the direct argument still reads it).
+  Plan plan;
+  const int a = plan.AddInput("a"), m = plan.AddInput("m");
+  const int x =
+      plan.AddNode("aten::add.Tensor", {Arg::Of(a), Arg::Of(a), Arg::Const(int64_t{1})}, 1, "x")[0];
+  const int sq = plan.AddNode("aten::mul.Tensor", {Arg::Of(x), Arg::Of(x)}, 1, "sq")[0];
+  Arg list;
+  list.kind = Arg::Kind::kOptionalList;
+  list.items = {Arg::Of(m)};
+  const int y =
+      plan.AddNode("aten::add.Tensor", {Arg::Of(a), Arg::Of(a), Arg::Const(int64_t{1})}, 1, "y")[0];
+  const int put = plan.AddNode("aten::index_put", {Arg::Of(y), list, Arg::Of(y), Arg::Const(false)},
+                               1, "put")[0];
+  const int mask = plan.AddNode("aten::gt.Scalar", {Arg::Of(a), Arg::Const(0.0)}, 1, "mask")[0];
+  Arg masks;
+  masks.kind = Arg::Kind::kOptionalList;
+  masks.items = {Arg::Of(mask)};
+  const int picked = plan.AddNode("aten::index.Tensor", {Arg::Of(mask), masks}, 1, "picked")[0];
+  plan.SetOutputs({Arg::Of(sq), Arg::Of(put), Arg::Of(picked)});
+  plan.Finalize();
+  Tensor av = RandomFloats({6}, 7);
+  Tensor mv = Tensor::Empty({6}, DType::kInt64);  // indices 5 .. 0: put y reversed into y
+  for (int i = 0; i < 6; ++i) static_cast<int64_t*>(mv.mutable_data())[i] = 5 - i;
+  for (int run = 0; run < 2; ++run) {
+    Stack out = plan.Run({av, mv});
+    const float* in = av.data_as<const float>();
+    const Tensor& sqt = out[0].to_tensor();
+    const Tensor& putt = out[1].to_tensor();
+    const Tensor& pick = out[2].to_tensor();
+    int64_t positive = 0;
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_FLOAT_EQ(sqt.data_as<const float>()[i], 4 * in[i] * in[i]);
+      EXPECT_FLOAT_EQ(putt.data_as<const float>()[i], 2 * in[5 - i]);
+      positive += in[i] > 0;
+    }
+    EXPECT_EQ(pick.numel(), positive);
+  }
+}
+
 TEST(Plan, OutputInputsNameTheInputsReturnedUnchanged) {
   Plan plan;
   const int x = plan.AddInput("x");

@@ -305,14 +305,15 @@ def test_row_reductions_special_values_and_what_stays_unfused(no_fallback):
     _same(lambda x: x.amax(-1, keepdim=True) * 2 + x.sum(-1, keepdim=True), x, groups=1)
     tb.diagnostics.reset_plan_metrics()
 
-    def other_dims(x):  # not over the last dim, no keepdim, a dtype: reductions left alone
-        a = (x * 2).sum(0, keepdim=True) + 1
+    def other_dims(x):  # no keepdim, a dtype: reductions left alone
+        a = (x * 2).sum(0, keepdim=True) + 1  # a column sum: written by its group, read outside
         b = (x * 3).mean(-1) + 1
         c = (x * 4).sum(-1, keepdim=True, dtype=torch.float64) + 1
         return a, b, c
 
     compiled, _ = _run(other_dims, (x,), fused=True)
-    assert _reductions(compiled) == []
+    (ops,) = _reductions(compiled)
+    assert ops.count("aten::sum.dim_IntList") == 1 and "mean" not in ops, ops
     _same(other_dims, x)
     tb.diagnostics.reset_plan_metrics()
     long_rows, w = torch.randn(2, 20000), torch.randn(20000)  # over _MAX_ROW: unfused
@@ -341,7 +342,34 @@ def test_row_reductions_in_training_graphs(no_fallback):
     # AOT autograd takes of it).
     (norm,) = [ops for ops in got if "aten::mean.dim" in ops]
     assert "aten::rsqrt" in norm and norm.endswith("aten::mul.Tensor, aten::mul.Tensor"), norm
+    # The backward's row sum, what follows its expand back to the rows and the weight
+    # gradient's column sum (a sibling group reading the same inputs) are one node.
+    (norm_bw,) = [ops for ops in got if "aten::expand" in ops]
+    ops = norm_bw.split(", ")
+    assert ops.index("aten::sum.dim_IntList") < ops.index("aten::expand") < len(ops) - 1, ops
+    assert ops.count("aten::sum.dim_IntList") == 2, ops
     assert want == []
+
+
+def test_row_groups_take_expands_of_their_row_values(no_fallback):
+    def f(x, w):
+        r = torch.rsqrt((x * x).sum(-1, keepdim=True) + 1)
+        e = r.expand(x.shape)  # the row value back to the rows: a copy inside the group
+        return e * x + 1
+
+    def read_outside(x, w):
+        r = (x * 2).sum(-1, keepdim=True)
+        e = r.expand(x.shape)
+        return e * x + 1, e @ w  # the mm reads the expand too: it runs after the group
+
+    x, w = torch.randn(6, 40), torch.randn(40, 5)
+    for fn in (f, read_outside):
+        tb.diagnostics.reset_plan_metrics()
+        (group,) = _same(fn, x, w)
+        assert "aten::expand" in group[1] and group[1].endswith("aten::add.Tensor"), group
+    compiled, _ = _run(read_outside, (x, w), fused=True)
+    plan = _compile._records_of(compiled)[0].plans[0]["plan"]
+    assert "aten::expand(" in plan.dump()  # the mm's expand, of the group's row output
 
 
 def _pointwise_plan(size, program):
@@ -379,6 +407,62 @@ def test_bad_program_raises():
     plan = _pointwise_plan([3], "T f32;neg r1 r0;O r1 float32")
     (y,) = plan.run([x])
     torch.testing.assert_close(torch.from_dlpack(y), -torch.from_dlpack(x))
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(5, 7, 9), (400, 100), (3, 1), (2, 3, 2000), (0, 6)],
+    ids=lambda s: "x".join(map(str, s)),
+)
+def test_column_sum_outputs(no_fallback, shape):
+    # "S": a register summed over every dimension but the last, in float64 and block order (the
+    # same on every run, one block or many threads' shares); no rows: zeros.
+    x = torch.randn(*shape)
+    plan = _pointwise_plan(list(shape), "T f32;mul r1 r0 r0;S r1 float32;O r1 float32")
+    (out,) = plan.run([tb._C.from_dlpack(x)])
+    got = torch.from_dlpack(out)
+    want = (x.double() ** 2).sum(tuple(range(x.dim() - 1)), keepdim=True).float()
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want)
+    (again,) = plan.run([tb._C.from_dlpack(x)])
+    assert torch.equal(torch.from_dlpack(again), got)
+
+
+def test_column_sum_of_bool_raises():
+    x = tb._C.from_dlpack(torch.randn(4, 3))
+    plan = _pointwise_plan([4, 3], "T f32;gt r1 r0 k0;S r1 bool")
+    with pytest.raises(ValueError, match="column-sum output"):
+        plan.run([x])
+
+
+def test_column_sums_and_siblings_join_one_group(no_fallback):
+    def norm_backward(g, x, r, w):  # an RMS norm's gradients: dx (a row group) and dw
+        dw = (g * (x * r)).sum((0, 1), keepdim=True)
+        gw = g * w
+        dx = gw * r - x * r.pow(3) * (gw * x).mean(-1, keepdim=True)
+        return dx, dw
+
+    g, x, w = torch.randn(2, 9, 40), torch.randn(2, 9, 40), torch.randn(40)
+    r = torch.rand(2, 9, 1) + 0.5
+    (group,) = _same(norm_backward, g, x, r, w)
+    assert "aten::sum.dim_IntList" in group[1] and "aten::mean.dim" in group[1], group
+    assert group[2] == 2, group  # dx and dw written
+
+    def read_inside(x):  # the sum's reader cannot join the group that writes the sum
+        s = (x * 2).sum(0, keepdim=True)
+        return s + x
+
+    tb.diagnostics.reset_plan_metrics()
+    (group,) = _same(read_inside, torch.randn(30, 20))
+    assert group[1] == "aten::mul.Tensor, aten::sum.dim_IntList", group
+
+    def dependent(x, y):  # siblings that read each other's results through a reader stay apart
+        a = x * 2 + 1
+        b = torch.cumsum(a, -1) * y + x
+        return a, b
+
+    tb.diagnostics.reset_plan_metrics()
+    assert len(_same(dependent, torch.randn(6, 20), torch.randn(6, 20))) == 2
 
 
 @pytest.mark.parametrize("name", ["gpt2", "bert", "llama"])
