@@ -415,16 +415,13 @@ void BatchNormInPlace(const char* op, const Tensor& t, const std::optional<Tenso
                       const std::optional<Tensor>& bias, const Tensor& mean, const Tensor& var,
                       double eps, bool clamp, double lo, double hi) {
   const int64_t n = t.size(0), c = t.size(1), inner = t.numel() / std::max<int64_t>(1, n * c);
-  const kernels::norm::Vec m = kernels::norm::Doubles(op, "running_mean", mean, c, 0.0);
-  const kernels::norm::Vec v = kernels::norm::Doubles(op, "running_var", var, c, 0.0);
-  const kernels::norm::Vec w = kernels::norm::Doubles(op, "weight", weight, c, 1.0);
-  const kernels::norm::Vec b = kernels::norm::Doubles(op, "bias", bias, c, 0.0);
-  std::vector<float> scale(c), shift(c);
-  for (int64_t i = 0; i < c; ++i) {
-    const double is = 1.0 / std::sqrt(v[i] + eps);
-    scale[i] = static_cast<float>(is * w[i]);
-    shift[i] = static_cast<float>(b[i] - m[i] * is * w[i]);
-  }
+  namespace norm = kernels::norm;
+  norm::Vec invstd = norm::Doubles(op, "running_var", var, c, 0.0);
+  for (double& v : invstd) v = 1.0 / std::sqrt(v + eps);
+  std::vector<float> scale, shift;
+  norm::FoldScaleShift(norm::Doubles(op, "running_mean", mean, c, 0.0), invstd,
+                       norm::Doubles(op, "weight", weight, c, 1.0),
+                       norm::Doubles(op, "bias", bias, c, 0.0), &scale, &shift);
   float* p = static_cast<float*>(t.mutable_data());
   kernels::ParallelFor(n * c, t.numel() > kernels::kGrain, [&](int64_t plane) {
     float* row = p + plane * inner;

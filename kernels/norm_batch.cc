@@ -222,11 +222,8 @@ std::tuple<Tensor, Tensor, Tensor> BatchNormC(const char* op, const Tensor& inpu
       }
     }
     // y = x * scale + shift in the opmath type, plane by plane in memory order.
-    std::vector<A> scale(sh.c), shift(sh.c);
-    for (int64_t c = 0; c < sh.c; ++c) {
-      scale[c] = static_cast<A>(invstd[c] * w[c]);
-      shift[c] = static_cast<A>(b[c] - mean[c] * invstd[c] * w[c]);
-    }
+    std::vector<A> scale, shift;
+    FoldScaleShift(mean, invstd, w, b, &scale, &shift);
     ParallelFor(sh.n * sh.c, sh.n * sh.c > 1 && input.numel() > kernels::kGrain, [&](int64_t p) {
       const int64_t c = p % sh.c;
       ScaleShift(px + p * sh.s, po + p * sh.s, sh.s, scale[c], shift[c]);

@@ -74,6 +74,20 @@ inline Vec Doubles(const char* op, const char* name, const std::optional<Tensor>
   return Vec(p, p + n);
 }
 
+// Batch norm in evaluation as y = x * scale[c] + shift[c]: scale = invstd * weight, shift =
+// bias - mean * invstd * weight, computed in double and rounded to A (torch's folding).
+template <typename A>
+void FoldScaleShift(const Vec& mean, const Vec& invstd, const Vec& w, const Vec& b,
+                    std::vector<A>* scale, std::vector<A>* shift) {
+  const size_t c = mean.size();
+  scale->resize(c);
+  shift->resize(c);
+  for (size_t i = 0; i < c; ++i) {
+    (*scale)[i] = static_cast<A>(invstd[i] * w[i]);
+    (*shift)[i] = static_cast<A>(b[i] - mean[i] * invstd[i] * w[i]);
+  }
+}
+
 // v's values (rounded) into `t` of v.size() elements, any layout and dtype.
 inline void StoreDoubles(const Vec& v, const Tensor& t) {
   const int64_t n = static_cast<int64_t>(v.size());
