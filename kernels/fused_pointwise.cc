@@ -15,6 +15,10 @@
 //   "S r dtype"              a column-sum output: register r summed over every dimension of
 //                            `size` but the last (in float64, in block order), of shape `size`
 //                            with every dimension but the last 1 (a norm's weight gradient)
+//   "L d0 d1 .."             the outputs' layout: the dims of `size` in memory order, outer
+//                            to inner (a permutation; without it, row-major). The outputs are
+//                            dense in that order (a transposed value keeps its strides), and
+//                            the loop runs over it. Not with "rsum", "rmax" or "S".
 // Registers 0 .. len(inputs) - 1 hold the inputs, each broadcast to `size` and converted to the
 // compute type as it is loaded. Outputs are contiguous tensors of shape `size`.
 //
@@ -365,14 +369,14 @@ void Math(Op op, double* d, const double* a, const double* b, int64_t n) {
 struct Operand {
   const char* data = nullptr;
   DType dtype = DType::kFloat32;
-  std::vector<int64_t> strides;  // elements, per coalesced dim (0: broadcast)
+  Dims strides;                  // elements, per coalesced dim (0: broadcast)
   bool direct = false;           // contiguous like the output and of the compute type
   bool unit_rows = false;        // of the compute type, with unit stride along the inner dim
   bool scalar = false;           // one element for the whole output
 };
 
 template <typename T, typename In>
-void Gather(const Operand& op, const std::vector<int64_t>& shape, int64_t start, int64_t n,
+void Gather(const Operand& op, const Dims& shape, int64_t start, int64_t n,
             T* out) {
   const In* base = reinterpret_cast<const In*>(op.data);
   const int nd = static_cast<int>(shape.size());
@@ -454,10 +458,25 @@ void AddColumns(const T* v, int64_t n, int64_t start, int64_t cols, double* acc)
   }
 }
 
+// The calling thread's scratch memory of at least `bytes` bytes (64-byte aligned, kept for
+// the thread's next calls): a program's operand pointers and registers.
+char* Scratch(size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    size_t bytes = 0;
+  };
+  thread_local Buffer buf;
+  if (buf.bytes < bytes + 64) {
+    buf.data.reset(new char[bytes + 64]);
+    buf.bytes = bytes + 64;
+  }
+  return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(buf.data.get()) + 63) &
+                                 ~static_cast<uintptr_t>(63));
+}
+
 template <typename T>
-void RunProgram(const Program& p, const std::vector<Operand>& ins,
-                const std::vector<int64_t>& shape, int64_t numel, int64_t cols,
-                const std::vector<Tensor>& outs) {
+void RunProgram(const Program& p, const std::vector<Operand>& ins, const Dims& shape,
+                int64_t numel, int64_t cols, const std::vector<Tensor>& outs) {
   // Long rows are cut into blocks within a row, so that inputs with unit inner stride (a
   // broadcast bias, a strided slice) are read in place; short rows into blocks of whole rows.
   // A program with a row reduction takes whole rows per block: one long row, or as many short
@@ -481,11 +500,13 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
   std::vector<std::pair<int64_t, std::vector<double>>> shares;
   auto body = [&](int64_t b0, int64_t b1) {
     std::vector<double> sums(static_cast<size_t>(num_col_sums * cols), 0.0);
-    // 64-byte aligned registers (whole cache lines for the vector loads and stores).
-    std::unique_ptr<T[]> storage(new T[static_cast<size_t>(p.num_regs) * blk + 64]);
-    T* base = reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(storage.get()) + 63) &
-                                   ~static_cast<uintptr_t>(63));
-    std::vector<const T*> src(p.num_regs, nullptr);
+    // 64-byte aligned registers (whole cache lines for the vector loads and stores), in the
+    // thread's scratch memory, kept from call to call.
+    const size_t ptr_bytes = (p.num_regs * sizeof(const T*) + 63) / 64 * 64;
+    char* scratch = Scratch(ptr_bytes + static_cast<size_t>(p.num_regs) * blk * sizeof(T));
+    const T** src = reinterpret_cast<const T**>(scratch);
+    T* base = reinterpret_cast<T*>(scratch + ptr_bytes);
+    std::fill(src, src + p.num_regs, nullptr);
     auto reg = [&](int r) { return base + static_cast<int64_t>(r) * blk; };
     for (const auto& [r, v] : p.constants) {
       std::fill(reg(r), reg(r) + blk, static_cast<T>(v));
@@ -579,18 +600,29 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins,
   }
 }
 
+// The outputs, made in the loop's order, as views in the logical order of `size` (with the
+// program's layout: the dims permuted back; without: themselves).
+std::vector<Tensor> Logical(const Program& p, std::vector<Tensor> outs) {
+  if (p.layout.empty()) return outs;
+  std::vector<int64_t> back(p.layout.size());
+  for (size_t i = 0; i < p.layout.size(); ++i) back[p.layout[i]] = static_cast<int64_t>(i);
+  for (Tensor& t : outs) t = t.permute(back);
+  return outs;
+}
+
 }  // namespace
 
 std::vector<Tensor> fused_pointwise::Run(const std::vector<Tensor>& inputs,
                                          const std::vector<int64_t>& size,
                                          const std::string& program) {
-  auto prog = fused_pointwise::CachedProgram(program, static_cast<int>(inputs.size()));
-  const Program& p = *prog;
-  for (const Instr& in : p.code) {
-    for (int r : {in.a, in.b, in.c, in.d}) {
-      TB_CHECK(r < p.num_regs, ValueError) << kOpName << ": register out of range";
-    }
-  }
+  return RunParsed(inputs, size, *CachedProgram(program, static_cast<int>(inputs.size())));
+}
+
+std::vector<Tensor> fused_pointwise::RunParsed(const std::vector<Tensor>& inputs,
+                                               const std::vector<int64_t>& size,
+                                               const Program& p) {
+  TB_CHECK(static_cast<int>(inputs.size()) == p.num_inputs, ValueError)
+      << kOpName << ": the program takes " << p.num_inputs << " inputs, got " << inputs.size();
   int64_t numel = 1;
   for (int64_t s : size) {
     TB_CHECK(s >= 0, ValueError) << kOpName << ": negative size " << s;
@@ -598,36 +630,45 @@ std::vector<Tensor> fused_pointwise::Run(const std::vector<Tensor>& inputs,
   }
   TB_CHECK(size.size() <= 12, ValueError) << kOpName << ": at most 12 dimensions";
   const int nd = static_cast<int>(size.size());
-  // Per input: element strides broadcast to `size`.
-  std::vector<std::vector<int64_t>> strides(inputs.size());
+  TB_CHECK(p.layout.empty() || static_cast<int>(p.layout.size()) == nd, ValueError)
+      << kOpName << ": a layout of " << p.layout.size() << " dimensions for a size of " << nd;
+  // The loop runs over the outputs' memory order: `size` in the layout's order (outer to
+  // inner), the inputs' strides likewise.
+  auto logical = [&](int d) { return p.layout.empty() ? d : p.layout[d]; };
+  Dims psize(nd);
+  for (int d = 0; d < nd; ++d) psize[d] = size[logical(d)];
+  // Per input: element strides broadcast to `size`, in the loop's order.
+  std::vector<Dims> strides(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Tensor& t = inputs[k];
     TB_CHECK(t.ndim() <= nd, ValueError) << kOpName << ": input " << k << " of shape " << t.ndim()
                                          << "-d does not broadcast to " << nd << "-d";
     TB_CHECK_SUPPORTED(!IsComplex(t.dtype()))
         << kOpName << ": dtype " << DTypeName(t.dtype()) << " is not supported";
-    strides[k].assign(nd, 0);
+    Dims st(nd, 0);
     const int lead = nd - static_cast<int>(t.ndim());
     for (int d = 0; d < t.ndim(); ++d) {
-      const int64_t s = t.size(d);
+      const int64_t s = t.shape()[d];
       TB_CHECK(s == size[lead + d] || s == 1, ValueError)
           << kOpName << ": input " << k << " has size " << s << " at dim " << d
           << ", which does not broadcast to " << size[lead + d];
-      strides[k][lead + d] = s == 1 ? 0 : t.stride(d);
+      st[lead + d] = s == 1 ? 0 : t.strides()[d];
     }
+    strides[k] = Dims(nd);
+    for (int d = 0; d < nd; ++d) strides[k][d] = st[logical(d)];
   }
   TB_CHECK(!p.rows || (nd > 0 && size[nd - 1] > 0), ValueError)
       << kOpName << ": a row reduction needs a last dimension of at least one element";
-  std::vector<int64_t> row_size = size;
-  if (p.rows) row_size.back() = 1;
-  const bool any_col_sum = std::find(p.col_sum.begin(), p.col_sum.end(), true) != p.col_sum.end();
-  TB_CHECK(!any_col_sum || nd > 0, ValueError)
-      << kOpName << ": a column-sum output needs at least one dimension";
-  std::vector<int64_t> col_size(size.size(), 1);
-  if (nd > 0) col_size.back() = size.back();
   std::vector<Tensor> outs;
+  outs.reserve(p.outputs.size());
   for (size_t k = 0; k < p.outputs.size(); ++k) {
-    const std::vector<int64_t>& shape = p.per_row[k] ? row_size : p.col_sum[k] ? col_size : size;
+    Dims shape = psize;
+    if (p.per_row[k]) shape[nd - 1] = 1;
+    if (p.col_sum[k]) {
+      TB_CHECK(nd > 0, ValueError)
+          << kOpName << ": a column-sum output needs at least one dimension";
+      for (int d = 0; d < nd - 1; ++d) shape[d] = 1;
+    }
     outs.push_back(Tensor::Empty(shape, p.outputs[k].second));
   }
   if (numel == 0) {
@@ -636,37 +677,39 @@ std::vector<Tensor> fused_pointwise::Run(const std::vector<Tensor>& inputs,
         std::memset(outs[k].mutable_data(), 0, outs[k].numel() * DTypeSize(outs[k].dtype()));
       }
     }
-    return outs;
+    return Logical(p, std::move(outs));
   }
   // Coalesce: drop size-1 dims, merge a dim into the one outside it where every input steps
-  // over it exactly (the output is contiguous).
-  std::vector<int64_t> shape;
-  std::vector<std::vector<int64_t>> cs(inputs.size());
+  // over it exactly (the output is contiguous in the loop's order).
+  Dims shape;
+  std::vector<Operand> ops(inputs.size());
   for (int d = 0; d < nd; ++d) {
     const bool last_of_rows = p.rows && d == nd - 1;  // the reduced dim stays a dim of its own
-    if (size[d] == 1 && !last_of_rows) continue;
-    bool merge = !shape.empty() && !last_of_rows;
+    if (psize[d] == 1 && !last_of_rows) continue;
+    bool merge = shape.size() > 0 && !last_of_rows;
     for (size_t k = 0; k < inputs.size() && merge; ++k) {
-      if (cs[k].back() != strides[k][d] * size[d]) merge = false;
+      const Dims& cs = ops[k].strides;
+      if (cs[cs.size() - 1] != strides[k][d] * psize[d]) merge = false;
     }
     if (merge) {
-      shape.back() *= size[d];
-      for (size_t k = 0; k < inputs.size(); ++k) cs[k].back() = strides[k][d];
+      shape[shape.size() - 1] *= psize[d];
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        Dims& cs = ops[k].strides;
+        cs[cs.size() - 1] = strides[k][d];
+      }
     } else {
-      shape.push_back(size[d]);
-      for (size_t k = 0; k < inputs.size(); ++k) cs[k].push_back(strides[k][d]);
+      shape.push_back(psize[d]);
+      for (size_t k = 0; k < inputs.size(); ++k) ops[k].strides.push_back(strides[k][d]);
     }
   }
-  if (shape.empty()) {
+  if (shape.size() == 0) {
     shape.push_back(1);
-    for (auto& c : cs) c.push_back(0);
+    for (Operand& o : ops) o.strides.push_back(0);
   }
-  std::vector<Operand> ops(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
     Operand& o = ops[k];
     o.data = static_cast<const char*>(inputs[k].data());
     o.dtype = inputs[k].dtype();
-    o.strides = cs[k];
     bool all_zero = true;
     for (int64_t s : o.strides) all_zero &= s == 0;
     o.scalar = all_zero;
@@ -676,7 +719,7 @@ std::vector<Tensor> fused_pointwise::Run(const std::vector<Tensor>& inputs,
       o.direct = o.direct && o.strides[d] == dense;
       dense *= shape[d];
     }
-    o.unit_rows = o.dtype == p.compute && o.strides.back() == 1;
+    o.unit_rows = o.dtype == p.compute && o.strides[o.strides.size() - 1] == 1;
   }
   const int64_t cols = nd > 0 ? size.back() : 1;
   if (p.compute == DType::kFloat32) {
@@ -684,7 +727,7 @@ std::vector<Tensor> fused_pointwise::Run(const std::vector<Tensor>& inputs,
   } else {
     RunProgram<double>(p, ops, shape, numel, cols, outs);
   }
-  return outs;
+  return Logical(p, std::move(outs));
 }
 
 Tensor fused_pointwise::Float32Activation(const char* op, std::initializer_list<const Tensor*> in) {

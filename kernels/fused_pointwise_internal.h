@@ -40,6 +40,9 @@ struct Program {
   std::vector<bool> per_row;                      // per output: "P" (one value per row)
   std::vector<bool> col_sum;                      // per output: "S" (summed over the rows)
   bool rows = false;                              // a row reduction: whole rows per block
+  // "L": the order of the dims of `size` in the outputs' memory, outer to inner (empty:
+  // row-major); outputs are laid out so, and the loop runs over that order.
+  std::vector<int> layout;
   // Per register: the output it is written straight into (an output of the compute type whose
   // register one instruction writes), or -1.
   std::vector<int> writes_output;
@@ -53,6 +56,9 @@ std::shared_ptr<const Program> CachedProgram(const std::string& text, int num_in
 // tensorbridge::pointwise: the outputs of `program` over `inputs` broadcast to `size`.
 std::vector<Tensor> Run(const std::vector<Tensor>& inputs, const std::vector<int64_t>& size,
                         const std::string& program);
+// The same with a parsed program (of p.num_inputs inputs).
+std::vector<Tensor> RunParsed(const std::vector<Tensor>& inputs,
+                              const std::vector<int64_t>& size, const Program& p);
 
 // The float32 activations and gradients whose loop here (vectorised exp, tanh and erf) beats
 // their oneDNN primitive and element loop at every size: the program op `op` ("silu",

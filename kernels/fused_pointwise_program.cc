@@ -86,6 +86,23 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
       p->compute = toks[1] == "f32" ? DType::kFloat32 : DType::kFloat64;
       continue;
     }
+    if (toks[0] == "L") {
+      TB_CHECK(p->layout.empty() && toks.size() >= 2, ValueError)
+          << kOpName << ": one layout instruction, with the dims' order";
+      std::vector<bool> seen(toks.size() - 1, false);
+      for (size_t i = 1; i < toks.size(); ++i) {
+        char* end = nullptr;
+        const long d = std::strtol(toks[i].c_str(), &end, 10);
+        TB_CHECK(end != nullptr && *end == '\0' && d >= 0 &&
+                     d < static_cast<long>(seen.size()) && !seen[d],
+                 ValueError)
+            << kOpName << ": the layout must be a permutation of the dims, got '" << toks[i]
+            << "'";
+        seen[d] = true;
+        p->layout.push_back(static_cast<int>(d));
+      }
+      continue;
+    }
     if (toks[0] == "O" || toks[0] == "P" || toks[0] == "S") {
       DType dt;
       TB_CHECK(toks.size() == 3 && DTypeFromName(toks[2], &dt), ValueError)
@@ -141,6 +158,15 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
         << kOpName << ": an output of dtype " << DTypeName(o.second)
         << " from a program computing in " << DTypeName(p->compute);
   }
+  bool reduces = p->rows;
+  for (bool c : p->col_sum) reduces = reduces || c;
+  TB_CHECK(p->layout.empty() || !reduces, ValueError)
+      << kOpName << ": a layout (L) in a program with a reduction";
+  for (const Instr& in : p->code) {
+    for (int r : {in.a, in.b, in.c, in.d}) {
+      TB_CHECK(r < p->num_regs, ValueError) << kOpName << ": register out of range";
+    }
+  }
   std::vector<int> writes(p->num_regs, 0);
   for (const Instr& in : p->code) {
     if (in.d >= 0 && in.d < p->num_regs) ++writes[in.d];
@@ -159,14 +185,18 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
 }  // namespace
 
 std::shared_ptr<const Program> CachedProgram(const std::string& text, int num_inputs) {
+  // Keyed by the text alone (no key to build per call); a text given another number of inputs
+  // than its cached parse's is parsed again and replaces it.
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<const Program>> cache;
-  const std::string key = std::to_string(num_inputs) + "|" + text;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(text);
+    if (it != cache.end() && it->second->num_inputs == num_inputs) return it->second;
+  }
   auto p = Parse(text, num_inputs);
-  if (cache.size() < 4096) cache.emplace(key, p);
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() < 4096 || cache.count(text) > 0) cache[text] = p;
   return p;
 }
 
