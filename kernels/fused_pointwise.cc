@@ -19,6 +19,11 @@
 //                            to inner (a permutation; without it, row-major). The outputs are
 //                            dense in that order (a transposed value keeps its strides), and
 //                            the loop runs over it. Not with "rsum", "rmax" or "S".
+//   "C d [-]iA [-]iB .."     register d holds the concatenation along the last dim of `size`
+//                            of inputs A, B, ... (negated where marked): each of the full
+//                            rank, broadcast in every other dim, their last dims summing to
+//                            size[-1]. Those inputs are read only so (rotate_half of rotary
+//                            embeddings: "C r5 -i3 i2").
 // Registers 0 .. len(inputs) - 1 hold the inputs, each broadcast to `size` and converted to the
 // compute type as it is loaded. Outputs are contiguous tensors of shape `size`.
 //
@@ -373,6 +378,8 @@ struct Operand {
   bool direct = false;           // contiguous like the output and of the compute type
   bool unit_rows = false;        // of the compute type, with unit stride along the inner dim
   bool scalar = false;           // one element for the whole output
+  bool part = false;             // read only as a part of a "C" register
+  int64_t width = 0;             // a part: its size along the last dim
 };
 
 template <typename T, typename In>
@@ -407,6 +414,45 @@ void Gather(const Operand& op, const Dims& shape, int64_t start, int64_t n,
       row -= idx[k] * op.strides[k];
       idx[k] = 0;
     }
+  }
+}
+
+// A "C" register over elements [start, start + n) of the loop: row by row, each part's
+// columns from that part (negated where marked), converted to T.
+template <typename T>
+void GatherCat(const Program::Cat& cat, const std::vector<Operand>& ops, const Dims& shape,
+               int64_t start, int64_t n, T* out) {
+  const int nd = static_cast<int>(shape.size());
+  const int64_t width = shape[nd - 1];
+  int64_t idx[16];
+  for (int64_t i = 0; i < n;) {
+    const int64_t flat = start + i, col0 = flat % width;
+    const int64_t m = std::min(width - col0, n - i);
+    int64_t rem = flat / width;
+    for (int d = nd - 2; d >= 0; --d) {
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    int64_t begin = 0;
+    for (const auto& [k, neg] : cat.parts) {
+      const Operand& o = ops[k];
+      const int64_t lo = std::max(begin, col0), hi = std::min(begin + o.width, col0 + m);
+      if (lo < hi) {
+        int64_t off = 0;
+        for (int d = 0; d < nd - 1; ++d) off += idx[d] * o.strides[d];
+        const int64_t s = o.strides[nd - 1];
+        T* dst = out + i - col0;
+        TB_DISPATCH(o.dtype, kOpName, TB_TYPES_ALL, [&] {
+          const scalar_t* x = reinterpret_cast<const scalar_t*>(o.data) + off - begin * s;
+          for (int64_t j = lo; j < hi; ++j) {
+            const T v = kernels::Convert<T>(x[j * s]);
+            dst[j] = neg ? -v : v;
+          }
+        });
+      }
+      begin += o.width;
+    }
+    i += m;
   }
 }
 
@@ -513,7 +559,7 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins, const Dims& s
       src[r] = reg(r);
     }
     for (size_t k = 0; k < ins.size(); ++k) {
-      if (ins[k].scalar) {
+      if (ins[k].scalar && !ins[k].part) {
         T v{};
         TB_DISPATCH(ins[k].dtype, kOpName, TB_TYPES_ALL, [&] {
           v = kernels::Convert<T>(*reinterpret_cast<const scalar_t*>(ins[k].data));
@@ -535,7 +581,7 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins, const Dims& s
       }
       for (size_t k = 0; k < ins.size(); ++k) {
         const Operand& op = ins[k];
-        if (op.scalar) continue;
+        if (op.scalar || op.part) continue;
         if (op.direct) {
           src[k] = reinterpret_cast<const T*>(op.data) + start;
           continue;
@@ -553,6 +599,11 @@ void RunProgram(const Program& p, const std::vector<Operand>& ins, const Dims& s
         TB_DISPATCH(op.dtype, kOpName, TB_TYPES_ALL,
                     [&] { Gather<T, scalar_t>(op, shape, start, n, dst); });
         src[k] = dst;
+      }
+      for (const Program::Cat& cat : p.cats) {
+        T* dst = reg(cat.reg);
+        GatherCat<T>(cat, ins, shape, start, n, dst);
+        src[cat.reg] = dst;
       }
       for (const Instr& in : p.code) {
         const int o = p.writes_output[in.d];
@@ -647,8 +698,15 @@ std::vector<Tensor> fused_pointwise::RunParsed(const std::vector<Tensor>& inputs
         << kOpName << ": dtype " << DTypeName(t.dtype()) << " is not supported";
     Dims st(nd, 0);
     const int lead = nd - static_cast<int>(t.ndim());
+    const bool part = !p.part.empty() && p.part[k];
+    TB_CHECK(!part || (t.ndim() == nd && nd > 0), ValueError)
+        << kOpName << ": a part of a C register has " << t.ndim() << " dims, the size " << nd;
     for (int d = 0; d < t.ndim(); ++d) {
       const int64_t s = t.shape()[d];
+      if (part && d == nd - 1) {  // its own width along the last dim
+        st[d] = t.strides()[d];
+        continue;
+      }
       TB_CHECK(s == size[lead + d] || s == 1, ValueError)
           << kOpName << ": input " << k << " has size " << s << " at dim " << d
           << ", which does not broadcast to " << size[lead + d];
@@ -684,7 +742,8 @@ std::vector<Tensor> fused_pointwise::RunParsed(const std::vector<Tensor>& inputs
   Dims shape;
   std::vector<Operand> ops(inputs.size());
   for (int d = 0; d < nd; ++d) {
-    const bool last_of_rows = p.rows && d == nd - 1;  // the reduced dim stays a dim of its own
+    // The reduced dim, and the dim a "C" register concatenates along, stay dims of their own.
+    const bool last_of_rows = (p.rows || !p.cats.empty()) && d == nd - 1;
     if (psize[d] == 1 && !last_of_rows) continue;
     bool merge = shape.size() > 0 && !last_of_rows;
     for (size_t k = 0; k < inputs.size() && merge; ++k) {
@@ -720,6 +779,18 @@ std::vector<Tensor> fused_pointwise::RunParsed(const std::vector<Tensor>& inputs
       dense *= shape[d];
     }
     o.unit_rows = o.dtype == p.compute && o.strides[o.strides.size() - 1] == 1;
+    if (!p.part.empty() && p.part[k]) {
+      o.part = true;
+      o.scalar = o.direct = o.unit_rows = false;
+      o.width = inputs[k].shape()[nd - 1];
+    }
+  }
+  for (const Program::Cat& cat : p.cats) {
+    int64_t total = 0;
+    for (const auto& [k, neg] : cat.parts) total += ops[k].width;
+    TB_CHECK(nd > 0 && total == size[nd - 1], ValueError)
+        << kOpName << ": the parts of a C register take " << total << " of the last dim's "
+        << (nd > 0 ? size[nd - 1] : 0) << " elements";
   }
   const int64_t cols = nd > 0 ? size.back() : 1;
   if (p.compute == DType::kFloat32) {

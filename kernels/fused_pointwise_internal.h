@@ -43,6 +43,14 @@ struct Program {
   // "L": the order of the dims of `size` in the outputs' memory, outer to inner (empty:
   // row-major); outputs are laid out so, and the loop runs over that order.
   std::vector<int> layout;
+  // "C": registers loaded as the concatenation of inputs along the last dim of `size`, each
+  // input negated or not; those inputs ("parts") are read only so.
+  struct Cat {
+    int reg;
+    std::vector<std::pair<int, bool>> parts;  // input, negated
+  };
+  std::vector<Cat> cats;
+  std::vector<bool> part;  // per input: read only as a part of a "C" register
   // Per register: the output it is written straight into (an output of the compute type whose
   // register one instruction writes), or -1.
   std::vector<int> writes_output;

@@ -103,6 +103,21 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
       }
       continue;
     }
+    if (toks[0] == "C") {
+      TB_CHECK(toks.size() >= 3, ValueError) << kOpName << ": C takes a register and its parts";
+      Program::Cat cat{reg(toks[1]), {}};
+      for (size_t i = 2; i < toks.size(); ++i) {
+        const bool neg = toks[i][0] == '-';
+        const std::string t = toks[i].substr(neg ? 1 : 0);
+        char* end = nullptr;
+        const long k = t.size() > 1 && t[0] == 'i' ? std::strtol(t.c_str() + 1, &end, 10) : -1;
+        TB_CHECK(end != nullptr && *end == '\0' && k >= 0 && k < num_inputs, ValueError)
+            << kOpName << ": a part of C must be an input 'iN' or '-iN', got '" << toks[i] << "'";
+        cat.parts.emplace_back(static_cast<int>(k), neg);
+      }
+      p->cats.push_back(std::move(cat));
+      continue;
+    }
     if (toks[0] == "O" || toks[0] == "P" || toks[0] == "S") {
       DType dt;
       TB_CHECK(toks.size() == 3 && DTypeFromName(toks[2], &dt), ValueError)
@@ -167,6 +182,26 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
       TB_CHECK(r < p->num_regs, ValueError) << kOpName << ": register out of range";
     }
   }
+  p->part.assign(num_inputs, false);
+  for (const Program::Cat& c : p->cats) {
+    TB_CHECK(c.reg >= num_inputs && c.reg < p->num_regs, ValueError)
+        << kOpName << ": a C register must be a register after the inputs";
+    for (const auto& [k, neg] : c.parts) p->part[k] = true;
+  }
+  for (const auto& [r, dt] : p->outputs) {
+    TB_CHECK(r >= num_inputs || !p->part[r], ValueError)
+        << kOpName << ": input " << r << " is a part of a C register and an output";
+  }
+  for (const Instr& in : p->code) {
+    for (int r : {in.a, in.b, in.c}) {
+      TB_CHECK(r >= num_inputs || !p->part[r], ValueError)
+          << kOpName << ": input " << r << " is a part of a C register and read as a register";
+    }
+  }
+  TB_CHECK(p->cats.empty() || p->layout.empty() ||
+               p->layout.back() == static_cast<int>(p->layout.size()) - 1,
+           ValueError)
+      << kOpName << ": a C register needs the last dim innermost in the layout";
   std::vector<int> writes(p->num_regs, 0);
   for (const Instr& in : p->code) {
     if (in.d >= 0 && in.d < p->num_regs) ++writes[in.d];
