@@ -417,42 +417,70 @@ void Gather(const Operand& op, const Dims& shape, int64_t start, int64_t n,
   }
 }
 
-// A "C" register over elements [start, start + n) of the loop: row by row, each part's
-// columns from that part (negated where marked), converted to T.
+// Columns [lo, hi) of one row of a part (its elements x[j * s]), negated or not, into
+// dst[lo, hi).
+template <typename T, typename In>
+TB_INLINE void CopyPart(const In* x, int64_t s, int64_t lo, int64_t hi, bool neg, T* dst) {
+  if (neg) {
+    for (int64_t j = lo; j < hi; ++j) dst[j] = -kernels::Convert<T>(x[j * s]);
+  } else if (s == 1) {
+    for (int64_t j = lo; j < hi; ++j) dst[j] = kernels::Convert<T>(x[j]);
+  } else {
+    for (int64_t j = lo; j < hi; ++j) dst[j] = kernels::Convert<T>(x[j * s]);
+  }
+}
+
+// A "C" register over elements [start, start + n) of the loop: row by row (the row's outer
+// index carried from row to row, as Gather does), each part's columns from that part.
 template <typename T>
 void GatherCat(const Program::Cat& cat, const std::vector<Operand>& ops, const Dims& shape,
                int64_t start, int64_t n, T* out) {
   const int nd = static_cast<int>(shape.size());
   const int64_t width = shape[nd - 1];
+  const size_t np = cat.parts.size();
   int64_t idx[16];
+  int64_t rem = start / width;
+  for (int d = nd - 2; d >= 0; --d) {
+    idx[d] = rem % shape[d];
+    rem /= shape[d];
+  }
+  // Per part: the offset of the current row, and the first column it fills.
+  std::vector<int64_t> off(np, 0), first(np, 0);
+  int64_t begin = 0;
+  for (size_t k = 0; k < np; ++k) {
+    const Operand& o = ops[cat.parts[k].first];
+    for (int d = 0; d < nd - 1; ++d) off[k] += idx[d] * o.strides[d];
+    first[k] = begin;
+    begin += o.width;
+  }
+  int64_t col0 = start % width;
   for (int64_t i = 0; i < n;) {
-    const int64_t flat = start + i, col0 = flat % width;
     const int64_t m = std::min(width - col0, n - i);
-    int64_t rem = flat / width;
-    for (int d = nd - 2; d >= 0; --d) {
-      idx[d] = rem % shape[d];
-      rem /= shape[d];
-    }
-    int64_t begin = 0;
-    for (const auto& [k, neg] : cat.parts) {
-      const Operand& o = ops[k];
-      const int64_t lo = std::max(begin, col0), hi = std::min(begin + o.width, col0 + m);
-      if (lo < hi) {
-        int64_t off = 0;
-        for (int d = 0; d < nd - 1; ++d) off += idx[d] * o.strides[d];
-        const int64_t s = o.strides[nd - 1];
-        T* dst = out + i - col0;
+    T* dst = out + i - col0;
+    for (size_t k = 0; k < np; ++k) {
+      const Operand& o = ops[cat.parts[k].first];
+      const int64_t lo = std::max(first[k], col0), hi = std::min(first[k] + o.width, col0 + m);
+      if (lo >= hi) continue;
+      const int64_t s = o.strides[nd - 1];
+      const bool neg = cat.parts[k].second;
+      if (o.dtype == (std::is_same_v<T, float> ? DType::kFloat32 : DType::kFloat64)) {
+        const T* x = reinterpret_cast<const T*>(o.data) + off[k] - first[k] * s;
+        CopyPart<T, T>(x, s, lo, hi, neg, dst);
+      } else {
         TB_DISPATCH(o.dtype, kOpName, TB_TYPES_ALL, [&] {
-          const scalar_t* x = reinterpret_cast<const scalar_t*>(o.data) + off - begin * s;
-          for (int64_t j = lo; j < hi; ++j) {
-            const T v = kernels::Convert<T>(x[j * s]);
-            dst[j] = neg ? -v : v;
-          }
+          const scalar_t* x = reinterpret_cast<const scalar_t*>(o.data) + off[k] - first[k] * s;
+          CopyPart<T, scalar_t>(x, s, lo, hi, neg, dst);
         });
       }
-      begin += o.width;
     }
     i += m;
+    col0 = 0;
+    for (int d = nd - 2; d >= 0; --d) {  // the next row
+      for (size_t k = 0; k < np; ++k) off[k] += ops[cat.parts[k].first].strides[d];
+      if (++idx[d] < shape[d]) break;
+      for (size_t k = 0; k < np; ++k) off[k] -= idx[d] * ops[cat.parts[k].first].strides[d];
+      idx[d] = 0;
+    }
   }
 }
 

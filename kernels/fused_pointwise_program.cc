@@ -68,6 +68,7 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
     return r;
   };
   std::vector<std::pair<std::string, double>> consts;
+  std::vector<int> arity;  // per instruction
   auto operand = [&](const std::string& t) -> int {
     if (!t.empty() && t[0] == 'k') {
       char* end = nullptr;
@@ -148,6 +149,7 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
     if (found->arity > 1) in.b = operand(toks[3]);
     if (found->arity > 2) in.c = operand(toks[4]);
     p->code.push_back(in);
+    arity.push_back(found->arity);
   }
   // Constants take registers after every named one.
   const int first_const = max_reg + 1;
@@ -192,8 +194,11 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
     TB_CHECK(r >= num_inputs || !p->part[r], ValueError)
         << kOpName << ": input " << r << " is a part of a C register and an output";
   }
-  for (const Instr& in : p->code) {
-    for (int r : {in.a, in.b, in.c}) {
+  for (size_t i = 0; i < p->code.size(); ++i) {
+    const Instr& in = p->code[i];
+    const int ops[3] = {in.a, in.b, in.c};
+    for (int j = 0; j < arity[i]; ++j) {
+      const int r = ops[j];
       TB_CHECK(r >= num_inputs || !p->part[r], ValueError)
           << kOpName << ": input " << r << " is a part of a C register and read as a register";
     }

@@ -131,7 +131,7 @@ _ALONE = {
 }
 # Reductions over the last dimension (keepdim): the row groups' reductions.
 _REDUCE = {_aten.sum.dim_IntList: "sum", _aten.mean.dim: "mean", _aten.amax.default: "amax"}
-_TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER, *_REDUCE}
+_TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER, *_REDUCE, _aten.cat.default}
 # Rows a row group reduces: at least _MIN_ROW elements (shorter rows run faster unfused, one
 # block per row being too small a block), at most _MAX_ROW (a block is a whole row).
 _MIN_ROW = 16
@@ -165,14 +165,20 @@ def _args(n: torch.fx.Node) -> list:
     return out
 
 
-def _compute(n: torch.fx.Node):
+def _compute(n: torch.fx.Node, strict: frozenset | set = frozenset()):
     """The dtype node ``n`` computes in inside a group (float32 / float64), ``"any"`` for a
-    node on bools only, or None when the node cannot be fused."""
+    node on bools only, or None when the node cannot be fused. A value a group keeps inside
+    has no layout; one it writes takes the strides the graph gives it (``_layout``), so
+    non-contiguous values may join a group, except reductions and the nodes in ``strict``."""
     if n.op != "call_function" or n.target not in _TARGETS:
         return None
     val = _meta(n)
-    if not _static(val) or not val.is_contiguous() or val.dtype not in _DTYPE_NAMES:
+    if not _static(val) or val.dtype not in _DTYPE_NAMES:
         return None
+    if (n.target in _REDUCE or n in strict) and not val.is_contiguous():
+        return None
+    if n.target is _aten.cat.default:
+        return _cat_compute(n, val)
     if n.target in _REDUCE:
         return _reduce_compute(n, val)
     args = _args(n)
@@ -225,6 +231,58 @@ def _compute(n: torch.fx.Node):
         if len(dts) == 1 and next(iter(dts)) in _HALF:
             return torch.float32
     return None
+
+
+def _cat_compute(n: torch.fx.Node, val: torch.Tensor):
+    """The compute dtype of a ``cat`` a group can hold: of two or more float tensors of the
+    result's dtype and rank along the last dimension (rotate_half of rotary embeddings), read
+    where a block loads it (a "C" register: ``_cat_parts``)."""
+    tensors, dim = (_args(n) + [0])[:2]
+    if not isinstance(tensors, (list, tuple)) or len(tensors) < 2 or val.dim() == 0:
+        return None
+    if not isinstance(dim, int) or dim % val.dim() != val.dim() - 1:
+        return None
+    for t in tensors:
+        m = _meta(t)
+        if not _static(m) or m.dtype != val.dtype or m.dim() != val.dim() or m.shape[-1] < 1:
+            return None
+    if val.dtype in _FLOATS:
+        return val.dtype
+    return torch.float32 if val.dtype in _HALF else None
+
+
+def _absorbed_neg(a) -> bool:
+    """Whether ``a`` is a ``neg`` that only a ``cat`` reads: the cat's "C" register negates
+    its operand as it loads it, and the ``neg`` node does not run."""
+    return (
+        isinstance(a, torch.fx.Node)
+        and a.op == "call_function"
+        and a.target is _aten.neg.default
+        and len(a.users) == 1
+        and isinstance(a.args[0], torch.fx.Node)
+        and _meta(a.args[0]) is not None
+        and _meta(a.args[0]).dtype == _meta(a).dtype
+    )
+
+
+def _cat_parts(n: torch.fx.Node) -> list:
+    """The (value, negated) pairs a group's ``cat`` member loads, in order."""
+    return [(a.args[0], True) if _absorbed_neg(a) else (a, False) for a in _args(n)[0]]
+
+
+def _layout(t: torch.Tensor):
+    """How a value's strides lay it out: None for row-major (dims of size 1 aside), the dims'
+    order outer to inner (size-1 dims first) for a dense permutation, False otherwise."""
+    dims = [d for d in range(t.dim()) if t.shape[d] != 1]
+    order = sorted(dims, key=lambda d: -t.stride(d))
+    expect = 1
+    for d in reversed(order):
+        if t.stride(d) != expect:
+            return False
+        expect *= t.shape[d]
+    if order == dims:
+        return None
+    return tuple([d for d in range(t.dim()) if t.shape[d] == 1] + order)
 
 
 def _col_sum(n: torch.fx.Node) -> bool:
@@ -306,6 +364,9 @@ class Group:
         # the member where the fused node runs: the last, or for merged siblings the first
         # after every input (see _merge_siblings)
         self.trigger: torch.fx.Node | None = None
+        self.layout = None  # the outputs' dims order (``_layout``); None: row-major
+        self.parts: list = []  # (value, negated) loaded by the cat members, in member order
+        self.absorbed: list[torch.fx.Node] = []  # negs of cat operands, run inside the cats
 
     def describe(self) -> str:
         return ", ".join(_op_name(m) for m in self.members)
@@ -319,15 +380,44 @@ def _op_name(n: torch.fx.Node) -> str:
 def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> list[Group]:
     """The pointwise groups of ``gm`` with two or more members (or one of the ``_ALONE`` ops
     computing in float32), outputs and inputs found;
-    the nodes in ``skip`` (run inside another pass's fused node) join no group."""
+    the nodes in ``skip`` (run inside another pass's fused node) join no group.
+
+    A group writes its outputs in one layout: where they would differ (values of other
+    strides joined it), its members are grouped again as contiguous values only, and a group
+    still mixed after that is left unfused."""
+    strict: set = set()
+    for _ in range(4):
+        out, bad = _groups(gm, skip, strict)
+        if not bad:
+            break
+        strict |= bad
+    return out
+
+
+def _groups(gm: torch.fx.GraphModule, skip, strict: set) -> tuple[list[Group], set]:
+    """groups() with the nodes in ``strict`` taken only when contiguous (and never a cat);
+    also returns the members of the groups left out for their outputs' layouts."""
     group_of: dict = {}
     alias_of: dict = {}  # an alias node of a member -> the member
     col_sums: set = set()  # members that are column sums (see _col_sum)
     all_groups: list[Group] = []
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    absorbed: dict = {}  # a neg that only a fusable cat reads -> that cat
     for n in gm.graph.nodes:
-        compute = _compute(n) if config.pointwise_fusion and n not in skip else None
+        compute = _compute(n, strict) if config.pointwise_fusion and n not in skip else None
+        if n.target is _aten.cat.default and n in strict:
+            compute = None
         joined = None
+        if compute is not None and _absorbed_neg(n):
+            cat = next(iter(n.users))
+            if (
+                cat.target is _aten.cat.default
+                and cat not in skip
+                and cat not in strict
+                and _compute(cat, strict) is not None
+            ):
+                absorbed[n] = cat
+                compute = None
         if compute is not None:
             shape = tuple(_meta(n).shape)
             col_sum = _col_sum(n)
@@ -400,6 +490,7 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
         group_of[m].aliases.append(n)
     _merge_siblings([g for g in all_groups if g.members], order, alias_of)
     out = []
+    bad: set = set()
     for g in all_groups:
         alone = len(g.members) == 1 and g.members[0].target in _ALONE
         if len(g.members) < 2 and not (alone and g.compute == torch.float32):
@@ -417,15 +508,30 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
                 else:
                     outputs[m] = None
         g.outputs = list(outputs)
+        layouts = {_layout(_meta(o)) for o in g.outputs}
+        layout = next(iter(layouts)) if len(layouts) == 1 else False
+        cats = [m for m in g.members if m.target is _aten.cat.default]
+        if layout is not None and layout is not False:
+            reduces = g.row or any(_col_sum(m) for m in g.members)
+            if reduces or (cats and layout[-1] != len(g.shape) - 1):
+                layout = False
+        if layout is False:
+            bad.update(g.members)
+            continue
+        g.layout = layout
         seen = set()
         for m in g.members:
+            if m.target is _aten.cat.default:
+                g.parts.extend(_cat_parts(m))
+                g.absorbed.extend(a for a in _args(m)[0] if absorbed.get(a) is m)
+                continue
             for a in m.all_input_nodes:
                 a = _source(a)
                 if a not in inside and a not in seen:
                     seen.add(a)
                     g.inputs.append(a)
         out.append(g)
-    return out
+    return out, bad
 
 
 def _source(x):
@@ -502,13 +608,14 @@ def program(g: Group) -> str:
     """The group's program for ``tensorbridge::pointwise`` (see kernels/fused_pointwise.cc)."""
     reg: dict = {a: f"r{i}" for i, a in enumerate(g.inputs)}
     n_in = len(g.inputs)
+    parts = 0  # the cat members' parts: inputs after the registers' inputs
     last_use: dict = {}
     for i, m in enumerate(g.members):
         for a in m.all_input_nodes:
             last_use[a] = i
     keep = set(g.outputs)
     free: list[int] = []
-    next_reg = [n_in]
+    next_reg = [n_in + len(g.parts)]
 
     def new() -> str:
         if free:
@@ -522,8 +629,22 @@ def program(g: Group) -> str:
         return _const(x)
 
     lines = ["T f32" if g.compute == torch.float32 else "T f64"]
+    if g.layout is not None:
+        lines.append("L " + " ".join(str(d) for d in g.layout))
     for i, m in enumerate(g.members):
         code: list = []
+        if m.target is _aten.cat.default:
+            # loaded before the instructions run: a register of its own, never reused
+            d = f"r{next_reg[0]}"
+            next_reg[0] += 1
+            ins = []
+            for src, neg in _cat_parts(m):
+                ins.append(("-" if neg else "") + f"i{n_in + parts}")
+                parts += 1
+            code.append(f"C {d} " + " ".join(ins))
+            lines.extend(code)
+            reg[m] = d
+            continue
         d = new()
         _lower(m, _args(m), opnd, d, new, code)
         lines.extend(code)
@@ -531,7 +652,8 @@ def program(g: Group) -> str:
         # Registers of members read for the last time here go back (never an output's).
         for a in set(m.all_input_nodes):
             if last_use.get(a) == i and a in g.members and a not in keep:
-                free.append(int(reg[a][1:]))
+                if a.target is not _aten.cat.default:
+                    free.append(int(reg[a][1:]))
     for o in g.outputs:
         # A value of a row group's reduced shape is written once per row; a column sum once.
         kind = "P" if g.row and tuple(_meta(o).shape) != g.shape else "O"
@@ -626,7 +748,7 @@ class Emitter:
     def __init__(self, gm: torch.fx.GraphModule, skip: set):
         self.groups = groups(gm, skip)
         self.last = {g.trigger or g.members[-1]: g for g in self.groups}
-        self.member = {m: g for g in self.groups for m in g.members}
+        self.member = {m: g for g in self.groups for m in (*g.members, *g.absorbed)}
         self.waiting = {a for g in self.groups for a in g.aliases}  # aliases not yet emitted
         self.described: list[tuple[str, str, int]] = []  # (plan node, ops, outputs)
 
@@ -638,7 +760,7 @@ class Emitter:
         g = self.last.get(n)
         if g is None:
             return  # an earlier member: the fused node runs at the group's last member
-        ins = [builder.arg(a) for a in g.inputs]
+        ins = [builder.arg(a) for a in g.inputs] + [builder.arg(a) for a, _ in g.parts]
         name = "fused_" + "_".join(_short(m) for m in g.members[:4])
         if len(g.members) > 4:
             name += f"_and{len(g.members) - 4}"

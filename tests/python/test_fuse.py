@@ -99,6 +99,56 @@ def test_non_contiguous_inputs(no_fallback):
     _same(f, x, y)
 
 
+def _rotary(q, k, cos, sin):
+    """Rotary position embeddings as transformers' llama applies them, on the heads' views."""
+
+    def rotate_half(x):
+        h = x.shape[-1] // 2
+        return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+    q, k = q.transpose(1, 2), k.transpose(1, 2)
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_rotary_embeddings_fuse_with_their_layout(no_fallback, dtype):
+    q, k = torch.randn(2, 9, 4, 16, dtype=dtype), torch.randn(2, 9, 2, 16, dtype=dtype)
+    cos, sin = torch.randn(2, 9, 16, dtype=dtype), torch.randn(2, 9, 16, dtype=dtype)
+    if dtype != torch.bfloat16:  # there, the unfused plan rounds after every op
+        groups = _same(_rotary, q, k, cos, sin, groups=2)
+        assert all("aten::cat" in ops and "aten::neg" not in ops for _, ops, _ in groups)
+    compiled, got = _run(_rotary, (q, k, cos, sin), fused=True)
+    assert all("aten::cat" in ops for _, ops, _ in _groups(compiled))
+    # computed in float32 inside the group (bfloat16: rounded once, where it is written)
+    want = [w.to(dtype) for w in _rotary(*(t.to(torch.float64) for t in (q, k, cos, sin)))]
+    for g, w in zip(got, want, strict=True):
+        assert g.stride() == w.stride()  # transposed, as torch lays them out
+        torch.testing.assert_close(g, w)
+
+
+def test_cats_and_permuted_values_in_groups(no_fallback):
+    def f(x, y, z):
+        a = torch.cat((x * 2, -y, z), dim=-1)  # a negated operand read once, others computed
+        b = torch.cat((-y, y), dim=-1)  # y also read elsewhere: its neg runs on its own
+        t = x.transpose(0, 1) * 3 + 1  # permuted, written permuted
+        return (a.exp() + 1) * b.repeat(1, 1, 2)[..., : a.shape[-1]], t, -y + 1
+
+    x, y, z = torch.randn(3, 5, 4), torch.randn(3, 5, 4), torch.randn(3, 5, 8)
+    _same(f, x, y, z)
+    compiled, got = _run(f, (x, y, z), fused=True)
+    assert got[1].stride() == f(x, y, z)[1].stride()
+
+
+def test_groups_whose_outputs_mix_layouts_stay_correct(no_fallback):
+    def f(x):
+        a = x * 2  # contiguous
+        b = a.transpose(1, 2) + 1  # permuted
+        return a + 3, b * b, b.sum(-1)
+
+    _same(f, torch.randn(4, 6, 8))
+
+
 def test_outputs_read_outside_the_group(no_fallback):
     def f(x, w):
         a = x * 3 + 1  # read by the mm below and by the group
@@ -404,6 +454,21 @@ def test_bad_program_raises():
     plan = _pointwise_plan([3, 0], "T f32;rsum r1 r0;P r1 float32")
     with pytest.raises(ValueError, match="row reduction needs a last dimension"):
         plan.run([empty])
+    for program, message in [
+        ("T f32;L 0 0;neg r1 r0;O r1 float32", "permutation of the dims"),
+        ("T f32;L 0;rsum r1 r0;P r1 float32", "layout .L. in a program with a reduction"),
+        ("T f32;L 1 0;neg r1 r0;O r1 float32", "a layout of 2 dimensions for a size of 1"),
+        ("T f32;C r1 i0;neg r2 r0;O r2 float32", "part of a C register and read"),
+        ("T f32;C r1 i0;O r0 float32", "part of a C register and an output"),
+        ("T f32;C r1 x0;O r1 float32", "a part of C must be an input"),
+        ("T f32;C r0 i0;O r0 float32", "a register after the inputs"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            _pointwise_plan([3], program).run([x])
+    with pytest.raises(ValueError, match="take 3 of the last dim's 6"):
+        _pointwise_plan([6], "T f32;C r1 i0;O r1 float32").run([x])
+    (y,) = _pointwise_plan([3], "T f32;L 0;C r1 -i0;O r1 float32").run([x])
+    torch.testing.assert_close(torch.from_dlpack(y), -torch.from_dlpack(x))
     plan = _pointwise_plan([3], "T f32;neg r1 r0;O r1 float32")
     (y,) = plan.run([x])
     torch.testing.assert_close(torch.from_dlpack(y), -torch.from_dlpack(x))
@@ -465,7 +530,7 @@ def test_column_sums_and_siblings_join_one_group(no_fallback):
     assert len(_same(dependent, torch.randn(6, 20), torch.randn(6, 20))) == 2
 
 
-@pytest.mark.parametrize("name", ["gpt2", "bert", "llama"])
+@pytest.mark.parametrize("name", ["gpt2", "bert", "llama", "gpt_neox"])
 def test_zoo_forward_and_backward(name):
     def run(fused):
         model, inputs = zoo.build(name)
