@@ -68,6 +68,14 @@ std::vector<Tensor> Run(const std::vector<Tensor>& inputs, const std::vector<int
 std::vector<Tensor> RunParsed(const std::vector<Tensor>& inputs,
                               const std::vector<int64_t>& size, const Program& p);
 
+// One instruction over n values of a block (kernels/fused_pointwise_math.cc): Arith runs the
+// arithmetic ones and float32's exp, tanh, erf and the functions made of them, and returns false
+// for the rest, which Math runs.
+bool Arith(Op op, float* d, const float* a, const float* b, const float* c, int64_t n);
+bool Arith(Op op, double* d, const double* a, const double* b, const double* c, int64_t n);
+void Math(Op op, float* d, const float* a, const float* b, int64_t n);
+void Math(Op op, double* d, const double* a, const double* b, int64_t n);
+
 // The float32 activations and gradients whose loop here (vectorised exp, tanh and erf) beats
 // their oneDNN primitive and element loop at every size: the program op `op` ("silu",
 // "gelu_tanh_bw", ...) over `inputs` (its operands in order), when they are contiguous float32
