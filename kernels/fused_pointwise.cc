@@ -70,17 +70,16 @@ using fused_pointwise::Program;
 struct Operand {
   const char* data = nullptr;
   DType dtype = DType::kFloat32;
-  Dims strides;                  // elements, per coalesced dim (0: broadcast)
-  bool direct = false;           // contiguous like the output and of the compute type
-  bool unit_rows = false;        // of the compute type, with unit stride along the inner dim
-  bool scalar = false;           // one element for the whole output
-  bool part = false;             // read only as a part of a "C" register
-  int64_t width = 0;             // a part: its size along the last dim
+  Dims strides;            // elements, per coalesced dim (0: broadcast)
+  bool direct = false;     // contiguous like the output and of the compute type
+  bool unit_rows = false;  // of the compute type, with unit stride along the inner dim
+  bool scalar = false;     // one element for the whole output
+  bool part = false;       // read only as a part of a "C" register
+  int64_t width = 0;       // a part: its size along the last dim
 };
 
 template <typename T, typename In>
-void Gather(const Operand& op, const Dims& shape, int64_t start, int64_t n,
-            T* out) {
+void Gather(const Operand& op, const Dims& shape, int64_t start, int64_t n, T* out) {
   const In* base = reinterpret_cast<const In*>(op.data);
   const int nd = static_cast<int>(shape.size());
   // The multi-index of `start`, and the offset of its row's first element.
@@ -245,8 +244,8 @@ char* Scratch(size_t bytes) {
 }
 
 template <typename T>
-void RunProgram(const Program& p, const std::vector<Operand>& ins, const Dims& shape,
-                int64_t numel, int64_t cols, const std::vector<Tensor>& outs) {
+void RunProgram(const Program& p, const std::vector<Operand>& ins, const Dims& shape, int64_t numel,
+                int64_t cols, const std::vector<Tensor>& outs) {
   // Long rows are cut into blocks within a row, so that inputs with unit inner stride (a
   // broadcast bias, a strided slice) are read in place; short rows into blocks of whole rows.
   // A program with a row reduction takes whole rows per block: one long row, or as many short
@@ -394,8 +393,7 @@ std::vector<Tensor> fused_pointwise::Run(const std::vector<Tensor>& inputs,
 }
 
 std::vector<Tensor> fused_pointwise::RunParsed(const std::vector<Tensor>& inputs,
-                                               const std::vector<int64_t>& size,
-                                               const Program& p) {
+                                               const std::vector<int64_t>& size, const Program& p) {
   TB_CHECK(static_cast<int>(inputs.size()) == p.num_inputs, ValueError)
       << kOpName << ": the program takes " << p.num_inputs << " inputs, got " << inputs.size();
   int64_t numel = 1;

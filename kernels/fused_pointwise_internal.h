@@ -65,8 +65,8 @@ std::shared_ptr<const Program> CachedProgram(const std::string& text, int num_in
 std::vector<Tensor> Run(const std::vector<Tensor>& inputs, const std::vector<int64_t>& size,
                         const std::string& program);
 // The same with a parsed program (of p.num_inputs inputs).
-std::vector<Tensor> RunParsed(const std::vector<Tensor>& inputs,
-                              const std::vector<int64_t>& size, const Program& p);
+std::vector<Tensor> RunParsed(const std::vector<Tensor>& inputs, const std::vector<int64_t>& size,
+                              const Program& p);
 
 // One instruction over n values of a block (kernels/fused_pointwise_math.cc): Arith runs the
 // arithmetic ones and float32's exp, tanh, erf and the functions made of them, and returns false

@@ -94,11 +94,10 @@ std::shared_ptr<const Program> Parse(const std::string& text, int num_inputs) {
       for (size_t i = 1; i < toks.size(); ++i) {
         char* end = nullptr;
         const long d = std::strtol(toks[i].c_str(), &end, 10);
-        TB_CHECK(end != nullptr && *end == '\0' && d >= 0 &&
-                     d < static_cast<long>(seen.size()) && !seen[d],
+        TB_CHECK(end != nullptr && *end == '\0' && d >= 0 && d < static_cast<long>(seen.size()) &&
+                     !seen[d],
                  ValueError)
-            << kOpName << ": the layout must be a permutation of the dims, got '" << toks[i]
-            << "'";
+            << kOpName << ": the layout must be a permutation of the dims, got '" << toks[i] << "'";
         seen[d] = true;
         p->layout.push_back(static_cast<int>(d));
       }

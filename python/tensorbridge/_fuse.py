@@ -133,7 +133,16 @@ _ALONE = {
 _CASTS = {_aten.clone.default, _aten._to_copy.default}
 # Reductions over the last dimension (keepdim): the row groups' reductions.
 _REDUCE = {_aten.sum.dim_IntList: "sum", _aten.mean.dim: "mean", _aten.amax.default: "amax"}
-_TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER, *_REDUCE, _aten.cat.default}
+_TARGETS = {
+    *_UNARY,
+    *_BINARY,
+    *_COMPARE,
+    *_LOGICAL,
+    *_ADD_SUB,
+    *_OTHER,
+    *_REDUCE,
+    _aten.cat.default,
+}
 # Rows a row group reduces: at least _MIN_ROW elements (shorter rows run faster unfused, one
 # block per row being too small a block), at most _MAX_ROW (a block is a whole row).
 _MIN_ROW = 16
@@ -180,7 +189,7 @@ def _compute(n: torch.fx.Node, strict: frozenset | set = frozenset()):
     if (n.target in _REDUCE or n in strict) and not val.is_contiguous():
         return None
     if n.target is _aten.cat.default:
-        return _cat_compute(n, val)
+        return None if n in strict else _cat_compute(n, val)
     if n.target in _REDUCE:
         return _reduce_compute(n, val)
     args = _args(n)
@@ -239,7 +248,7 @@ def _cat_compute(n: torch.fx.Node, val: torch.Tensor):
     """The compute dtype of a ``cat`` a group can hold: of two or more float tensors of the
     result's dtype and rank along the last dimension (rotate_half of rotary embeddings), read
     where a block loads it (a "C" register: ``_cat_parts``)."""
-    tensors, dim = (_args(n) + [0])[:2]
+    tensors, dim = _args(n)[:2]
     if not isinstance(tensors, (list, tuple)) or len(tensors) < 2 or val.dim() == 0:
         return None
     if not isinstance(dim, int) or dim % val.dim() != val.dim() - 1:
@@ -254,8 +263,7 @@ def _cat_compute(n: torch.fx.Node, val: torch.Tensor):
 
 
 def _absorbed_neg(a) -> bool:
-    """Whether ``a`` is a ``neg`` that only a ``cat`` reads: the cat's "C" register negates
-    its operand as it loads it, and the ``neg`` node does not run."""
+    """Whether ``a`` is a ``neg`` that only a ``cat`` reads (its "C" register negates it)."""
     return (
         isinstance(a, torch.fx.Node)
         and a.op == "call_function"
@@ -276,10 +284,11 @@ def _layout(t: torch.Tensor):
     """How a value's strides lay it out: None for row-major (dims of size 1 aside), the dims'
     order outer to inner (size-1 dims first) for a dense permutation, False otherwise."""
     dims = [d for d in range(t.dim()) if t.shape[d] != 1]
-    order = sorted(dims, key=lambda d: -t.stride(d))
+    strides = t.stride()
+    order = sorted(dims, key=lambda d: -strides[d])
     expect = 1
     for d in reversed(order):
-        if t.stride(d) != expect:
+        if strides[d] != expect:
             return False
         expect *= t.shape[d]
     if order == dims:
@@ -397,8 +406,8 @@ def groups(gm: torch.fx.GraphModule, skip: frozenset | set = frozenset()) -> lis
 
 
 def _groups(gm: torch.fx.GraphModule, skip, strict: set) -> tuple[list[Group], set]:
-    """groups() with the nodes in ``strict`` taken only when contiguous (and never a cat);
-    also returns the members of the groups left out for their outputs' layouts."""
+    """groups(), ``strict`` nodes only when contiguous (never a cat); and the members of the
+    groups left out for their outputs' layouts."""
     group_of: dict = {}
     alias_of: dict = {}  # an alias node of a member -> the member
     col_sums: set = set()  # members that are column sums (see _col_sum)
@@ -407,17 +416,10 @@ def _groups(gm: torch.fx.GraphModule, skip, strict: set) -> tuple[list[Group], s
     absorbed: dict = {}  # a neg that only a fusable cat reads -> that cat
     for n in gm.graph.nodes:
         compute = _compute(n, strict) if config.pointwise_fusion and n not in skip else None
-        if n.target is _aten.cat.default and n in strict:
-            compute = None
         joined = None
         if compute is not None and _absorbed_neg(n):
             cat = next(iter(n.users))
-            if (
-                cat.target is _aten.cat.default
-                and cat not in skip
-                and cat not in strict
-                and _compute(cat, strict) is not None
-            ):
+            if cat.target is _aten.cat.default and cat not in skip and _compute(cat, strict):
                 absorbed[n] = cat
                 compute = None
         if compute is not None:
@@ -513,9 +515,8 @@ def _groups(gm: torch.fx.GraphModule, skip, strict: set) -> tuple[list[Group], s
         layouts = {_layout(_meta(o)) for o in g.outputs}
         layout = next(iter(layouts)) if len(layouts) == 1 else False
         cats = [m for m in g.members if m.target is _aten.cat.default]
-        if layout is not None and layout is not False:
-            reduces = g.row or any(_col_sum(m) for m in g.members)
-            if reduces or (cats and layout[-1] != len(g.shape) - 1):
+        if isinstance(layout, tuple):  # not with reductions; a cat's dim innermost
+            if g.row or any(map(_col_sum, g.members)) or (cats and layout[-1] != len(g.shape) - 1):
                 layout = False
         if layout is False:
             bad.update(g.members)
@@ -645,7 +646,7 @@ def program(g: Group) -> str:
             d = f"r{next_reg[0]}"
             next_reg[0] += 1
             ins = []
-            for src, neg in _cat_parts(m):
+            for _, neg in _cat_parts(m):
                 ins.append(("-" if neg else "") + f"i{n_in + parts}")
                 parts += 1
             code.append(f"C {d} " + " ".join(ins))
