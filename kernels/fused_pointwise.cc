@@ -112,16 +112,15 @@ void Gather(const Operand& op, const Dims& shape, int64_t start, int64_t n, T* o
   }
 }
 
-// Columns [lo, hi) of one row of a part (its elements x[j * s]), negated or not, into
-// dst[lo, hi).
+// `count` elements of a row of a part (x[j * s]), negated or not, into dst[0, count).
 template <typename T, typename In>
-TB_INLINE void CopyPart(const In* x, int64_t s, int64_t lo, int64_t hi, bool neg, T* dst) {
+TB_INLINE void CopyPart(const In* x, int64_t s, int64_t count, bool neg, T* dst) {
   if (neg) {
-    for (int64_t j = lo; j < hi; ++j) dst[j] = -kernels::Convert<T>(x[j * s]);
+    for (int64_t j = 0; j < count; ++j) dst[j] = -kernels::Convert<T>(x[j * s]);
   } else if (s == 1) {
-    for (int64_t j = lo; j < hi; ++j) dst[j] = kernels::Convert<T>(x[j]);
+    for (int64_t j = 0; j < count; ++j) dst[j] = kernels::Convert<T>(x[j]);
   } else {
-    for (int64_t j = lo; j < hi; ++j) dst[j] = kernels::Convert<T>(x[j * s]);
+    for (int64_t j = 0; j < count; ++j) dst[j] = kernels::Convert<T>(x[j * s]);
   }
 }
 
@@ -140,7 +139,7 @@ void GatherCat(const Program::Cat& cat, const std::vector<Operand>& ops, const D
     rem /= shape[d];
   }
   // Per part: the offset of the current row, and the first column it fills.
-  std::vector<int64_t> off(np, 0), first(np, 0);
+  Dims off(np, 0), first(np, 0);
   int64_t begin = 0;
   for (size_t k = 0; k < np; ++k) {
     const Operand& o = ops[cat.parts[k].first];
@@ -151,20 +150,19 @@ void GatherCat(const Program::Cat& cat, const std::vector<Operand>& ops, const D
   int64_t col0 = start % width;
   for (int64_t i = 0; i < n;) {
     const int64_t m = std::min(width - col0, n - i);
-    T* dst = out + i - col0;
     for (size_t k = 0; k < np; ++k) {
       const Operand& o = ops[cat.parts[k].first];
       const int64_t lo = std::max(first[k], col0), hi = std::min(first[k] + o.width, col0 + m);
       if (lo >= hi) continue;
-      const int64_t s = o.strides[nd - 1];
+      const int64_t s = o.strides[nd - 1], at = off[k] + (lo - first[k]) * s;
       const bool neg = cat.parts[k].second;
+      T* dst = out + i + (lo - col0);
       if (o.dtype == (std::is_same_v<T, float> ? DType::kFloat32 : DType::kFloat64)) {
-        const T* x = reinterpret_cast<const T*>(o.data) + off[k] - first[k] * s;
-        CopyPart<T, T>(x, s, lo, hi, neg, dst);
+        CopyPart<T, T>(reinterpret_cast<const T*>(o.data) + at, s, hi - lo, neg, dst);
       } else {
         TB_DISPATCH(o.dtype, kOpName, TB_TYPES_ALL, [&] {
-          const scalar_t* x = reinterpret_cast<const scalar_t*>(o.data) + off[k] - first[k] * s;
-          CopyPart<T, scalar_t>(x, s, lo, hi, neg, dst);
+          CopyPart<T, scalar_t>(reinterpret_cast<const scalar_t*>(o.data) + at, s, hi - lo, neg,
+                                dst);
         });
       }
     }
