@@ -17,7 +17,9 @@
 // engine like any node's (AccumulateGrad, its hooks and DDP's, tensor hooks,
 // torch.autograd.grad). With create_graph (grad mode on in backward), or operands the table
 // does not take, the backward computes with torch ops (matmul, mm, sum), which autograd records
-// for higher-order gradients.
+// for higher-order gradients. Compiled autograd (torch._dynamo.compiled_autograd) cannot trace
+// the node (it raises "compiled_args not implemented"); tb_python_key_linear_record(0) leaves
+// gradients to the decomposition for such programs.
 //
 // Every other call takes torch's fallback, i.e. the decomposition: a key other than the plain
 // CPU ones (autocast, functorch, the Python dispatcher), a TorchDispatchMode, a torch_dispatch
@@ -45,6 +47,7 @@ namespace {
 
 std::atomic<int64_t> g_linear_calls{0};     // calls the kernel served
 std::atomic<int64_t> g_linear_recorded{0};  // of those, calls that recorded LinearBackward
+std::atomic<bool> g_record{true};           // gradients to record: LinearBackward (else decomposed)
 
 // The table ops the kernel and its backward run.
 struct LinearIds {
@@ -118,8 +121,10 @@ class LinearBackward final : public torch::autograd::Node {
     variable_list out(3);
     const at::Tensor& g = grads[0];
     if (!g.defined()) return out;
-    const bool want_x = task_should_compute_output(0);
-    const bool want_w = task_should_compute_output(1);
+    // The input's gradient needs the weight (saved where the input wanted a gradient), the
+    // weight's the input.
+    const bool want_x = w.defined() && task_should_compute_output(0);
+    const bool want_w = x.defined() && task_should_compute_output(1);
     const bool want_b = has_bias_ && task_should_compute_output(2);
     if (!c10::GradMode::is_enabled() && OnTable(g, x, w, want_x, want_w, want_b, &out)) {
       return out;
@@ -193,8 +198,8 @@ class LinearBackward final : public torch::autograd::Node {
 bool Recordable(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
   const c10::ScalarType dtype = input.scalar_type();
   if (!at::isFloatingType(dtype) || weight.scalar_type() != dtype) return false;
-  return !bias.defined() || (bias.scalar_type() == dtype && bias.dim() == 1 &&
-                             bias.size(0) == weight.size(0));
+  return !bias.defined() ||
+         (bias.scalar_type() == dtype && bias.dim() == 1 && bias.size(0) == weight.size(0));
 }
 
 class LinearOp final : public c10::OperatorKernel {
@@ -220,6 +225,7 @@ class LinearOp final : public c10::OperatorKernel {
     const at::Tensor bias = bias_v.isNone() ? at::Tensor() : bias_v.toTensor();
     if (!NoTangent(input) || !NoTangent(weight) || !NoTangent(bias)) return false;
     const bool record = torch::autograd::compute_requires_grad(input, weight, bias);
+    if (record && !g_record.load(std::memory_order_relaxed)) return false;
     bool any_ours = false;
     tb::Tensor x, w, b;
     try {
@@ -294,4 +300,11 @@ int64_t LinearRecorded() { return g_linear_recorded.load(std::memory_order_relax
 // How many of the aten::linear calls served recorded their own backward node (tests).
 extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_linear_recorded() {
   return tb_pykey::LinearRecorded();
+}
+
+// Whether calls with gradients to record take the kernel with its own backward node (on != 0,
+// the default) or torch's decomposition (on == 0: programs that compile their backward with
+// compiled autograd).
+extern "C" __attribute__((visibility("default"))) void tb_python_key_linear_record(int on) {
+  tb_pykey::g_record.store(on != 0, std::memory_order_relaxed);
 }

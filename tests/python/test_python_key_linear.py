@@ -118,8 +118,6 @@ def test_linear_from_threads(no_fallback):
     on_threads(work, 2)
 
 
-
-
 # ---- training: LinearBackward ----------------------------------------------------------------
 
 _NAME = "tensorbridge::LinearBackward"
@@ -151,8 +149,9 @@ _WANTS = ["xwb", "wb", "x", "w"]
 
 @pytest.mark.parametrize("wants", _WANTS)
 @pytest.mark.parametrize("name,make,bias", _TRAIN_CASES, ids=[c[0] for c in _TRAIN_CASES])
-def test_training_records_one_node_and_matches_torch(no_fallback, monkeypatch, name, make,
-                                                      bias, wants):
+def test_training_records_one_node_and_matches_torch(
+    no_fallback, monkeypatch, name, make, bias, wants
+):
     x, w, b = _operands(_XL, bias, wants, wrap=True, make=make)
     tx, tw, tb_ = _operands(_XL, bias, wants, wrap=False, make=make)
     calls, recorded = _tensor._linear_calls(), _tensor._linear_recorded()
@@ -233,7 +232,7 @@ def test_double_backward_is_torchs(no_fallback):
         assert gx.requires_grad and gw.requires_grad
         (gx.square().sum() + gw.square().sum()).backward()
         grads.append((xx.grad, ww.grad, bb.grad))
-    for got, want in zip(*grads):
+    for got, want in zip(*grads, strict=True):
         _close(got, want, rtol=1e-4)
 
 
@@ -339,3 +338,37 @@ def test_training_from_threads(no_fallback):
             )
 
     on_threads(work, 2)
+
+
+@pytest.mark.parametrize("name", ["llama", "bert", "gpt2"])
+def test_eager_training_step_of_zoo_models(no_fallback, name):
+    # Every nn.Linear (gpt2's Conv1D is addmm of its own) of an eager training step.
+    import copy
+
+    from tensorbridge import zoo
+
+    model, inputs = zoo.build(name, "tiny")
+    wrapped = copy.deepcopy(model)
+    want_loss, want_grads = zoo._train_step(model, inputs)
+    tb.wrap_module(wrapped)
+    recorded = _tensor._linear_recorded()
+    got_loss, got_grads = zoo._train_step(wrapped, {k: tb.wrap(v) for k, v in inputs.items()})
+    assert name == "gpt2" or _tensor._linear_recorded() > recorded
+    assert got_grads.keys() == want_grads.keys()
+    assert zoo._rel_error(got_loss, want_loss) < 1e-5
+    assert zoo.grad_error(got_grads, want_grads) < 1e-4
+
+
+def test_switched_off_records_the_decomposition(no_fallback):
+    x, w, _ = _operands(_XL, False, "w", wrap=True)
+    _tensor._linear_backward_node(False)
+    try:
+        out = torch.nn.functional.linear(x, w)
+    finally:
+        _tensor._linear_backward_node(True)
+    assert out.grad_fn.name() != _NAME
+    out.sum().backward()
+    np.testing.assert_allclose(
+        _np(w.grad), np.broadcast_to(_XL.reshape(-1, 6).sum(0), _WL.shape), rtol=1e-5
+    )
+    assert torch.nn.functional.linear(x, w).grad_fn.name() == _NAME
