@@ -435,6 +435,17 @@ PyObject* OurObject(const c10::TensorImpl& impl) {
   return obj;
 }
 
+const tb::Tensor* OurArray(const at::Tensor& t) {
+  PyObject* obj = OurObject(*t.unsafeGetTensorImpl());
+  return obj == nullptr ? nullptr : g_array_tensor(obj);
+}
+
+bool MayServe() {
+  return g_rules.load(std::memory_order_relaxed) == 0 &&
+         !g_paused.load(std::memory_order_relaxed) &&
+         c10::impl::TorchDispatchModeTLS::stack_len() == 0;
+}
+
 // What torch's TensorImpl::shallow_copy_and_detach would hand to the interpreter's detach
 // (aten::detach through __torch_dispatch__, whose answer is a wrapper of the class over the
 // same memory) is made in C++ where no TorchDispatchMode is active, the Python key is not
@@ -515,6 +526,7 @@ PyObject* GetAttrString(PyObject* self, char* name) {
 std::mutex g_mu;
 std::unique_ptr<torch::Library> g_lib;        // guarded by g_mu; its destruction deregisters
 std::unique_ptr<torch::Library> g_above_lib;  // the kernels above autograd; guarded by g_mu
+std::unique_ptr<torch::Library> g_c10d_lib;   // the collectives' kernels; guarded by g_mu
 int64_t g_registered = 0;                     // guarded by g_mu
 
 }  // namespace tb_pykey
@@ -528,6 +540,7 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
   try {
     std::lock_guard<std::mutex> lock(g_mu);
     g_on.store(false, std::memory_order_relaxed);
+    g_c10d_lib.reset();
     g_above_lib.reset();
     g_lib.reset();
     g_registered = 0;
@@ -561,6 +574,10 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
       ++g_registered;
     }
     RegisterLinear(above.get());
+    auto c10d = std::make_unique<torch::Library>(torch::Library::IMPL, "c10d",
+                                                 c10::DispatchKey::Python, __FILE__, __LINE__);
+    RegisterCollectives(c10d.get());
+    g_c10d_lib = std::move(c10d);
     g_above_lib = std::move(above);
     g_lib = std::move(lib);
     g_on.store(true, std::memory_order_relaxed);

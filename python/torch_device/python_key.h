@@ -97,6 +97,23 @@ bool NoAutograd(const at::Tensor& t);
 void SnapshotFallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                       torch::jit::Stack* stack);
 
+// What torch's own Python-key fallback does (the top TorchDispatchMode's __torch_dispatch__,
+// else the subclasses', else the keys below), for a kernel on the Python key that declines.
+void PythonFallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                    torch::jit::Stack* stack);
+
+// The Array behind `t` where it is a tensorbridge.Tensor with data, else nullptr. Reads
+// pointers only (no GIL needed): the caller holds `t`, whose Python object keeps its Array.
+const tb::Tensor* OurArray(const at::Tensor& t);
+
+// Whether no TorchDispatchMode is active, no torch_dispatch rule is registered for the class
+// and the Python route is not forced: the conditions of every kernel of this library.
+bool MayServe();
+
+// python_key_c10d.cc: registers the in-place collectives' kernels on `c10d` (a Python-key
+// library of the c10d namespace).
+void RegisterCollectives(torch::Library* c10d);
+
 // python_key_linear.cc: registers aten::linear's kernel on `above` (the PythonTLSSnapshot
 // library) where the table serves mm and addmm with kernels; the calls it served (tests), and
 // of those the calls that recorded their own backward node.
