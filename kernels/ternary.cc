@@ -1,6 +1,7 @@
 // Ternary element-wise ops: aten::where, clamp (Scalar and Tensor bounds), clamp_min,
 // clamp_max, lerp, addcmul and addcdiv, with their in-place and out= overloads.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +30,78 @@ using In = std::vector<Tensor>;
 
 // ---- where --------------------------------------------------------------------------------
 
+// The unsigned integer of T's size, allowed to alias T: where selects elements as bits.
+template <size_t Bytes>
+struct BitsOf;
+template <>
+struct BitsOf<1> {
+  using type __attribute__((may_alias)) = uint8_t;
+};
+template <>
+struct BitsOf<2> {
+  using type __attribute__((may_alias)) = uint16_t;
+};
+template <>
+struct BitsOf<4> {
+  using type __attribute__((may_alias)) = uint32_t;
+};
+template <>
+struct BitsOf<8> {
+  using type __attribute__((may_alias)) = uint64_t;
+};
+
+// out[i] = c[i] ? x[i] : y[i] over one row, x or y possibly a broadcast scalar (stride 0).
+// A dense condition selects with bit masks: a branch per element would be mispredicted on
+// about half of a random mask (a ReLU's or a dropout's). A condition constant along the row
+// (broadcast, stride 0) copies one side.
+template <typename T>
+void WhereRow(std::array<char*, 4>& p, const std::array<int64_t, 4>& s, int64_t n) {
+  using U = typename BitsOf<sizeof(T)>::type;
+  constexpr int64_t kT = sizeof(T);
+  char* o = p[0];
+  const char* c = p[1];
+  if (s[1] == 0) {
+    const bool take_x = *c != 0;
+    const char* src = take_x ? p[2] : p[3];
+    const int64_t ss = take_x ? s[2] : s[3];
+    if (s[0] == kT && ss == kT) {
+      std::memcpy(o, src, static_cast<size_t>(n * kT));
+    } else {
+      for (int64_t i = 0; i < n; ++i) std::memcpy(o + i * s[0], src + i * ss, kT);
+    }
+    return;
+  }
+  if (s[0] == kT && s[1] == 1 && (s[2] == kT || s[2] == 0) && (s[3] == kT || s[3] == 0)) {
+    U* out = reinterpret_cast<U*>(o);
+    const auto* cond = reinterpret_cast<const uint8_t*>(c);
+    const U* x = reinterpret_cast<const U*>(p[2]);
+    const U* y = reinterpret_cast<const U*>(p[3]);
+    const auto select = [&](auto xi, auto yi) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) {
+        const U m = static_cast<U>(U{0} - static_cast<U>(cond[i] != 0));
+        out[i] = static_cast<U>((xi(i) & m) | (yi(i) & static_cast<U>(~m)));
+      }
+    };
+    const auto dense = [](const U* v) { return [v](int64_t i) { return v[i]; }; };
+    const auto held = [](const U* v) { return [u = *v](int64_t) { return u; }; };
+    if (s[2] != 0 && s[3] != 0) {
+      select(dense(x), dense(y));
+    } else if (s[2] != 0) {
+      select(dense(x), held(y));
+    } else if (s[3] != 0) {
+      select(held(x), dense(y));
+    } else {
+      select(held(x), held(y));
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const char* src = c[i * s[1]] != 0 ? p[2] + i * s[2] : p[3] + i * s[3];
+    std::memcpy(o + i * s[0], src, kT);
+  }
+}
+
 Tensor WhereImpl(const char* op, const Tensor& condition, const Tensor& self, const Tensor& other,
                  const Tensor* dest) {
   // torch still accepts (deprecated) uint8 conditions.
@@ -42,16 +115,12 @@ Tensor WhereImpl(const char* op, const Tensor& condition, const Tensor& self, co
       [&](const Tensor& out, const In& in) {
         TB_DISPATCH_T(dt, op, TB_TYPES_ALL, [&](auto tag) {
           using T = typename decltype(tag)::type;
-          if (IsScalarLike(in[2])) {
-            const T y = *in[2].data_as<const T>();
-            BinaryMap<T, bool, T>(out, in[0], in[1], [y](bool c, T x) { return c ? x : y; });
-          } else if (IsScalarLike(in[1])) {
-            const T x = *in[1].data_as<const T>();
-            BinaryMap<T, bool, T>(out, in[0], in[2], [x](bool c, T y) { return c ? x : y; });
-          } else {
-            Map<T, bool, T, T>(
-                out, [](bool c, T x, T y) { return c ? x : y; }, in[0], in[1], in[2]);
-          }
+          constexpr size_t N = 4;
+          std::array<const Tensor*, N> ts = {&out, &in[0], &in[1], &in[2]};
+          std::array<char*, N> data = {
+              static_cast<char*>(out.mutable_data()), static_cast<char*>(in[0].data()),
+              static_cast<char*>(in[1].data()), static_cast<char*>(in[2].data())};
+          kernels::ForEachRow<N>(out.shape(), data, kernels::ByteStrides<N>(ts), WhereRow<T>);
         });
       });
 }

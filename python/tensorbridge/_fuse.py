@@ -129,6 +129,8 @@ _ALONE = {
     _aten.sigmoid.default,
     _aten.tanh.default,
 }
+# Copies and casts: a lone one is left to the plan builder, which may fold it elsewhere.
+_CASTS = {_aten.clone.default, _aten._to_copy.default}
 # Reductions over the last dimension (keepdim): the row groups' reductions.
 _REDUCE = {_aten.sum.dim_IntList: "sum", _aten.mean.dim: "mean", _aten.amax.default: "amax"}
 _TARGETS = {*_UNARY, *_BINARY, *_COMPARE, *_LOGICAL, *_ADD_SUB, *_OTHER, *_REDUCE}
@@ -464,9 +466,14 @@ def _merge_siblings(groups: list, order: dict, alias_of: dict) -> None:
     def kept(g) -> bool:  # a group fused on its own (a lone cast is left to the builder)
         return len(g.members) > 1 or (len(g.members) == 1 and g.members[0].target in _ALONE)
 
+    def joins(g) -> bool:  # a lone op joins a kept sibling (one pass over the shared input)
+        return len(g.members) == 1 and g.members[0].target not in _CASTS
+
     for i, a in enumerate(groups):
         for b in groups[i + 1 :]:
-            if not kept(a) or not kept(b) or a.shape != b.shape:
+            if not (kept(a) or joins(a)) or not (kept(b) or joins(b)) or a.shape != b.shape:
+                continue
+            if not kept(a) and not kept(b):
                 continue
             if a.compute != b.compute or a.compute == "any":
                 continue

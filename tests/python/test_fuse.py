@@ -465,6 +465,24 @@ def test_column_sums_and_siblings_join_one_group(no_fallback):
     assert len(_same(dependent, torch.randn(6, 20), torch.randn(6, 20))) == 2
 
 
+def test_a_lone_op_joins_a_sibling_group(no_fallback):
+    def relu6_with_mask(x):  # a ReLU6 and the mask its backward saves: one pass over x
+        y = torch.nn.functional.hardtanh(x, 0.0, 6.0)
+        return y, (x <= 0.0) | (x >= 6.0)
+
+    x = torch.randn(4, 8, 33) * 4
+    (group,) = _same(relu6_with_mask, x)
+    assert "aten::hardtanh" in group[1] and "aten::bitwise_or.Tensor" in group[1], group
+    assert group[2] == 2, group
+
+    def lone_cast(x):  # a lone cast stays out: the plan builder may fold it elsewhere
+        return x.double(), (x * 2).exp()
+
+    tb.diagnostics.reset_plan_metrics()
+    (group,) = _same(lone_cast, torch.randn(5, 7))
+    assert "aten::_to_copy" not in group[1], group
+
+
 @pytest.mark.parametrize("name", ["gpt2", "bert", "llama"])
 def test_zoo_forward_and_backward(name):
     def run(fused):

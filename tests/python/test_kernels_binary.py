@@ -305,6 +305,63 @@ def test_zero_dim_and_empty():
             torch.testing.assert_close(r, e)
 
 
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.bool,
+        torch.int8,
+        torch.int16,
+        torch.int64,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+    ],
+)
+def test_where_dense_broadcast_and_scalar_operands(dtype):
+    """where's row loop: a dense random condition (bit selection), a condition broadcast along
+    the row (a copy of one side), scalar operands on either side, strided rows, and every
+    element size; the result equals torch's bit for bit (NaN, -0.0 and infinities kept)."""
+    g = torch.Generator().manual_seed(0)
+
+    def values(*shape):
+        v = torch.randn(*shape, generator=g) * 3
+        if dtype.is_floating_point:
+            v[..., :4] = torch.tensor([float("nan"), -0.0, float("inf"), -float("inf")])
+        return v.to(dtype)
+
+    x, y = values(3, 5, 69), values(3, 5, 69)
+    dense = torch.rand(3, 5, 69, generator=g) > 0.5
+    row = torch.rand(3, 5, 1, generator=g) > 0.5
+    scalar = torch.tensor(1, dtype=dtype)
+    cases = [
+        (dense, x, y),
+        (row, x, y),
+        (dense[:, :, ::2], x[:, :, ::2], y.flip(2)[:, :, ::2]),
+        (dense, x, scalar),
+        (dense, scalar, y),
+        (dense, scalar, scalar),
+        (row, scalar, y[:, :, ::3]),
+        (dense.transpose(1, 2), x.transpose(1, 2), y.transpose(1, 2)),
+        (dense[:, :, :1].expand(3, 5, 69), x, y),
+    ]
+    for c, a, b in cases:
+        actual = _run(torch.where, c, a, b)
+        expected = torch.where(c, a, b)
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape
+        bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
+        assert torch.equal(actual.view(bits), expected.view(bits))
+
+
+def test_where_uint8_condition_selects_on_any_nonzero_byte():
+    c = torch.tensor([0, 1, 2, 255, 0, 128], dtype=torch.uint8)
+    a, b = torch.arange(6.0), -torch.arange(6.0) - 1
+    with pytest.warns(UserWarning, match="uint8"):
+        expected = torch.where(c, a, b)
+    actual = _run(torch.where, c, a, b)
+    torch.testing.assert_close(actual, expected)
+
+
 def test_integer_edge_cases():
     imin = torch.tensor([-(2**63), 7, -7])
     _check(lambda a: a // -1, imin)  # wraps instead of trapping
