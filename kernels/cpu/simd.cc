@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cpu/isa_internal.h"
 #include "kernels/cpu/simd_internal.h"
@@ -44,6 +45,22 @@ TB_INLINE V Load(const T* p) {
 
 inline constexpr int64_t kLeaf = 1024;  // elements summed in a row before pairing
 
+// Register v with lanes [w, 2w) moved down to lanes [0, w) (the other lanes: don't care).
+template <int W, int w, typename V, size_t... I>
+TB_INLINE V LanesFrom(V v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, static_cast<int>((I + w) % W)...);
+}
+
+// Lane 0 of v after lane k += lane k + w for w = W / 2, ..., 1 (k < w), as shuffles and adds.
+template <int W, int w, typename V>
+TB_INLINE auto ReduceRegister(V v) {
+  if constexpr (w == 0) {
+    return v[0];
+  } else {
+    return ReduceRegister<W, w / 2>(v + LanesFrom<W, w>(v, std::make_index_sequence<W>{}));
+  }
+}
+
 // The kLanes lanes held in kLanes / W registers of W lanes (lane k in register k / W) merged
 // as lane k += lane k + w for w = kLanes / 2, ..., 1: whole registers while w >= W, then the
 // lanes of register 0. The same additions in the same order as on the lanes one by one.
@@ -52,12 +69,7 @@ TB_INLINE auto MergeLanes(V* v) {
   for (int w = kLanes / W / 2; w > 0; w /= 2) {
     for (int a = 0; a < w; ++a) v[a] += v[a + w];
   }
-  std::remove_reference_t<decltype(v[0][0])> l[W];
-  std::memcpy(l, &v[0], sizeof(l));
-  for (int w = W / 2; w > 0; w /= 2) {
-    for (int k = 0; k < w; ++k) l[k] += l[k + w];
-  }
-  return l[0];
+  return ReduceRegister<W, W / 2>(v[0]);
 }
 
 // Sum of f(x[r]) over x[0, n) (f: lane-wise, on vectors and scalars), in kLanes lanes: lane k
