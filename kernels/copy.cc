@@ -13,6 +13,7 @@
 #include "dispatch/op_table.h"
 #include "kernels/common_internal.h"
 #include "kernels/dtype_internal.h"
+#include "kernels/factory_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/promote_broadcast.h"
@@ -108,8 +109,7 @@ void FillWith(const Tensor& t, const Scalar& value, const char* op) {
     CopyCast(t, v);  // raises NotImplementedError for dtypes it cannot convert to
     return;
   }
-  Tensor one = Cast(v, t.dtype());
-  CopyBits(t, one.expand(t.shape()));
+  kernels::FillScalar(t, value);
 }
 
 Tensor Fill(const Tensor& self, const Scalar& value) {

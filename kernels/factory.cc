@@ -25,19 +25,8 @@
 #include "kernels/promote_broadcast.h"
 
 namespace tb {
-namespace {
 
-using kernels::CheckOptions;
-
-// torch's dtype for a tensor made from a Python number.
-DType DefaultDTypeFor(const Scalar& s) {
-  if (s.is_bool()) return DType::kBool;
-  if (s.is_integral()) return DType::kInt64;
-  if (s.is_complex()) return DType::kComplex64;
-  return DType::kFloat32;
-}
-
-void FillWith(const Tensor& t, const Scalar& fill) {
+void kernels::FillScalar(const Tensor& t, const Scalar& fill) {
   if (t.numel() == 0) return;
   // A complex value fills a real tensor only without an imaginary part (RuntimeError).
   const Scalar value = fill.is_complex() && !IsComplex(t.dtype()) ? Scalar(fill.to_double()) : fill;
@@ -66,9 +55,21 @@ void FillWith(const Tensor& t, const Scalar& fill) {
   }
 }
 
+namespace {
+
+using kernels::CheckOptions;
+
+// torch's dtype for a tensor made from a Python number.
+DType DefaultDTypeFor(const Scalar& s) {
+  if (s.is_bool()) return DType::kBool;
+  if (s.is_integral()) return DType::kInt64;
+  if (s.is_complex()) return DType::kComplex64;
+  return DType::kFloat32;
+}
+
 Tensor Full(IntArrayRef size, const Scalar& value, DType dtype) {
   Tensor out = Tensor::Empty(size, dtype);
-  FillWith(out, value);
+  kernels::FillScalar(out, value);
   return out;
 }
 
@@ -147,7 +148,7 @@ Tensor Like(const Tensor& self, std::optional<DType> dtype, const Value& layout,
   CheckOptions(op, layout, device);
   Tensor out =
       EmptyLike(self, dtype.value_or(self.dtype()), MemoryFormatArg(memory_format, op), op);
-  if (value != nullptr) FillWith(out, *value);
+  if (value != nullptr) kernels::FillScalar(out, *value);
   return out;
 }
 
@@ -289,7 +290,7 @@ Tensor Linspace(const Scalar& start, const Scalar& end, int64_t steps, std::opti
   Tensor out = Tensor::Empty({steps}, dt);
   if (steps == 0) return out;
   if (steps == 1) {
-    FillWith(out, start);
+    kernels::FillScalar(out, start);
     return out;
   }
   if (IsComplex(dt)) {  // the step in the result's complex type, as torch's CPU kernel

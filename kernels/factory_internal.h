@@ -1,4 +1,5 @@
-// Private helpers shared by the factory kernels (factory.cc, factory_space.cc).
+// Private helpers shared by the factory kernels (factory.cc, factory_space.cc) and the kernels
+// that fill (copy.cc's fill_, pad.cc).
 #pragma once
 
 #include <complex>
@@ -8,6 +9,11 @@
 #include "dispatch/value.h"
 
 namespace tb::kernels {
+
+// Every element of `t` set to `value` converted to t's dtype (a complex value's real part for
+// a real tensor): a dense tensor as a memset or repeated copies of the converted bytes, others
+// element by element (factory.cc).
+void FillScalar(const Tensor& t, const Scalar& value);
 
 // torch's CPU linspace / logspace for a complex64 / complex128 `out` of `steps` (>= 1)
 // elements: the step (end - start) / (steps - 1) in the result's complex type, the first half

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <tuple>
 #include <utility>
 
 #include "bridge/tensor.h"
@@ -123,17 +124,26 @@ void ForEachRow(IntArrayRef shape, const std::array<char*, N>& data,
   for (size_t k = 0; k < N; ++k) inner_strides[k] = ls.strides[k][nd - 1];
   auto run = [&](int64_t r0, int64_t r1, int64_t e0, int64_t e1) {
     // Rows [r0, r1); within the first and last row only elements [e0, ...) and [..., e1).
+    // The first row's index over the outer dims is found once, then counted up row by row.
+    Dims idx(static_cast<size_t>(nd - 1));
+    std::array<char*, N> base = data;
+    for (int64_t d = nd - 2, rem = r0; d >= 0; --d) {
+      idx[d] = rem % ls.shape[d];
+      rem /= ls.shape[d];
+      for (size_t k = 0; k < N; ++k) base[k] += idx[d] * ls.strides[k][d];
+    }
     for (int64_t r = r0; r < r1; ++r) {
-      std::array<char*, N> p = data;
-      int64_t rem = r;
-      for (int64_t d = nd - 2; d >= 0; --d) {
-        int64_t idx = rem % ls.shape[d];
-        rem /= ls.shape[d];
-        for (size_t k = 0; k < N; ++k) p[k] += idx * ls.strides[k][d];
-      }
+      std::array<char*, N> p = base;
       int64_t b = r == r0 ? e0 : 0, e = r == r1 - 1 ? e1 : inner;
       for (size_t k = 0; k < N; ++k) p[k] += b * inner_strides[k];
       row(p, inner_strides, e - b);
+      if (r + 1 == r1) break;
+      for (int64_t d = nd - 2; d >= 0; --d) {
+        for (size_t k = 0; k < N; ++k) base[k] += ls.strides[k][d];
+        if (++idx[d] < ls.shape[d]) break;
+        for (size_t k = 0; k < N; ++k) base[k] -= ls.shape[d] * ls.strides[k][d];
+        idx[d] = 0;
+      }
     }
   };
   if (numel < 2 * kGrain) {
@@ -169,6 +179,14 @@ void MapRow(F& f, std::array<char*, 1 + sizeof...(In)>& p,
     [[maybe_unused]] auto in = std::make_tuple(reinterpret_cast<const In*>(p[I + 1])...);
     for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(in)[i]...);
     return;
+  }
+  if constexpr (sizeof...(In) == 1) {
+    if (s[0] == sizeof(Out) && s[1] == 0) {  // one input, broadcast along the row: held
+      using In0 = std::tuple_element_t<0, std::tuple<In...>>;
+      const In0 v = *reinterpret_cast<const In0*>(p[1]);
+      for (int64_t i = 0; i < n; ++i) o[i] = f(v);
+      return;
+    }
   }
   for (int64_t i = 0; i < n; ++i) {
     *reinterpret_cast<Out*>(p[0] + i * s[0]) =

@@ -1,8 +1,10 @@
 // Padding: aten::constant_pad_nd, reflection_pad1d/2d/3d, replication_pad1d/2d/3d.
 //
-// constant_pad_nd fills the output and copies the kept part of the input in (negative pads
-// crop). The reflection / replication pads are separable: each padded dimension in turn is
-// a gather of whole inner blocks through a source-index map.
+// constant_pad_nd writes a C-contiguous output row by row (the left pad, the input's row, the
+// right pad; rows outside the input all pad), each byte once; other layouts fill the output and
+// copy the kept part of the input in (negative pads crop). The reflection / replication pads are
+// separable: each padded dimension in turn is a gather of whole inner blocks through a source-index
+// map.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +12,7 @@
 
 #include "dispatch/op_table.h"
 #include "kernels/common_internal.h"
+#include "kernels/factory_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/promote_broadcast.h"
@@ -19,6 +22,75 @@ namespace {
 
 using kernels::CheckHost;
 using kernels::CopySame;
+
+// An element of `Bytes` bytes, copied as a whole.
+template <size_t Bytes>
+struct Item {
+  unsigned char b[Bytes];
+};
+
+// PadRows' loop on elements of type U: planes (every dim but the last two) split across
+// threads, each plane's outer indices found once, then its rows in order.
+template <typename U>
+void PadRowsT(const Tensor& out, const Tensor& self, const Dims& left, const U* fill) {
+  const int64_t nd = self.ndim(), width = out.size(nd - 1);
+  const int64_t height = nd >= 2 ? out.size(nd - 2) : 1, rows = out.numel() / width;
+  const int64_t in_height = nd >= 2 ? self.size(nd - 2) : 1, top = nd >= 2 ? left[nd - 2] : 0;
+  const int64_t row_stride = nd >= 2 ? self.stride(nd - 2) : 0, l = left[nd - 1];
+  // The output columns the input covers: [lo, hi), from input column lo - l.
+  const int64_t lo = std::clamp<int64_t>(l, 0, width),
+                hi = std::clamp<int64_t>(self.size(nd - 1) + l, lo, width);
+  const U* src = static_cast<const U*>(self.data());
+  U* dst = static_cast<U*>(out.mutable_data());
+  kernels::ParallelFor(rows / height, out.numel() > kernels::kGrain, [&](int64_t plane) {
+    int64_t offset = 0, rest = plane;
+    bool inside = hi > lo;
+    for (int64_t d = nd - 3; d >= 0 && inside; --d) {
+      const int64_t i = rest % out.size(d) - left[d];
+      rest /= out.size(d);
+      inside = i >= 0 && i < self.size(d);
+      offset += i * self.stride(d);
+    }
+    for (int64_t h = 0; h < height; ++h) {
+      U* o = dst + (plane * height + h) * width;
+      const int64_t i = h - top;
+      if (!inside || i < 0 || i >= in_height) {
+        std::copy(fill, fill + width, o);
+        continue;
+      }
+      const U* in = src + offset + i * row_stride + (lo - l);
+      for (int64_t j = 0; j < lo; ++j) o[j] = fill[j];
+      std::copy(in, in + (hi - lo), o + lo);
+      for (int64_t j = hi; j < width; ++j) o[j] = fill[j];
+    }
+  });
+}
+
+// constant_pad_nd into a C-contiguous `out` whose input rows (last dim) are contiguous: per
+// output row, the left pad, the input's row and the right pad (a row outside the input along
+// an outer dim is all pad), each output byte written once, the pad elements copied from one
+// row of the value. False (nothing written) for layouts it does not take.
+bool PadRows(const Tensor& out, const Tensor& self, const std::vector<int64_t>& pad,
+             const Scalar& value) {
+  const int64_t nd = self.ndim();
+  if (nd == 0 || !out.is_contiguous() || IsSubByte(self.dtype()) || IsStorageOnly(self.dtype()) ||
+      (self.size(nd - 1) > 1 && self.stride(nd - 1) != 1)) {
+    return false;
+  }
+  Dims left(nd, 0);  // per dim: output index - input index
+  for (size_t i = 0; i < pad.size() / 2; ++i) left[nd - 1 - static_cast<int64_t>(i)] = pad[2 * i];
+  Tensor row = Tensor::Empty({out.size(nd - 1)}, self.dtype());
+  kernels::FillScalar(row, value);
+  const void* fill = row.data();
+  switch (self.element_size()) {
+    case 1: PadRowsT(out, self, left, static_cast<const Item<1>*>(fill)); return true;
+    case 2: PadRowsT(out, self, left, static_cast<const Item<2>*>(fill)); return true;
+    case 4: PadRowsT(out, self, left, static_cast<const Item<4>*>(fill)); return true;
+    case 8: PadRowsT(out, self, left, static_cast<const Item<8>*>(fill)); return true;
+    case 16: PadRowsT(out, self, left, static_cast<const Item<16>*>(fill)); return true;
+    default: return false;
+  }
+}
 
 Tensor ConstantPadNd(const Tensor& self, const std::vector<int64_t>& pad, const Scalar& value) {
   constexpr const char* kOp = "aten::constant_pad_nd";
@@ -42,7 +114,7 @@ Tensor ConstantPadNd(const Tensor& self, const std::vector<int64_t>& pad, const 
   // Laid out in self's suggested memory format (channels-last stays so), as torch's.
   Tensor out =
       EmptyDense(shape, FormatStrides(shape, SuggestMemoryFormat(self), kOp), self.dtype());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0 || PadRows(out, self, pad, value)) return out;
   Tensor src = self, dst = out;
   bool full_cover = true;  // the input covers the whole output: no fill needed
   for (int64_t i = 0; i < npad; ++i) {
@@ -51,7 +123,7 @@ Tensor ConstantPadNd(const Tensor& self, const std::vector<int64_t>& pad, const 
     src = src.slice(d, std::max<int64_t>(0, -l), self.size(d) - std::max<int64_t>(0, -r), 1);
     dst = dst.slice(d, std::max<int64_t>(0, l), shape[d] - std::max<int64_t>(0, r), 1);
   }
-  if (!full_cover || src.numel() == 0) CopyCast(out, WrapNumber(Value(value)));
+  if (!full_cover || src.numel() == 0) kernels::FillScalar(out, value);
   if (src.numel() > 0) CopySame(dst, src);
   return out;
 }

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "kernels/cpu/isa_internal.h"
 #include "kernels/cpu/simd_internal.h"
@@ -42,6 +44,33 @@ TB_INLINE V Load(const T* p) {
 }
 
 inline constexpr int64_t kLeaf = 1024;  // elements summed in a row before pairing
+
+// Register v with lanes [w, 2w) moved down to lanes [0, w) (the other lanes: don't care).
+template <int W, int w, typename V, size_t... I>
+TB_INLINE V LanesFrom(V v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, static_cast<int>((I + w) % W)...);
+}
+
+// Lane 0 of v after lane k += lane k + w for w = W / 2, ..., 1 (k < w), as shuffles and adds.
+template <int W, int w, typename V>
+TB_INLINE auto ReduceRegister(V v) {
+  if constexpr (w == 0) {
+    return v[0];
+  } else {
+    return ReduceRegister<W, w / 2>(v + LanesFrom<W, w>(v, std::make_index_sequence<W>{}));
+  }
+}
+
+// The kLanes lanes held in kLanes / W registers of W lanes (lane k in register k / W) merged
+// as lane k += lane k + w for w = kLanes / 2, ..., 1: whole registers while w >= W, then the
+// lanes of register 0. The same additions in the same order as on the lanes one by one.
+template <int W, typename V>
+TB_INLINE auto MergeLanes(V* v) {
+  for (int w = kLanes / W / 2; w > 0; w /= 2) {
+    for (int a = 0; a < w; ++a) v[a] += v[a + w];
+  }
+  return ReduceRegister<W, W / 2>(v[0]);
+}
 
 // Sum of f(x[r]) over x[0, n) (f: lane-wise, on vectors and scalars), in kLanes lanes: lane k
 // sums the elements r = k (mod kLanes) of the whole blocks of kLanes. Within a leaf of kLeaf
@@ -80,6 +109,7 @@ TB_INLINE T LaneSum(const T* x, int64_t n, const F& f) {
       --top;
       for (int a = 0; a < NA; ++a) s.v[a] = stack[top].v[a] + s.v[a];
     }
+    if (whole == n) return MergeLanes<W>(s.v);
     for (int k = 0; k < kLanes; ++k) l[k] = s.v[k / W][k % W];
   }
   for (int64_t k = 0; whole + k < n; ++k) l[k] += f(x[whole + k]);
@@ -168,6 +198,11 @@ TB_INLINE void DoubleSums2(const T* x, const T* y, int64_t n, const F& f, const 
         b[2 * k + 1] += __builtin_convertvector(Load<VH>(cb + kBytes / 2), VD);
       }
     }
+  }
+  if (whole == n) {
+    *sf = MergeLanes<WD>(a);
+    *sg = MergeLanes<WD>(b);
+    return;
   }
   double la[kLanes], lb[kLanes];
   for (int k = 0; k < kLanes; ++k) {

@@ -14,6 +14,11 @@ allocates (the functional collectives) come back as ``tensorbridge.Tensor``s ove
 memory, holding the torch tensor itself, so that ``wait_tensor`` finds the pending work torch
 registered for that memory.
 
+Where the build has the Python-key kernels (``python/torch_device/python_key_c10d.cc``),
+``c10d::allreduce_`` and ``c10d::broadcast_`` (DDP's buffer broadcast before every forward) do
+the same from torch's dispatcher in C++, without the trip into ``__torch_dispatch__``; calls
+they do not take (read-only memory, a mode, other kinds of tensors) come here.
+
 Memory another framework marks read-only (JAX arrays) is refused for the arguments a
 collective writes, with a ``BufferError`` naming the op and argument.
 """

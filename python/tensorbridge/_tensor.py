@@ -660,6 +660,10 @@ def _python_key_kernels(on: bool = True) -> str:
         lib.tb_python_key_fast_detach.argtypes = [ctypes.c_int]
         lib.tb_python_key_linear_calls.restype = ctypes.c_int64
         lib.tb_python_key_linear_calls.argtypes = []
+        lib.tb_python_key_linear_recorded.restype = ctypes.c_int64
+        lib.tb_python_key_linear_recorded.argtypes = []
+        lib.tb_python_key_linear_record.restype = None
+        lib.tb_python_key_linear_record.argtypes = [ctypes.c_int]
         lib.tb_python_key_above_calls.restype = ctypes.c_int64
         lib.tb_python_key_above_calls.argtypes = []
         _python_key_lib = lib
@@ -685,6 +689,23 @@ def _linear_calls() -> int:
     if _python_key_lib is None:
         return 0
     return int(_python_key_lib.tb_python_key_linear_calls())
+
+
+def _linear_recorded() -> int:
+    """How many of the ``aten::linear`` calls served recorded their own backward node
+    (``tensorbridge::LinearBackward``: one table call per gradient) where gradients were
+    wanted; 0 without the Python-key library."""
+    if _python_key_lib is None:
+        return 0
+    return int(_python_key_lib.tb_python_key_linear_recorded())
+
+
+def _linear_backward_node(on: bool) -> None:
+    """Whether ``aten::linear`` calls with gradients to record run as one table call with their
+    own backward node (True, the default) or as torch's decomposition (False: for programs whose
+    backward compiled autograd traces, which cannot trace that node)."""
+    if _python_key_lib is not None:
+        _python_key_lib.tb_python_key_linear_record(1 if on else 0)
 
 
 def _above_autograd_calls() -> int:

@@ -43,10 +43,10 @@
 #include "bridge/error.h"
 #include "convert.h"
 #include "python/src/storage_ref.h"
+#include "python_key.h"
 #include "wrapper.h"
 
 namespace tb_pykey {
-namespace {
 
 using tb_torch::ArgKind;
 
@@ -126,15 +126,6 @@ void PythonFallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
 
 // ---- the fast path ----------------------------------------------------------------------
 
-struct Decline {};  // an argument the fast path does not take: the call goes to Python
-
-// The keys of a plain dense CPU tensor (with autograd): anything else (conjugate or negative
-// views, sparse, functorch or functionalization wrappers) takes the Python route.
-constexpr c10::DispatchKeySet kPlainKeys = c10::DispatchKeySet(c10::DispatchKey::CPU) |
-                                           c10::DispatchKeySet(c10::DispatchKey::AutogradCPU) |
-                                           c10::DispatchKeySet(c10::DispatchKey::ADInplaceOrView) |
-                                           c10::DispatchKeySet(c10::DispatchKey::AutocastCPU);
-
 // A Python error (set by libtorch_python or the eager path) as a C++ exception, the GIL held.
 [[noreturn]] void ThrowPythonError(const char* what) {
   PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
@@ -163,33 +154,6 @@ constexpr c10::DispatchKeySet kPlainKeys = c10::DispatchKeySet(c10::DispatchKey:
     default: C10_THROW_ERROR(Error, e.message());
   }
 }
-
-// Releases the GIL for its scope where the calling thread holds it (torch's Python bindings
-// release it before dispatching; other callers may not).
-class GilRelease {
- public:
-  GilRelease() : saved_(PyGILState_Check() != 0 ? PyEval_SaveThread() : nullptr) {}
-  ~GilRelease() {
-    if (saved_ != nullptr) PyEval_RestoreThread(saved_);
-  }
-  GilRelease(const GilRelease&) = delete;
-  GilRelease& operator=(const GilRelease&) = delete;
-
- private:
-  PyThreadState* saved_;
-};
-
-// Holds the GIL for its scope.
-class GilAcquire {
- public:
-  GilAcquire() : state_(PyGILState_Ensure()) {}
-  ~GilAcquire() { PyGILState_Release(state_); }
-  GilAcquire(const GilAcquire&) = delete;
-  GilAcquire& operator=(const GilAcquire&) = delete;
-
- private:
-  PyGILState_STATE state_;
-};
 
 extern const tb_torch::WrapperHooks kHooks;
 
@@ -258,31 +222,20 @@ struct Entry {
 
 // ---- above autograd -----------------------------------------------------------------------
 
-// A tensor with the Python key also carries PythonTLSSnapshot, the highest key: torch's
-// fallback there redispatches to autograd (VariableType), ADInplaceOrView and the Python key.
-// For an op that returns new tensors and writes no argument, where autograd has nothing to
-// record (no gradient wanted, no forward-mode tangent), those layers only box and unbox the
-// arguments, so a kernel on PythonTLSSnapshot may run the table itself. Calls that carry any
-// other key (autocast, functorch, functionalization, the Python dispatcher) take torch's
-// fallback.
-constexpr c10::DispatchKeySet kAboveAutogradKeys =
-    c10::DispatchKeySet(c10::DispatchKey::PythonTLSSnapshot) |
-    c10::DispatchKeySet(c10::DispatchKey::Python) |
-    kPlainKeys.remove(c10::DispatchKey::AutocastCPU);
-
 std::atomic<int64_t> g_above_calls{0};  // calls of functional ops served above autograd (tests)
 
-// Autograd records nothing for `t` (no gradient wanted, no forward-mode tangent), and `t` is no
-// other class's tensor with the Python key (those go below without a try at converting them).
-bool NoAutograd(const at::Tensor& t) {
+bool NoTangent(const at::Tensor& t) {
   if (!t.defined()) return true;
   c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   if (impl->key_set().has(c10::DispatchKey::Python)) {
     PyObject* obj = impl->pyobj_slot()->load_pyobj();
     if (obj == nullptr || Py_TYPE(obj) != g_cls) return false;
   }
-  if (c10::GradMode::is_enabled() && t.requires_grad()) return false;
   return !t._fw_grad(/*level=*/0).defined();
+}
+
+bool NoAutograd(const at::Tensor& t) {
+  return NoTangent(t) && !(t.defined() && c10::GradMode::is_enabled() && t.requires_grad());
 }
 
 // NoAutograd for every tensor among the last `n` values of the stack (lists' items too).
@@ -470,119 +423,6 @@ bool Eligible(const c10::OperatorName& name, const c10::OperatorHandle& handle, 
   return true;
 }
 
-// ---- aten::linear above autograd ----------------------------------------------------------
-
-// aten::linear is CompositeImplicitAutograd: torch decomposes it above autograd into t,
-// view / reshape, mm / addmm and _unsafe_view, each of which reaches the kernels above and
-// makes a result wrapper (four wrappers, four trips through the dispatcher per nn.Linear). Where
-// autograd has nothing to record, this kernel on the PythonTLSSnapshot key (the highest key of
-// a tensor with the Python key; torch's own kernel there is a fallback that redispatches below)
-// runs the same table ops in C++ on the same operands, with one wrapper for the result. Every
-// other call (a key other than the plain CPU ones, autocast, functorch, the Python dispatcher,
-// a mode, gradients to record, forward-mode AD, operands the Python-key kernels decline, a table
-// error) takes torch's fallback, i.e. the decomposition.
-std::atomic<int64_t> g_linear_calls{0};  // calls this kernel served (tests)
-
-class LinearOp final : public c10::OperatorKernel {
- public:
-  LinearOp(tb::OpId mm, tb::OpId addmm) : mm_(mm), addmm_(addmm) {}
-
-  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
-                  torch::jit::Stack* stack) {
-    if (!Fast(keys, stack)) SnapshotFallback(op, keys, stack);
-  }
-
- private:
-  bool Fast(c10::DispatchKeySet keys, torch::jit::Stack* stack) const {
-    if (!kAboveAutogradKeys.isSupersetOf(keys) || g_rules.load(std::memory_order_relaxed) > 0 ||
-        g_paused.load(std::memory_order_relaxed) ||
-        c10::impl::TorchDispatchModeTLS::stack_len() > 0) {
-      return false;
-    }
-    const size_t first = stack->size() - 3;
-    const at::Tensor& input = (*stack)[first].toTensor();
-    const at::Tensor& weight = (*stack)[first + 1].toTensor();
-    const c10::IValue& bias_v = (*stack)[first + 2];
-    const at::Tensor bias = bias_v.isNone() ? at::Tensor() : bias_v.toTensor();
-    if (!NoAutograd(input) || !NoAutograd(weight) || !NoAutograd(bias)) return false;
-    bool any_ours = false;
-    tb::Tensor x, w, b;
-    try {
-      x = Convert(input, &any_ours);
-      w = Convert(weight, &any_ours);
-      if (bias.defined()) b = Convert(bias, &any_ours);
-    } catch (const Decline&) {
-      return false;
-    } catch (const c10::Error&) {
-      return false;
-    }
-    const int64_t nd = x.ndim();
-    // at::linear's cases: a 2-D input (addmm with a bias), a contiguous 3-D input with a bias
-    // (addmm on the flattened rows), else matmul's fold of the leading dims (mm) and the bias
-    // added after (left to the decomposition).
-    if (!any_ours || w.ndim() != 2 || nd < 2 ||
-        (b.defined() && !(nd == 2 || (nd == 3 && x.is_contiguous())))) {
-      return false;
-    }
-    tb::Tensor out;
-    {
-      GilRelease release;
-      try {
-        const tb::Tensor wt = w.transpose(0, 1);
-        const tb::Tensor rows = nd == 2 ? x : x.reshape({-1, x.shape()[nd - 1]});
-        tb::Stack s;
-        s.reserve(5);
-        if (b.defined()) {
-          s.emplace_back(b);
-          s.emplace_back(rows);
-          s.emplace_back(wt);
-          s.emplace_back(int64_t{1});
-          s.emplace_back(int64_t{1});
-          tb::OpTable::Global().Call(addmm_, s);
-        } else {
-          s.emplace_back(rows);
-          s.emplace_back(wt);
-          tb::OpTable::Global().Call(mm_, s);
-        }
-        out = s.at(0).to_tensor();
-        if (nd != 2) {
-          tb::Dims shape(x.shape());
-          shape[nd - 1] = out.shape()[1];
-          out = out.view(shape);
-        }
-      } catch (const std::exception&) {
-        return false;  // the decomposition raises it, as before
-      }
-    }
-    at::Tensor result;
-    {
-      GilAcquire gil;
-      result = MakeResult(out);
-    }
-    torch::jit::drop(*stack, 3);
-    stack->push_back(std::move(result));
-    g_linear_calls.fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
-
-  const tb::OpId mm_;
-  const tb::OpId addmm_;
-};
-
-// The table ops LinearOp runs, where the table serves both with kernels.
-bool LinearOps(tb::OpId* mm, tb::OpId* addmm) {
-  tb::OpTable& table = tb::OpTable::Global();
-  auto m = table.Find("aten::mm");
-  auto a = table.Find("aten::addmm");
-  if (!m || !a) return false;
-  for (tb::OpId id : {*m, *a}) {
-    if (table.Resolve(id, tb::DeviceType::kCPU).served_by != tb::ServedBy::kKernel) return false;
-  }
-  *mm = *m;
-  *addmm = *a;
-  return true;
-}
-
 // ---- the wrappers' shallow copies (wrapper.h's WrapperImpl) --------------------------------
 
 // The tensorbridge.Tensor of `impl` with an Array, or nullptr (another class, a subclass, a
@@ -593,6 +433,17 @@ PyObject* OurObject(const c10::TensorImpl& impl) {
   PyObject* obj = impl.pyobj_slot()->load_pyobj();
   if (obj == nullptr || Py_TYPE(obj) != g_cls || g_array_tensor(obj) == nullptr) return nullptr;
   return obj;
+}
+
+const tb::Tensor* OurArray(const at::Tensor& t) {
+  PyObject* obj = OurObject(*t.unsafeGetTensorImpl());
+  return obj == nullptr ? nullptr : g_array_tensor(obj);
+}
+
+bool MayServe() {
+  return g_rules.load(std::memory_order_relaxed) == 0 &&
+         !g_paused.load(std::memory_order_relaxed) &&
+         c10::impl::TorchDispatchModeTLS::stack_len() == 0;
 }
 
 // What torch's TensorImpl::shallow_copy_and_detach would hand to the interpreter's detach
@@ -675,9 +526,9 @@ PyObject* GetAttrString(PyObject* self, char* name) {
 std::mutex g_mu;
 std::unique_ptr<torch::Library> g_lib;        // guarded by g_mu; its destruction deregisters
 std::unique_ptr<torch::Library> g_above_lib;  // the kernels above autograd; guarded by g_mu
+std::unique_ptr<torch::Library> g_c10d_lib;   // the collectives' kernels; guarded by g_mu
 int64_t g_registered = 0;                     // guarded by g_mu
 
-}  // namespace
 }  // namespace tb_pykey
 
 // Registers the kernels (on != 0) or removes them (on == 0). `cls` is tensorbridge.Tensor,
@@ -689,6 +540,7 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
   try {
     std::lock_guard<std::mutex> lock(g_mu);
     g_on.store(false, std::memory_order_relaxed);
+    g_c10d_lib.reset();
     g_above_lib.reset();
     g_lib.reset();
     g_registered = 0;
@@ -721,11 +573,11 @@ extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_kernels(
                                          std::make_unique<PythonKeyOp>(std::move(e), false)));
       ++g_registered;
     }
-    tb::OpId mm = 0, addmm = 0;
-    if (LinearOps(&mm, &addmm)) {
-      above->impl("linear",
-                  torch::CppFunction::makeFromBoxedFunctor(std::make_unique<LinearOp>(mm, addmm)));
-    }
+    RegisterLinear(above.get());
+    auto c10d = std::make_unique<torch::Library>(torch::Library::IMPL, "c10d",
+                                                 c10::DispatchKey::Python, __FILE__, __LINE__);
+    RegisterCollectives(c10d.get());
+    g_c10d_lib = std::move(c10d);
     g_above_lib = std::move(above);
     g_lib = std::move(lib);
     g_on.store(true, std::memory_order_relaxed);
@@ -769,7 +621,7 @@ extern "C" __attribute__((visibility("default"))) PyObject* tb_python_key_make_w
 
 // How many aten::linear calls the kernel on the PythonTLSSnapshot key served (tests).
 extern "C" __attribute__((visibility("default"))) int64_t tb_python_key_linear_calls() {
-  return tb_pykey::g_linear_calls.load(std::memory_order_relaxed);
+  return tb_pykey::LinearCalls();
 }
 
 // How many calls of functional ops the kernels on the PythonTLSSnapshot key served (tests).

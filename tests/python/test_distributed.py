@@ -194,6 +194,34 @@ def _collectives_inplace(rank):
         dist.all_reduce(tb.wrap(c1))
         dist.all_reduce(tb.wrap(c2))
     assert c1.tolist() == [3.0] * 2 and c2.tolist() == [5.0] * 3
+    # allreduce_ and broadcast_ (DDP's buffer broadcast before each forward) run from torch's
+    # dispatcher in C++ where the build has the Python-key kernels: no __torch_dispatch__ trip.
+    from tensorbridge import _C, _tensor
+
+    if _tensor._python_key_ops():
+        d = np.full(3, rank + 1.0, np.float32)
+        e = torch.full((2,), float(rank))
+        wd, we = tb.wrap(d), tb.wrap(e)
+        seen = []
+        original = tb.Tensor.__dict__["__torch_dispatch__"]
+
+        def spy(func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return _C._torch_dispatch(func, types, args, kwargs)
+
+        tb.Tensor.__torch_dispatch__ = staticmethod(spy)
+        try:
+            dist.all_reduce(wd, async_op=True).wait()
+            dist.broadcast(we, src=1)
+        finally:
+            tb.Tensor.__torch_dispatch__ = original
+        assert seen == [] and _ptr(wd) == d.ctypes.data
+        assert d.tolist() == [3.0] * 3 and e.tolist() == [1.0, 1.0]
+        # DDP's buffer broadcast: wrapped and plain tensors flattened into one
+        f_np = np.full(2, rank + 0.5, np.float32)
+        p = torch.full((1,), float(rank))
+        dist._broadcast_coalesced(group, [tb.wrap(f_np), p], 1 << 20, 1)
+        assert f_np.tolist() == [1.5, 1.5] and p.tolist() == [1.0]
     return True
 
 

@@ -285,6 +285,27 @@ def test_large_inputs_take_the_parallel_loops():
     _check(lambda p: (p > 0) & (p < 0.5), a)
 
 
+def test_broadcast_copies_and_casts_over_many_short_rows():
+    """The element loop's rows: broadcast along the row (a held input), many short rows whose
+    outer index is counted up (split across threads mid-row when large), casts on the way."""
+    g = torch.Generator().manual_seed(1)
+    for src, shape in [
+        ((1, 48, 1, 1), (2, 48, 32, 32)),
+        ((1, 1, 7), (33, 129, 7)),
+        ((5, 1, 3, 1), (5, 70, 3, 300)),
+        ((1,), (100_003,)),
+    ]:
+        x = torch.randn(src, generator=g)
+        for fn in (
+            lambda t: t.expand(shape).contiguous(),
+            lambda t: t.expand(shape).to(torch.float64),
+            lambda t: t.expand(shape).to(torch.bfloat16),
+            lambda t: t.expand(shape) * 2 + 1,
+            lambda t: t.expand(shape).movedim(0, -1).contiguous(),
+        ):
+            _check(fn, x)
+
+
 def test_zero_dim_and_empty():
     for fn in (
         lambda a, b: a + b,

@@ -97,6 +97,50 @@ def test_interpolate_2d_gradients_equal_torch(mode, size, kw):
     torch.testing.assert_close(g1, g0)
 
 
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.bool,
+        torch.uint8,
+        torch.int16,
+        torch.int64,
+        torch.bfloat16,
+        torch.float32,
+        torch.complex128,
+    ],
+)
+def test_constant_pad_layouts_and_dtypes(dtype):
+    """constant_pad_nd's row writer (C-contiguous output, input rows contiguous) and its
+    general path (channels-last, strided rows): positive, negative and mixed pads on the last
+    dims and on outer dims, a pad covering no input, empty inputs, and a non-zero value."""
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(2, 5, 6, 7, generator=g) * 4).to(dtype)
+    value = 1 if dtype != torch.bool else True
+    cases = [
+        (x, (0, 1, 0, 1)),
+        (x, (1, 1, 1, 1)),
+        (x, (0, -1, 0, -1)),
+        (x, (2, -3, -1, 2, 1, 0)),  # mixed, and the channel dim
+        (x, (1, 2, 0, 0, 0, 0, 1, 1)),  # every dim, the batch's too
+        (x, (0, -7)),  # no input column left
+        (x, (-2, 9, 0, -6)),  # no input row left
+        (x[:, :, ::2], (1, 2, 3, 0)),  # strided outer dim, contiguous rows
+        (x[..., ::2], (1, 1)),  # strided rows: the general path
+        (x.to(memory_format=torch.channels_last), (1, 1, 2, 0)),  # general path
+        (x[:, :0], (1, 1, 1, 1)),  # empty input, padded output
+        (x[0, 0, 0], (3, -2)),  # 1-d
+    ]
+    for t, pad in cases:
+        for v in (0, value):
+            expected = torch.constant_pad_nd(t, pad, v)
+            with TableMode() as mode:
+                actual = torch.constant_pad_nd(t, pad, v)
+            assert not mode.fallbacks, dict(mode.fallbacks)
+            assert actual.shape == expected.shape and actual.dtype == expected.dtype, pad
+            assert expected.numel() == 0 or actual.stride() == expected.stride(), pad
+            assert torch.equal(actual, expected), pad
+
+
 @pytest.mark.parametrize("mode", ["reflect", "replicate"])
 @pytest.mark.parametrize("pad", [(2, 1), (1, 2, 0, 3), (1, 1, 2, 0, 1, 1), (-1, 2)])
 def test_pad_gradients_equal_torch(mode, pad):
