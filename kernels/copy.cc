@@ -101,15 +101,16 @@ void FillWith(const Tensor& t, const Scalar& value, const char* op) {
   CheckHost(op, t);
   t.mutable_data();
   if (t.numel() == 0) return;
-  // A complex value fills a real tensor only without an imaginary part (torch's RuntimeError
-  // "value cannot be converted to type double without overflow" otherwise).
-  Tensor v = WrapNumber(
-      Value(value.is_complex() && !IsComplex(t.dtype()) ? Scalar(value.to_double()) : value));
   if (IsSubByte(t.dtype()) || IsStorageOnly(t.dtype()) || IsComplex(t.dtype())) {
-    CopyCast(t, v);  // raises NotImplementedError for dtypes it cannot convert to
+    // A complex value fills a real tensor only without an imaginary part (torch's RuntimeError
+    // "value cannot be converted to type double without overflow" otherwise).
+    const Scalar v =
+        value.is_complex() && !IsComplex(t.dtype()) ? Scalar(value.to_double()) : value;
+    // Element by element; raises NotImplementedError for dtypes it cannot convert to.
+    CopyCast(t, WrapNumber(Value(v)));
     return;
   }
-  kernels::FillScalar(t, value);
+  kernels::FillScalar(t, value);  // converts a complex value the same way
 }
 
 Tensor Fill(const Tensor& self, const Scalar& value) {
