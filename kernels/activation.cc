@@ -7,8 +7,9 @@
 // vectorised exp / erf / tanh). Large contiguous float32 / bfloat16 tensors go to oneDNN's
 // eltwise primitives where oneDNN has the function (relu, leaky_relu, elu, gelu, silu,
 // hardswish, mish), but contiguous float32 / float64 relu runs on threshold_backward's row
-// loop; everything else runs on element loops in the opmath type, following torch's formulas.
-// The in-place variants compute a new tensor and copy it back into `self`.
+// loop and contiguous float32 / bfloat16 hardtanh on kernels/cpu/simd.cc's clamp row (in place
+// for hardtanh_); everything else runs on element loops in the opmath type, following torch's
+// formulas. The in-place variants compute a new tensor and copy it back into `self`.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -18,6 +19,7 @@
 #include "kernels/activation_internal.h"
 #include "kernels/common_internal.h"
 #include "kernels/complex_internal.h"
+#include "kernels/cpu/simd_internal.h"
 #include "kernels/fused_pointwise_internal.h"
 
 namespace tb {
@@ -140,10 +142,37 @@ Tensor LeakyRelu_(const Tensor& self, const Scalar& negative_slope) {
   return Assign(self, LeakyRelu(self, negative_slope));
 }
 
+// Contiguous float32 / bfloat16 hardtanh into `out` (same shape and dtype, contiguous; may be
+// self) on kernels/cpu/simd.cc's clamp row, bfloat16 widened a chunk at a time; false for other
+// dtypes and layouts.
+bool HardtanhRows(const Tensor& self, const Tensor& out, double lo, double hi) {
+  const DType dt = self.dtype();
+  if ((dt != DType::kFloat32 && dt != DType::kBFloat16) || !self.is_contiguous()) return false;
+  const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+  const int64_t n = self.numel();
+  const void* in = self.data();
+  void* dst = n > 0 ? out.mutable_data() : nullptr;  // throws for read-only memory
+  kernels::ForEachBlock(n, kernels::kGrain, n > 16 * kernels::kGrain, [&](int64_t b, int64_t e) {
+    if (dt == DType::kFloat32) {
+      kernels::simd::ClampRow(static_cast<const float*>(in) + b, static_cast<float*>(dst) + b,
+                              e - b, flo, fhi);
+    } else {
+      kernels::simd::Bf16Chunks(
+          static_cast<const uint16_t*>(in) + b, static_cast<uint16_t*>(dst) + b, e - b,
+          [&](float* row, int64_t len) { kernels::simd::ClampRow(row, row, len, flo, fhi); });
+    }
+  });
+  return true;
+}
+
 Tensor Hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
   constexpr const char* kOp = "aten::hardtanh";
   TB_CHECK_SUPPORTED(self.dtype() != DType::kBool) << kOp << ": dtype bool is not supported";
   const double lo = min_val.to_double(), hi = max_val.to_double();
+  if (self.is_contiguous()) {
+    Tensor out = Tensor::Empty(self.shape(), self.dtype());
+    if (HardtanhRows(self, out, lo, hi)) return out;
+  }
   return MapNumeric(kOp, self, [lo, hi](auto x) {
     using A = decltype(x);
     if (IsNan(x)) return x;
@@ -151,6 +180,7 @@ Tensor Hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val
   });
 }
 Tensor Hardtanh_(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+  if (HardtanhRows(self, self, min_val.to_double(), max_val.to_double())) return self;
   return Assign(self, Hardtanh(self, min_val, max_val));
 }
 

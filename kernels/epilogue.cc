@@ -401,32 +401,36 @@ bool TakeClamp(const char* op, std::string* epilogue, double* lo, double* hi) {
   return true;
 }
 
-// min(max(x, lo), hi) over n floats, NaN kept (as torch's hardtanh and relu).
-void ClampRow(float* p, int64_t n, float lo, float hi) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) p[i] = std::min(std::max(p[i], lo), hi);
-}
-
 // t = t * scale[c] + shift[c] per channel c (dim 1), in place: batch norm in inference with the
 // statistics folded as torch folds them (scale = weight / sqrt(var + eps), shift = bias - mean
 // * scale, in double, applied in float), then clamped to [lo, hi] when `clamp` (each row while
-// it is in cache). float32, contiguous.
+// it is in cache). float32 or bfloat16 (computed in float and rounded once: the clamp's bounds
+// commute with the rounding, so this equals batch norm then hardtanh in bfloat16), contiguous.
 void BatchNormInPlace(const char* op, const Tensor& t, const std::optional<Tensor>& weight,
                       const std::optional<Tensor>& bias, const Tensor& mean, const Tensor& var,
                       double eps, bool clamp, double lo, double hi) {
   const int64_t n = t.size(0), c = t.size(1), inner = t.numel() / std::max<int64_t>(1, n * c);
   namespace norm = kernels::norm;
+  namespace simd = kernels::simd;
   norm::Vec invstd = norm::Doubles(op, "running_var", var, c, 0.0);
   for (double& v : invstd) v = 1.0 / std::sqrt(v + eps);
   std::vector<float> scale, shift;
   norm::FoldScaleShift(norm::Doubles(op, "running_mean", mean, c, 0.0), invstd,
                        norm::Doubles(op, "weight", weight, c, 1.0),
                        norm::Doubles(op, "bias", bias, c, 0.0), &scale, &shift);
-  float* p = static_cast<float*>(t.mutable_data());
+  const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+  const bool f32 = t.dtype() == DType::kFloat32;
   kernels::ParallelFor(n * c, t.numel() > kernels::kGrain, [&](int64_t plane) {
-    float* row = p + plane * inner;
-    kernels::simd::ScaleShiftRow(row, row, inner, scale[plane % c], shift[plane % c]);
-    if (clamp) ClampRow(row, inner, static_cast<float>(lo), static_cast<float>(hi));
+    auto row_op = [&](float* row, int64_t len) {
+      simd::ScaleShiftRow(row, row, len, scale[plane % c], shift[plane % c]);
+      if (clamp) simd::ClampRow(row, row, len, flo, fhi);
+    };
+    if (f32) {
+      row_op(static_cast<float*>(t.mutable_data()) + plane * inner, inner);
+    } else {
+      uint16_t* row = static_cast<uint16_t*>(t.mutable_data()) + plane * inner;
+      simd::Bf16Chunks(row, row, inner, row_op);
+    }
   });
 }
 
@@ -458,12 +462,12 @@ Tensor ConvolutionEpilogue(const Tensor& input, const Tensor& weight,
         << " does not match the convolution's result " << ShapeString(out.shape());
   }
   out = out.contiguous();
-  const bool f32 = out.dtype() == DType::kFloat32;
-  // The clamp (or a lone relu) runs inside the float32 batch norm's pass when nothing is between.
+  const bool fast_bn = OneDnnType(out.dtype());  // float32 or bfloat16
+  // The clamp (or a lone relu) runs inside the batch norm's pass when nothing is between.
   const bool relu_only = steps.size() == 1 && steps[0] == Step::kRelu;
-  const bool in_bn = f32 && bn_mean.has_value() && (relu_only || (clamp && steps.empty()));
+  const bool in_bn = fast_bn && bn_mean.has_value() && (relu_only || (clamp && steps.empty()));
   if (bn_mean.has_value()) {
-    if (f32) {
+    if (fast_bn) {
       BatchNormInPlace(op, out, bn_weight, bn_bias, *bn_mean, *bn_var, bn_eps, in_bn,
                        clamp ? lo : 0.0, clamp ? hi : std::numeric_limits<double>::infinity());
       if (in_bn) return out;
@@ -478,15 +482,8 @@ Tensor ConvolutionEpilogue(const Tensor& input, const Tensor& weight,
     out = ApplySteps(steps, out, residual.has_value() ? &*residual : nullptr);
   }
   if (clamp) {
-    if (out.dtype() == DType::kFloat32) {
-      float* p = static_cast<float*>(out.mutable_data());
-      kernels::ForEachBlock(out.numel(), kernels::kGrain, true, [&](int64_t begin, int64_t end) {
-        ClampRow(p + begin, end - begin, static_cast<float>(lo), static_cast<float>(hi));
-      });
-    } else {
-      static const OpRef hardtanh("aten::hardtanh");
-      out = hardtanh(out, lo, hi).tensor();
-    }
+    static const OpRef hardtanh("aten::hardtanh_");
+    hardtanh(out, lo, hi);
   }
   return out;
 }

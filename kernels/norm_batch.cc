@@ -107,7 +107,8 @@ void UpdateRunningStats(const std::optional<Tensor>& running_mean,
   }
 }
 
-// y = x * scale + shift over one plane, in the opmath type A (float runs on kernels/cpu/simd.cc).
+// y = x * scale + shift over one plane, in the opmath type A (float and bfloat16 run on
+// kernels/cpu/simd.cc's rows, bfloat16 widened a chunk at a time and rounded once).
 template <typename T, typename A>
 void ScaleShift(const T* x, T* y, int64_t n, A scale, A shift) {
   for (int64_t j = 0; j < n; ++j) {
@@ -116,6 +117,12 @@ void ScaleShift(const T* x, T* y, int64_t n, A scale, A shift) {
 }
 void ScaleShift(const float* x, float* y, int64_t n, float scale, float shift) {
   kernels::simd::ScaleShiftRow(x, y, n, scale, shift);
+}
+void ScaleShift(const kernels::BFloat16* x, kernels::BFloat16* y, int64_t n, float scale,
+                float shift) {
+  kernels::simd::Bf16Chunks(
+      reinterpret_cast<const uint16_t*>(x), reinterpret_cast<uint16_t*>(y), n,
+      [&](float* row, int64_t len) { kernels::simd::ScaleShiftRow(row, row, len, scale, shift); });
 }
 
 Vec ToVec(const Tensor& t) {

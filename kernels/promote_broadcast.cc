@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include "kernels/common_internal.h"
+#include "kernels/cpu/simd_internal.h"
 #include "kernels/dtype_internal.h"
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
@@ -278,8 +279,8 @@ bool CopyContiguousRows(const Tensor& dst, const Tensor& src) {
 }
 
 // bfloat16 <-> float32 into a contiguous `dst` (autocast's casts): the bits shifted (rounding
-// to nearest even, NaN kept quiet, as torch does) in loops the compiler vectorizes. False for
-// other dtypes, or layouts that are not dense and alike.
+// to nearest even, NaN kept quiet, as torch does) in the vector rows of kernels/cpu/simd.cc. False
+// for other dtypes, or layouts that are not dense and alike.
 namespace {
 bool CastBFloat16(const Tensor& dst, const Tensor& src) {
   const DType from = src.dtype(), to = dst.dtype();
@@ -291,30 +292,17 @@ bool CastBFloat16(const Tensor& dst, const Tensor& src) {
   if (!IsDense(dst) || !SameLayout(dst, src)) return false;
   const Tensor& s = src;
   const int64_t n = dst.numel();
-  if (widen) {
-    const uint16_t* in = static_cast<const uint16_t*>(s.data());
-    uint32_t* out = static_cast<uint32_t*>(dst.mutable_data());
-    kernels::ForEachBlock(n, kernels::kGrain, n > 16 * kernels::kGrain,
-                          [&](int64_t begin, int64_t end) {
-#pragma omp simd
-                            for (int64_t i = begin; i < end; ++i) {
-                              out[i] = static_cast<uint32_t>(in[i]) << 16;
-                            }
-                          });
-  } else {
-    const uint32_t* in = static_cast<const uint32_t*>(s.data());
-    uint16_t* out = static_cast<uint16_t*>(dst.mutable_data());
-    kernels::ForEachBlock(
-        n, kernels::kGrain, n > 16 * kernels::kGrain, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-          for (int64_t i = begin; i < end; ++i) {
-            const uint32_t u = in[i];
-            const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-            const uint32_t r = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded;
-            out[i] = static_cast<uint16_t>(r);
-          }
-        });
-  }
+  kernels::ForEachBlock(
+      n, kernels::kGrain, n > 16 * kernels::kGrain, [&](int64_t begin, int64_t end) {
+        if (widen) {
+          kernels::simd::WidenBf16Row(static_cast<const uint16_t*>(s.data()) + begin,
+                                      static_cast<float*>(dst.mutable_data()) + begin, end - begin);
+        } else {
+          kernels::simd::NarrowBf16Row(static_cast<const float*>(s.data()) + begin,
+                                       static_cast<uint16_t*>(dst.mutable_data()) + begin,
+                                       end - begin);
+        }
+      });
   return true;
 }
 }  // namespace

@@ -150,6 +150,32 @@ TB_INLINE void ScaleShiftT(const float* x, float* y, int64_t n, float scale, flo
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
 }
 
+template <int kBytes>
+TB_INLINE void ClampT(const float* x, float* y, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] < lo ? lo : x[i];  // NaN compares false: kept
+    y[i] = hi < v ? hi : v;
+  }
+}
+
+template <int kBytes>
+TB_INLINE void WidenBf16T(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = static_cast<uint32_t>(x[i]) << 16;
+    std::memcpy(y + i, &u, sizeof(u));
+  }
+}
+
+template <int kBytes>
+TB_INLINE void NarrowBf16T(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, x + i, sizeof(u));
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    y[i] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded);
+  }
+}
+
 // ---- batch norm and ReLU-gradient rows -----------------------------------------------------
 
 // Sums in double of f(x[i]) and g(x[i], y[i]) (y may be x; f and g in T) over [0, n), in
@@ -348,6 +374,10 @@ TB_ISA_VERSIONS(void, ThresholdBackwardF32, ThresholdBackwardT,
 TB_ISA_VERSIONS(void, ThresholdBackwardF64, ThresholdBackwardT,
                 (const double* g, const double* x, double* out, int64_t n, double th),
                 (g, x, out, n, th))
+TB_ISA_VERSIONS(void, ClampF32, ClampT, (const float* x, float* y, int64_t n, float lo, float hi),
+                (x, y, n, lo, hi))
+TB_ISA_VERSIONS(void, WidenBf16, WidenBf16T, (const uint16_t* x, float* y, int64_t n), (x, y, n))
+TB_ISA_VERSIONS(void, NarrowBf16, NarrowBf16T, (const float* x, uint16_t* y, int64_t n), (x, y, n))
 #undef TB_ISA_VERSIONS
 
 }  // namespace
@@ -408,6 +438,11 @@ void BatchNormBackwardRow(const double* x, const double* dy, double* dx, int64_t
                           double gm, double proj, double k) {
   TB_CALL_PICKED(BnBackwardF64, x, dy, dx, n, mean, gm, proj, k);
 }
+void ClampRow(const float* x, float* y, int64_t n, float lo, float hi) {
+  TB_CALL_PICKED(ClampF32, x, y, n, lo, hi);
+}
+void WidenBf16Row(const uint16_t* x, float* y, int64_t n) { TB_CALL_PICKED(WidenBf16, x, y, n); }
+void NarrowBf16Row(const float* x, uint16_t* y, int64_t n) { TB_CALL_PICKED(NarrowBf16, x, y, n); }
 void ThresholdBackwardRow(const float* g, const float* x, float* out, int64_t n, float th) {
   TB_CALL_PICKED(ThresholdBackwardF32, g, x, out, n, th);
 }

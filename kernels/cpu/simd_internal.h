@@ -6,6 +6,7 @@
 // so every version gives the same bits: only the instructions differ.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tb::kernels::simd {
@@ -36,6 +37,30 @@ void LayerNormBackwardRow(const float* x, const float* dy, const float* w, int64
 void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift);
 
 void ScaleShiftRow(const double* x, double* y, int64_t n, double scale, double shift);
+
+// y[i] = min(max(x[i], lo), hi) over [0, n), NaN kept (torch's hardtanh and clamp for float);
+// y may be x.
+void ClampRow(const float* x, float* y, int64_t n, float lo, float hi);
+
+// bfloat16 rows (as their bits) to and from float32: widening shifts the bits; narrowing
+// rounds to nearest even and makes NaN the quiet 0x7fc0, as torch does.
+void WidenBf16Row(const uint16_t* x, float* y, int64_t n);
+void NarrowBf16Row(const float* x, uint16_t* y, int64_t n);
+
+// Runs f(float* chunk, int64_t len) over the bfloat16 row x[0, n) widened to float32 a chunk
+// at a time (in a buffer on the stack), and narrows each chunk into y (which may be x): a
+// float row function applied to bfloat16, rounded once.
+template <typename F>
+void Bf16Chunks(const uint16_t* x, uint16_t* y, int64_t n, F&& f) {
+  constexpr int64_t kChunk = 512;
+  alignas(64) float buf[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t len = std::min(kChunk, n - i);
+    WidenBf16Row(x + i, buf, len);
+    f(buf, len);
+    NarrowBf16Row(buf, y + i, len);
+  }
+}
 
 // Batch norm statistics of a row in double, in kLanes lanes (float32 lanes add 8 elements in
 // float before each step in double): *sum = sum of x, *sqdev = sum of (x - m)^2 (in x's type).

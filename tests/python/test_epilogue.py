@@ -508,3 +508,17 @@ def test_two_products_summed_fuse_once(grad):
     got, want, dump = _plans(f, a, b, grad=grad)
     _close(got, want, torch.float32)
     assert dump.count("tensorbridge::matmul_epilogue(") == 1, dump
+
+
+@pytest.mark.parametrize("tail", ["relu6", "hardtanh", "relu", "none"])
+@pytest.mark.parametrize("groups", [1, 8])
+def test_bfloat16_batch_norm_and_clamp_round_once_as_the_unfused_plan(tail, groups):
+    # In bfloat16 the fused node computes the norm and the clamp in float and rounds once; the
+    # clamp's bounds commute with the rounding, so the bits equal the unfused plan's.
+    m = _with_statistics(PadConvBnBlock(tail, groups), torch.bfloat16)
+    x = torch.randn(2, 8, 40, 37, dtype=torch.bfloat16)
+    x[0, 0, 0, 0] = float("nan")
+    got, want, dump = _plans(m, x, torch.empty(0))  # no residual
+    assert dump.count("tensorbridge::convolution_epilogue(") == 1
+    assert torch.equal(got.isnan(), want.isnan())
+    assert torch.equal(got.nan_to_num(), want.nan_to_num())
