@@ -3,7 +3,8 @@
 // The general loop (2-d and 3-d, any layout: inputs are made contiguous) follows torch's CPU
 // kernel element for element: windows clipped to the input, a value replaces the maximum when
 // greater or NaN (the first maximum, or the last NaN, of a window wins), indices are flat
-// positions within a plane (d * H * W + h * W + w). 2-d pooling of all but the 16-bit float
+// positions within a plane (d * H * W + h * W + w). bfloat16 (but channels-last) is pooled as
+// float32 (widened and narrowed back: exact). 2-d pooling of all but the 16-bit float
 // types takes fast paths with the same results: row-major planes with dilation 1 along W run
 // their interior output columns without clipping, float32 / float64 ones on SSE2 / AVX2
 // vectors over output columns (kernels/cpu/pool_max_vec.cc); channels-last inputs run on vectors
@@ -22,6 +23,7 @@
 #include "kernels/layout.h"
 #include "kernels/loops_internal.h"
 #include "kernels/pool_internal.h"
+#include "kernels/promote_broadcast.h"
 
 namespace tb {
 namespace {
@@ -197,6 +199,13 @@ std::tuple<Tensor, Tensor> MaxPool(const char* op, const Tensor& self, int64_t n
                                    const std::vector<int64_t>& stride,
                                    const std::vector<int64_t>& padding,
                                    const std::vector<int64_t>& dilation, bool ceil_mode) {
+  if (self.dtype() == DType::kBFloat16 && self.numel() > 0 && !IsChannelsLast(self)) {
+    // Comparisons and maxima are exact in float32: the float32 paths on the widened input, the
+    // maxima narrowed back (exactly; NaN quiet, as torch's float-computed kernel gives it).
+    auto [out, idx] = MaxPool(op, Cast(self, DType::kFloat32), nsp, kernel_size, stride, padding,
+                              dilation, ceil_mode);
+    return {Cast(out, DType::kBFloat16), idx};
+  }
   PoolGeom g = WindowGeom(op, self, nsp, kernel_size, stride, padding, dilation, ceil_mode);
   // The fast paths run where torch's arithmetic is the element type's own (not half types).
   const bool fast = self.dtype() != DType::kFloat16 && self.dtype() != DType::kBFloat16;

@@ -105,6 +105,27 @@ def test_max_pool2d_matches_torch(case, dtype, kind, channels_last):
     check_case(shape, args, dtype, kind, channels_last)
 
 
+# bfloat16 pools as float32 (widened, narrowed back exactly): every case, kind and layout,
+# and one 3-d pooling.
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_max_pool2d_bfloat16_matches_torch(case, channels_last):
+    shape, *args = CASES[case]
+    if channels_last and len(shape) != 4:
+        pytest.skip("channels_last is a 4-d layout")
+    torch.manual_seed(case)
+    for kind in KINDS:
+        check_case(shape, args, torch.bfloat16, kind, channels_last)
+
+    x = torch.randn(2, 3, 5, 6, 7, dtype=torch.bfloat16)
+    x[0, 0, 0, 0, :3] = float("nan")
+    args3 = ([2, 3, 2], [1, 2, 2], [1, 1, 0], [1, 1, 1], True)
+    want = torch.ops.aten.max_pool3d_with_indices(x, *args3)
+    got = tb.call("aten::max_pool3d_with_indices", tb.from_dlpack(x), *args3)
+    for g, w in zip(map(torch.from_dlpack, got), want, strict=True):
+        assert g.dtype == w.dtype and torch.equal(g.nan_to_num(), w.nan_to_num())
+
+
 CL_ARGS = ([3, 2], [2, 2], [1, 1], [1, 1], True)
 SSE2_CHANNELS = (3, 4, 5, 8, 9, 33)
 
