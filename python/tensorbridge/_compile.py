@@ -136,6 +136,9 @@ class _Builder:
         if self.pointwise is not None and self.pointwise.handles(n):
             self.pointwise.emit(self, n)
             return
+        if config.fusion and _epilogue.noop_pad(n):
+            self.env[n] = self.env[n.args[0]]  # a copy no one writes: read the input itself
+            return
         cast = _epilogue._dtype_cast(n) if target == _aten._to_copy.default else None
         if any(u.op == "output" for u in n.users):
             cast = None  # a result of the graph: its own memory

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from tensorbridge import _memory
 from tensorbridge._config import config, install_setting_alias
 
 _aten = torch.ops.aten
@@ -314,6 +315,46 @@ def _zero_pad(conv: torch.fx.Node):
         j = nsp - 1 - i
         extra += [pad[2 * j], pad[2 * j + 1]]
     return x, extra
+
+
+def noop_pad(n: torch.fx.Node) -> bool:
+    """Whether ``n`` is a ``constant_pad_nd`` that pads nothing (all amounts 0; MobileNet's
+    TF-style "same" padding of a 1x1 convolution) into a result laid out as its input, whose
+    input nothing writes, and which no graph output is unless its input is a result of the
+    graph's own that no output is: the plan can read the input in its place."""
+    if n.target != _aten.constant_pad_nd.default or not isinstance(n.args[0], torch.fx.Node):
+        return False
+    pad, src, out = n.args[1], _val(n.args[0]), _val(n)
+    return (
+        all(isinstance(v, int) and v == 0 for v in pad)  # type: ignore[union-attr]
+        and src is not None
+        and out is not None
+        and src.dtype == out.dtype
+        and src.shape == out.shape
+        and src.stride() == out.stride()
+        and not any(_mutates(u) for u in n.args[0].users)
+        and (not any(u.op == "output" for u in n.users) or _own_result(n.args[0]))
+    )
+
+
+def _own_result(n: torch.fx.Node) -> bool:
+    """Whether ``n`` computes a result in memory of its own (an ATen op's result, or a getitem
+    of one, that aliases no argument) that no graph output is: the graph may return it in place
+    of a copy of it."""
+    src = n.args[0] if n.target is operator.getitem else n
+    schema = getattr(src.target, "_schema", None) if isinstance(src, torch.fx.Node) else None
+    return (
+        n.op == "call_function"
+        and schema is not None
+        and not _memory.is_view(src)  # type: ignore[arg-type]
+        and not any(r.alias_info is not None for r in schema.returns)
+        and not any(u.op == "output" for u in n.users)
+    )
+
+
+def _mutates(n: torch.fx.Node) -> bool:
+    """Whether ``n`` calls an op that writes one of its arguments (``copy_``, ``add_``, ...)."""
+    return isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable
 
 
 def _batch_norm(conv: torch.fx.Node):

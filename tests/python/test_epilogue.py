@@ -522,3 +522,42 @@ def test_bfloat16_batch_norm_and_clamp_round_once_as_the_unfused_plan(tail, grou
     assert dump.count("tensorbridge::convolution_epilogue(") == 1
     assert torch.equal(got.isnan(), want.isnan())
     assert torch.equal(got.nan_to_num(), want.nan_to_num())
+
+
+class ZeroPads(torch.nn.Module):
+    """MobileNet's TF-style "same" padding: pads of zero amounts before 1x1 convolutions, of
+    the input, of a batch norm's result and of a ReLU's."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.bn = torch.nn.Conv2d(4, 6, 1), torch.nn.BatchNorm2d(6)
+        self.c2, self.c3 = torch.nn.Conv2d(6, 6, 1), torch.nn.Conv2d(6, 4, 3)
+
+    def forward(self, x):
+        pad = torch.nn.functional.pad
+        y = self.bn(self.c1(pad(x, (0, 0, 0, 0))))
+        y = torch.relu(self.c2(pad(y, (0, 0, 0, 0))))
+        return self.c3(pad(pad(y, (0, 0, 0, 0)), (1, 1, 1, 1)))
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_pads_of_nothing_read_their_input(grad):
+    torch.manual_seed(0)
+    m = ZeroPads().train(grad)
+    x = torch.randn(2, 4, 7, 8, requires_grad=grad)
+    got, want, dump = _plans(m, x, grad=grad)
+    _close(got.detach(), want.detach(), torch.float32)
+    if grad:
+        torch.autograd.grad(got.sum(), [x, *m.parameters()])  # the backward plan runs
+    # Only a pad of the graph's input, which the training graph saves, stays a copy.
+    kept = [line for line in dump.splitlines() if "constant_pad_nd(" in line]
+    assert all("[0, 0, 0, 0]" not in line or "%primals" in line for line in kept), kept
+    assert sum("[0, 0, 0, 0]" in line for line in kept) == (1 if grad else 0), kept
+    # Gradients of the fused plans equal torch's.
+    if grad:
+        torch._dynamo.reset()
+        c = torch.compile(m, backend="tensorbridge")
+        gx, *gp = torch.autograd.grad(c(x).sum(), [x, *m.parameters()])
+        wx, *wp = torch.autograd.grad(m(x).sum(), [x, *m.parameters()])
+        for g, w in zip([gx, *gp], [wx, *wp], strict=True):
+            _close(g, w, torch.float32)
