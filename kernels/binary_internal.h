@@ -140,7 +140,11 @@ template <typename T, typename F>
 auto OnOpMath(F f) {
   return [f](T x, T y) -> T {
     using M = opmath_t<T>;
-    return static_cast<T>(f(static_cast<M>(x), static_cast<M>(y)));
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      return FloatToBf16(f(Bf16ToFloat(x), Bf16ToFloat(y)));
+    } else {
+      return static_cast<T>(f(static_cast<M>(x), static_cast<M>(y)));
+    }
   };
 }
 

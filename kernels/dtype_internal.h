@@ -4,6 +4,8 @@
 
 #include <complex>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include <Eigen/Core>
 
@@ -37,6 +39,23 @@ inline constexpr bool kIsReducedFloat = std::is_same_v<T, Half> || std::is_same_
 template <typename T>
 inline constexpr bool kIsFloating = std::is_floating_point_v<T> || kIsReducedFloat<T>;
 
+// bfloat16 <-> float32 by their bits: widening shifts them, narrowing rounds to nearest even and
+// makes NaN the quiet 0x7fc0 (torch's rounding, and kernels/cpu/simd.cc's rows). Branch-free,
+// so element loops over them vectorise.
+inline float Bf16ToFloat(BFloat16 v) {
+  const uint32_t u = static_cast<uint32_t>(Eigen::numext::bit_cast<uint16_t>(v)) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+inline BFloat16 FloatToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t r = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded;
+  return Eigen::numext::bit_cast<BFloat16>(static_cast<uint16_t>(r));
+}
+
 // Converts between element types the way torch does (bool: nonzero; float -> int truncates).
 template <typename To, typename From>
 inline To Convert(From v) {
@@ -46,6 +65,8 @@ inline To Convert(From v) {
     return static_cast<float>(v) != 0.0f || static_cast<double>(v) != 0.0;
   } else if constexpr (kIsReducedFloat<From>) {
     return static_cast<To>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, BFloat16>) {
+    return FloatToBf16(static_cast<float>(v));
   } else if constexpr (kIsReducedFloat<To>) {
     return To(static_cast<float>(v));
   } else {

@@ -92,3 +92,27 @@ def test_batch_norm_inference_in_bfloat16_rounds_once(shape):
     torch.testing.assert_close(
         got.float().nan_to_num(), want.float().nan_to_num(), rtol=0, atol=tol
     )
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_bfloat16_arithmetic_rounds_once_as_torch(op):
+    # Computed in float and rounded to nearest even (ties included: products and sums of
+    # bfloat16 values often fall on them), NaN and infinities kept.
+    a = _special(1500, torch.bfloat16).reshape(3, 500)
+    b = _special(1499, torch.bfloat16)[:500]
+    f = getattr(torch, op)
+    for x, y in ((a, b), (a, b.expand(3, 500).contiguous()), (a.t(), b[:3]), (a, b[7])):
+        got = torch.from_dlpack(tb.call(f"aten::{op}.Tensor", tb.from_dlpack(x), tb.from_dlpack(y)))
+        _bits_equal(got, f(x, y))
+
+
+@pytest.mark.parametrize("src", [torch.float32, torch.float64, torch.int64, torch.float16])
+def test_casts_to_and_from_bfloat16_round_as_torch(src):
+    torch.manual_seed(0)
+    x = (torch.randn(4099, dtype=torch.float64) * 1e3).to(src)
+    if src.is_floating_point:
+        x[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0], dtype=src)
+    got = torch.from_dlpack(tb.call("aten::_to_copy", tb.from_dlpack(x), dtype=torch.bfloat16))
+    _bits_equal(got, x.to(torch.bfloat16))
+    back = torch.from_dlpack(tb.call("aten::_to_copy", tb.from_dlpack(got), dtype=src))
+    _bits_equal(back, got.to(src))
