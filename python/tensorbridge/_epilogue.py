@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from tensorbridge import _joint
 from tensorbridge._config import config, install_setting_alias
 
 _aten = torch.ops.aten
@@ -304,16 +305,8 @@ def _zero_pad(conv: torch.fx.Node):
         or _val(x.args[0]) is None
     ):
         return None
-    pad, value = list(x.args[1]), _kw(x, 2, "value", 0)  # type: ignore[arg-type]
-    nsp = _val(conv).dim() - 2
-    if value != 0 or len(pad) != 2 * nsp or not all(isinstance(v, int) and v >= 0 for v in pad):
-        return None
-    # constant_pad_nd lists the last dim first: (left, right) of dim -1, then of dim -2, ...
-    extra = []
-    for i in range(nsp):
-        j = nsp - 1 - i
-        extra += [pad[2 * j], pad[2 * j + 1]]
-    return x, extra
+    extra = _joint.zero_pad_extra(x, _val(conv).dim() - 2)
+    return None if extra is None else (x, extra)
 
 
 def _batch_norm(conv: torch.fx.Node):
