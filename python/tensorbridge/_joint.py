@@ -1,20 +1,22 @@
-"""Zero padding in training graphs: passes over AOT autograd's joint graph (forward and backward
-in one, before it is partitioned into the forward and backward plans), and the backward plan's
-padded convolution gradient.
+"""Zero padding before convolutions in training graphs: a pass over AOT autograd's joint graph
+(forward and backward in one, before it is partitioned into the forward and backward plans),
+and the backward plan's padded convolution gradient.
 
 TensorFlow-style "same" padding (``F.pad(x, pads)`` before a convolution with ``padding=0``,
-as in MobileNet and EfficientNet ports) costs a training step four copies per convolution: the
-padded input in the forward, saved for the backward, whose convolution gradient comes out padded
-and is cropped by the pad's own backward (``constant_pad_nd`` with the pads negated). Here:
+as in MobileNet and EfficientNet ports) costs a training step three copies per convolution:
+the padded input in the forward, saved for the backward, whose convolution gradient comes out
+padded and is cropped by the pad's own backward (``constant_pad_nd`` with the pads negated).
+Here:
 
-- ``rewrite`` (the joint graph): a pad of nothing (every pad 0, a copy) is dropped and its
-  readers read its input; a zero pad that a convolution reads is made again for the
+- ``rewrite`` (the joint graph): a zero pad that a convolution reads is made again for the
   convolution's backward, marked to be recomputed there. The forward's pad then has the
   convolution as its only reader, and the plan folds it into the convolution (oneDNN's
   asymmetric padding, ``tensorbridge._epilogue``); the partition saves the unpadded input.
 - ``PaddedBackwards`` (the backward plan): ``convolution_backward`` of such a recomputed pad,
   with its input gradient cropped, runs as one ``tensorbridge::convolution_backward_padded``
   node on the unpadded input, whose input gradient has the unpadded shape.
+
+(A pad of nothing, every pad 0, is read as its input by the plan: ``_epilogue.noop_pad``.)
 """
 
 from __future__ import annotations
@@ -41,18 +43,6 @@ def _pads(n: torch.fx.Node) -> list | None:
 
 def _ints(xs) -> bool:
     return all(isinstance(x, int) for x in xs)
-
-
-def _same_layout(a, b) -> bool:
-    """Whether two traced values have one dtype, shape and strides (readers of one may read
-    the other)."""
-    return (
-        isinstance(a, torch.Tensor)
-        and isinstance(b, torch.Tensor)
-        and a.dtype == b.dtype
-        and a.shape == b.shape
-        and a.stride() == b.stride()
-    )
 
 
 def _is_output(n: torch.fx.Node) -> bool:
@@ -99,16 +89,9 @@ def rewrite(joint: torch.fx.GraphModule, mark: bool = True) -> torch.fx.GraphMod
     changed = False
     for n in list(g.nodes):
         pads = _pads(n)
-        if pads is None:
+        if pads is None or not any(pads):
             continue
         x = n.args[0]
-        if not any(pads) and not _is_output(n):
-            xv, nv = _val(x), _val(n)
-            if _same_layout(xv, nv):
-                n.replace_all_uses_with(x)
-                g.erase_node(n)
-                changed = True
-            continue
         if not config.fusion or not isinstance(_val(n), torch.Tensor):
             continue
         nsp = _val(n).dim() - 2

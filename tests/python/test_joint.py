@@ -1,7 +1,6 @@
-"""Zero padding in training graphs (tensorbridge._joint): pads of nothing dropped from the joint
-graph, a convolution's zero padding folded into it in the forward plan and into
-``tensorbridge::convolution_backward_padded`` in the backward plan; gradients equal torch's and
-the unfused plans'."""
+"""Zero padding before convolutions in training graphs (tensorbridge._joint): folded into the
+convolution in the forward plan and into ``tensorbridge::convolution_backward_padded`` in the
+backward plan; gradients equal torch's and the unfused plans'."""
 
 import copy
 
@@ -16,8 +15,7 @@ pytestmark = pytest.mark.usefixtures("no_fallback")
 
 
 class _TfPadded(torch.nn.Module):
-    """TF-style "same" padding before each convolution (MobileNet's ports), with a pad of
-    nothing before a 1x1 convolution."""
+    """TF-style "same" padding before a convolution (MobileNet's ports)."""
 
     def __init__(self, pads, stride, groups, bias):
         super().__init__()
@@ -27,7 +25,7 @@ class _TfPadded(torch.nn.Module):
 
     def forward(self, x):
         y = torch.nn.functional.relu6(self.conv(torch.nn.functional.pad(x, self.pads)))
-        return self.point(torch.nn.functional.pad(y, (0, 0, 0, 0))).tanh()
+        return self.point(y).tanh()
 
 
 def _train(model, x, fusion=True):
