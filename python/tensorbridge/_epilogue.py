@@ -98,6 +98,10 @@ def _plain_clone(n: torch.fx.Node) -> bool:
     )
 
 
+def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.stride() == b.stride()
+
+
 class Epilogue:
     """One fused node: emitted in place of ``last``; the chain's other nodes are skipped."""
 
@@ -141,6 +145,8 @@ def _chain(producer: torch.fx.Node, matmul: bool, bias_ok: bool):
         if u.target in _RESHAPES or _plain_clone(u):
             if u.args[0] is not cur:
                 break
+            if not matmul and not _same_layout(_val(u), _val(cur)):
+                break  # a convolution's steps run on its own result, in its shape and layout
             nodes.append(u)
         elif act is not None:
             nodes.append(u)
