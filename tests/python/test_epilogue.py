@@ -587,10 +587,13 @@ def test_pads_of_nothing_read_their_input(grad):
     _close(got.detach(), want.detach(), torch.float32)
     if grad:
         torch.autograd.grad(got.sum(), [x, *m.parameters()])  # the backward plan runs
-    # Only a pad of the graph's input, which the training graph saves, stays a copy.
-    kept = [line for line in dump.splitlines() if "constant_pad_nd(" in line]
-    assert all("[0, 0, 0, 0]" not in line or "%primals" in line for line in kept), kept
-    assert sum("[0, 0, 0, 0]" in line for line in kept) == (1 if grad else 0), kept
+    # The pad of the batch norm's result is read as its input. A training graph that saves a
+    # pad of its input, or of a value it also returns (the ReLU's), keeps that copy.
+    kept = [
+        line for line in dump.splitlines() if "constant_pad_nd(" in line and "[0, 0, 0, 0]" in line
+    ]
+    assert all("%primals" in line or "%relu" in line for line in kept), kept
+    assert grad or not kept, kept  # inference: every pad of nothing read as its input
     # Gradients of the fused plans equal torch's.
     if grad:
         torch._dynamo.reset()
