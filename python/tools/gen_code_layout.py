@@ -15,8 +15,11 @@ each model executes comes from the CPU's accessed bits: every page of the librar
 made present first (so nothing faults and the kernel maps no neighbours), each page a virtual
 memory area of its own, the bits cleared (``/proc/self/clear_refs``) before each model and read
 after it (``Referenced`` in ``/proc/self/smaps``). Every function that overlaps an executed page
-is listed: those that most models run first, then in address order. Linux only; run it on a
-development build with the default TB_CODE_LAYOUT:
+is listed: those that most models run first, then in address order. The code that loading and
+importing the library runs (static registration, the module's set-up) is found the same way in
+a fresh interpreter, prepared by an rtld-audit library (LD_AUDIT, compiled with ``cc``) before
+the library's constructors run, and listed after. Linux only; run it on a development build
+with the default TB_CODE_LAYOUT:
 
     PP=$(.ci/dev pybuild layout) && PYTHONPATH=$PP python python/tools/gen_code_layout.py
 
@@ -28,10 +31,12 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import mmap
 import os
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ORDER_FILE = os.path.join(ROOT, "cmake", "hot_code.order")
@@ -85,13 +90,15 @@ class CodePages:
     has executed since: smaps' "Referenced" per area, after clear_refs reset the accessed bits.
     With every page present nothing faults, so the kernel maps no neighbours (fault-around)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prepare: bool = True) -> None:
         maps = mappings("/" + LIBRARY)
         if not maps:
             sys.exit(f"{LIBRARY} is not loaded")
         self.path = maps[0][4]
         self.base = next(s for s, _, _, off, _ in maps if off == 0)  # the ELF load address
         self.text = [(s, e) for s, e, perm, _, _ in maps if "x" in perm]
+        if not prepare:
+            return
         libc = ctypes.CDLL(None, use_errno=True)
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         for s, e in self.text:
@@ -106,9 +113,6 @@ class CodePages:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("1")  # the accessed bits of every page of this process
 
-    def pages(self) -> int:
-        return sum(e - s for s, e in self.text) // PAGE
-
     def executed(self) -> set[int]:
         """Link-time addresses of the code pages referenced since the start."""
         out, start = set(), None
@@ -122,6 +126,63 @@ class CodePages:
                 elif head == "Referenced:" and start is not None and int(line.split()[1]) > 0:
                     out.update(range(start - self.base, end - self.base, PAGE))
         return out
+
+
+# The same preparation for the code that runs while the library loads (static registration)
+# and while `import tensorbridge` runs: an rtld-audit library (LD_AUDIT) makes the pages
+# present and clears the accessed bits when the dynamic loader has mapped the library, before
+# its static constructors run.
+AUDIT_C = r"""
+#define _GNU_SOURCE
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+unsigned int la_version(unsigned int version) { return version; }
+
+unsigned int la_objopen(struct link_map* map, Lmid_t lmid, uintptr_t* cookie) {
+  const char* name = map->l_name;
+  size_t n = strlen(name), k = strlen("/LIBRARY");
+  if (n < k || strcmp(name + n - k, "/LIBRARY") != 0) return 0;
+  const ElfW(Ehdr)* eh = (const ElfW(Ehdr)*)map->l_addr;
+  const ElfW(Phdr)* ph = (const ElfW(Phdr)*)(map->l_addr + eh->e_phoff);
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  for (int i = 0; i < eh->e_phnum; ++i) {
+    if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X)) continue;
+    uintptr_t s = (map->l_addr + ph[i].p_vaddr) & ~(page - 1);
+    uintptr_t e = (map->l_addr + ph[i].p_vaddr + ph[i].p_memsz + page - 1) & ~(page - 1);
+    for (uintptr_t a = s + page; a < e; a += 2 * page) madvise((void*)a, page, MADV_DONTDUMP);
+    for (uintptr_t a = s; a < e; a += page) (void)*(volatile const char*)a;
+  }
+  int fd = open("/proc/self/clear_refs", O_WRONLY);
+  if (fd >= 0) {
+    if (write(fd, "1", 1) != 1) {}
+    close(fd);
+  }
+  return 0;
+}
+""".replace("LIBRARY", LIBRARY)
+
+
+def import_pages() -> set[int]:
+    """Code pages executed while `import tensorbridge` runs, in a fresh interpreter."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, lib = os.path.join(tmp, "audit.c"), os.path.join(tmp, "audit.so")
+        with open(src, "w") as f:
+            f.write(AUDIT_C)
+        cc = os.environ.get("CC", "cc")
+        subprocess.run([cc, "-shared", "-fPIC", "-O1", src, "-o", lib], check=True)
+        out = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--import-pages"],
+            env=dict(os.environ, LD_AUDIT=lib),
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    return set(json.loads(out.splitlines()[-1]))
 
 
 def run_model(name: str) -> None:
@@ -149,7 +210,14 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", nargs="+", default=None, help="default: every zoo model")
     p.add_argument("--out", default=ORDER_FILE)
+    p.add_argument("--import-pages", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.import_pages:  # the child of import_pages(), under the audit library
+        import tensorbridge
+
+        print(json.dumps(sorted(CodePages(prepare=False).executed())))
+        return
+    at_import = import_pages()
 
     import torch
 
@@ -161,7 +229,6 @@ def main(argv=None) -> None:
         if hasattr(torch._dynamo.config, limit):
             setattr(torch._dynamo.config, limit, 256)
     code = CodePages()
-    total = code.pages()
     syms = text_symbols(code.path)
     uses: dict[str, int] = {}  # function -> how many models run it
     pages: set[int] = set()
@@ -178,16 +245,28 @@ def main(argv=None) -> None:
     # one model then spans as few fault-around windows as it can.
     order = {sym: i for i, (_, _, sym) in enumerate(syms)}
     hot = sorted(uses, key=lambda sym: (-uses[sym], order[sym]))
-    hot_bytes = sum(size for _, size, sym in syms if sym in uses)
+    # Then the code only loading and importing the library runs.
+    hot += [
+        sym
+        for addr, size, sym in syms
+        if sym not in uses
+        and any(pg in at_import for pg in range(addr // PAGE * PAGE, addr + max(size, 1), PAGE))
+    ]
+    hot_bytes = sum(size for _, size, sym in syms if sym in set(hot))
     sections = list(dict.fromkeys(section_of(n) for n in hot))
     with open(args.out, "w") as f:
         f.write(
-            "# Functions of libtensorbridge.so that the model zoo runs, laid out first by GNU\n"
-            "# gold (--section-ordering-file). Written by python/tools/gen_code_layout.py.\n"
+            "# Functions of libtensorbridge.so that the model zoo runs, then those that loading\n"
+            "# and importing it run, laid out together by GNU gold (--section-ordering-file).\n"
+            "# Written by python/tools/gen_code_layout.py.\n"
         )
         f.writelines(s + "\n" for s in sections)
+    # (gold puts read-only data in the executable segment too: count the functions' pages.)
+    text = {pg for addr, size, _ in syms for pg in range(addr // PAGE * PAGE, addr + size, PAGE)}
     print(
-        f"{len(pages)} of {total} code pages executed; {len(sections)} functions "
+        f"{len(pages & text)} of {len(text)} code pages executed by the zoo, "
+        f"{len(at_import & text)} at import; "
+        f"{len(sections)} functions "
         f"({hot_bytes / 2**20:.2f} MB) written to {os.path.relpath(args.out, ROOT)}"
     )
 
