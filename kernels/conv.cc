@@ -622,17 +622,19 @@ Tensor AtenConvolution(const Tensor& input, const Tensor& weight, const std::opt
                               transposed, output_padding, groups);
 }
 
-std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
-    const Tensor& grad_output, const Tensor& input, const Tensor& weight,
-    const std::optional<std::vector<int64_t>>& bias_sizes, const std::vector<int64_t>& stride,
-    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool transposed,
+// aten::convolution_backward, and with `extra_padding` ((left, right) per spatial dim) the
+// gradients of the convolution of constant_pad_nd(input, ..., 0): grad_input has the unpadded
+// input's shape (the padded gradient cropped), without making the padded copy.
+std::tuple<Tensor, Tensor, Tensor> ConvolutionBackwardOf(
+    const char* kOp, const Tensor& grad_output, const Tensor& input, const Tensor& weight,
+    const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+    const std::vector<int64_t>& dilation, bool transposed,
     const std::vector<int64_t>& output_padding, int64_t groups,
-    const std::vector<bool>& output_mask) {
-  constexpr const char* kOp = "aten::convolution_backward";
+    const std::vector<bool>& output_mask, const std::vector<int64_t>& extra_padding) {
   TB_CHECK(output_mask.size() == 3, ValueError) << kOp << ": output_mask must have 3 elements";
   Dims shape;
   ConvParams p = MakeParams(kOp, input, weight, stride, padding, dilation, transposed,
-                            output_padding, groups, &shape);
+                            output_padding, groups, &shape, extra_padding);
   TB_CHECK(grad_output.shape() == shape.ref(), ValueError)
       << kOp << ": expected grad_output of shape " << ShapeString(shape) << ", got "
       << ShapeString(grad_output.shape());
@@ -674,12 +676,39 @@ std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
   return {gi, gw, gb};
 }
 
+std::tuple<Tensor, Tensor, Tensor> ConvolutionBackward(
+    const Tensor& grad_output, const Tensor& input, const Tensor& weight,
+    const std::optional<std::vector<int64_t>>& /*bias_sizes*/, const std::vector<int64_t>& stride,
+    const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool transposed,
+    const std::vector<int64_t>& output_padding, int64_t groups,
+    const std::vector<bool>& output_mask) {
+  return ConvolutionBackwardOf("aten::convolution_backward", grad_output, input, weight, stride,
+                               padding, dilation, transposed, output_padding, groups, output_mask,
+                               {});
+}
+
+std::tuple<Tensor, Tensor, Tensor> PaddedConvolutionBackward(
+    const Tensor& grad_output, const Tensor& input, const Tensor& weight,
+    const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+    const std::vector<int64_t>& dilation, int64_t groups, const std::vector<bool>& output_mask,
+    const std::vector<int64_t>& extra_padding) {
+  return ConvolutionBackwardOf("tensorbridge::convolution_backward_padded", grad_output, input,
+                               weight, stride, padding, dilation, false, {}, groups, output_mask,
+                               extra_padding);
+}
+
 }  // namespace
 
 TB_REGISTER_KERNELS(conv) {
   table.RegisterKernel("aten::convolution", DeviceType::kCPU, Boxed<&AtenConvolution>(), TB_HERE);
   table.RegisterKernel("aten::convolution_backward", DeviceType::kCPU,
                        Boxed<&ConvolutionBackward>(), TB_HERE);
+  OpTable::Global().Define(
+      "tensorbridge::convolution_backward_padded(Tensor grad_output, Tensor input, Tensor weight, "
+      "SymInt[] stride, SymInt[] padding, SymInt[] dilation, SymInt groups, bool[3] output_mask, "
+      "int[] extra_padding) -> (Tensor, Tensor, Tensor)");
+  table.RegisterKernel("tensorbridge::convolution_backward_padded", DeviceType::kCPU,
+                       Boxed<&PaddedConvolutionBackward>(), TB_HERE);
 }
 
 }  // namespace tb

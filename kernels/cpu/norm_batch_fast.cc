@@ -26,14 +26,7 @@ template <typename T>
 void PlaneMoments(const T* px, const BnDims& sh, int64_t c, double* mean, double* var) {
   const double cnt = static_cast<double>(sh.n * sh.s);
   auto pass = [&](T m, double* sum, double* sq) {
-    *sum = 0;
-    *sq = 0;
-    for (int64_t ni = 0; ni < sh.n; ++ni) {
-      double a, b;
-      simd::Moments(px + (ni * sh.c + c) * sh.s, sh.s, m, &a, &b);
-      *sum += a;
-      *sq += b;
-    }
+    simd::Moments(px + c * sh.s, sh.n, sh.c * sh.s, sh.s, m, sum, sq);
   };
   const T x0 = px[c * sh.s];
   double sum, sq;
@@ -78,10 +71,7 @@ void TrainForward(const T* px, T* po, const BnDims& sh, const Vec& w, const Vec&
       const double is = 1.0 / std::sqrt((*var)[c] + eps);
       const T scale = static_cast<T>(is * w[c]);
       const T shift = static_cast<T>(b[c] - (*mean)[c] * is * w[c]);
-      for (int64_t ni = 0; ni < sh.n; ++ni) {
-        const int64_t off = (ni * sh.c + c) * sh.s;
-        simd::ScaleShiftRow(px + off, po + off, sh.s, scale, shift);
-      }
+      simd::ScaleShiftRows(px + c * sh.s, po + c * sh.s, sh.n, sh.c * sh.s, sh.s, scale, shift);
     });
     return;
   }
@@ -138,26 +128,18 @@ void Backward(const T* px, const T* pg, T* pd, const BnDims& sh, const Vec& w, c
       // sum dy * (x - mean) = sum dy * (x - m) - (mean - m) * sum dy, m: the mean in T.
       const T mt = static_cast<T>(mean[c]);
       double s = 0, d = 0;
-      for (int64_t ni = 0; ni < sh.n; ++ni) {
-        const int64_t off = (ni * sh.c + c) * sh.s;
-        double a, b;
-        simd::SumDot(px + off, pg + off, sh.s, mt, &a, &b);
-        s += a;
-        d += b;
-      }
+      simd::SumDot(px + c * sh.s, pg + c * sh.s, sh.n, sh.c * sh.s, sh.s, mt, &s, &d);
       (*sum_dy)[c] = s;
       (*dotp)[c] = d - (mean[c] - static_cast<double>(mt)) * s;
       if (!pd) return;
       T gm, proj, k;
       coefs(c, &gm, &proj, &k);
-      const T m = mt;
-      for (int64_t ni = 0; ni < sh.n; ++ni) {
-        const int64_t off = (ni * sh.c + c) * sh.s;
-        if (train) {
-          simd::BatchNormBackwardRow(px + off, pg + off, pd + off, sh.s, m, gm, proj, k);
-        } else {
-          simd::ScaleShiftRow(pg + off, pd + off, sh.s, k, T(0));
-        }
+      const int64_t off = c * sh.s, stride = sh.c * sh.s;
+      if (train) {
+        simd::BatchNormBackwardRows(px + off, pg + off, pd + off, sh.n, stride, sh.s, mt, gm, proj,
+                                    k);
+      } else {
+        simd::ScaleShiftRows(pg + off, pd + off, sh.n, stride, sh.s, k, T(0));
       }
     });
     return;

@@ -145,21 +145,27 @@ TB_INLINE void LayerNormRowT(const float* x, float* y, const float* w, const flo
   }
 }
 
-template <int kBytes>
-TB_INLINE void ScaleShiftT(const float* x, float* y, int64_t n, float scale, float shift) {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
+// y = x * scale + shift over `rows` rows of n elements, row r at offset r * stride.
+template <int kBytes, typename T>
+TB_INLINE void ScaleShiftT(const T* x, T* y, int64_t rows, int64_t stride, int64_t n, T scale,
+                           T shift) {
+  for (int64_t r = 0; r < rows; ++r, x += stride, y += stride) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
+  }
 }
 
 // ---- batch norm and ReLU-gradient rows -----------------------------------------------------
 
-// Sums in double of f(x[i]) and g(x[i], y[i]) (y may be x; f and g in T) over [0, n), in
-// kLanes lanes each (lane k: the elements i = k mod kLanes of the whole blocks of kLanes).
-// float32 lanes add kJoin elements in float, then that partial into the lane's double; double
-// lanes add in order. The tail (n mod kLanes elements) goes to lanes 0.., and the lanes are
-// merged pairwise. Every width adds the same numbers in the same order.
+// Sums in double of f(x[i]) and g(x[i], y[i]) (y may be x; f and g in T) over `rows` rows of
+// [0, n), row r at x + r * stride (and y + r * stride), in kLanes lanes each (lane k: the
+// elements i = k mod kLanes of the rows' whole blocks of kLanes). float32 lanes add kJoin
+// elements of a row in float, then that partial into the lane's double; double lanes add in
+// order. The rows' tails (n mod kLanes elements each) are summed in double per position and
+// go to lanes 0.., and the lanes are merged pairwise. Every width adds the same numbers in the
+// same order.
 template <int kBytes, typename T, typename F, typename G>
-TB_INLINE void DoubleSums2(const T* x, const T* y, int64_t n, const F& f, const G& g, double* sf,
-                           double* sg) {
+TB_INLINE void DoubleSums2(const T* x0, const T* y0, int64_t rows, int64_t stride, int64_t n,
+                           const F& f, const G& g, double* sf, double* sg) {
   using VT = typename VecOf<T, kBytes>::type;
   using VD = typename VecOf<double, kBytes>::type;
   constexpr int WT = kBytes / static_cast<int>(sizeof(T)), NT = kLanes / WT;
@@ -168,35 +174,44 @@ TB_INLINE void DoubleSums2(const T* x, const T* y, int64_t n, const F& f, const 
   VD a[ND], b[ND];
   for (int k = 0; k < ND; ++k) a[k] = b[k] = VD{};
   const int64_t whole = n / kLanes * kLanes;
-  for (int64_t r = 0; r < whole;) {
-    const int64_t end = std::min(whole, r + kJoin * kLanes);
-    VT pa[NT], pb[NT];
-    for (int k = 0; k < NT; ++k) pa[k] = pb[k] = VT{};
-    for (; r < end; r += kLanes) {
+  double ta[kLanes] = {}, tb[kLanes] = {};  // the tails' sums
+  for (int64_t row = 0; row < rows; ++row) {
+    const T* x = x0 + row * stride;
+    const T* y = y0 + row * stride;
+    for (int64_t r = 0; r < whole;) {
+      const int64_t end = std::min(whole, r + kJoin * kLanes);
+      VT pa[NT], pb[NT];
+      for (int k = 0; k < NT; ++k) pa[k] = pb[k] = VT{};
+      for (; r < end; r += kLanes) {
 #pragma GCC unroll 16
-      for (int k = 0; k < NT; ++k) {
-        const VT xv = Load<VT>(x + r + k * WT), yv = Load<VT>(y + r + k * WT);
-        pa[k] += f(xv);
-        pb[k] += g(xv, yv);
+        for (int k = 0; k < NT; ++k) {
+          const VT xv = Load<VT>(x + r + k * WT), yv = Load<VT>(y + r + k * WT);
+          pa[k] += f(xv);
+          pb[k] += g(xv, yv);
+        }
+      }
+      if constexpr (sizeof(T) == 8) {
+        for (int k = 0; k < ND; ++k) {
+          a[k] += pa[k];
+          b[k] += pb[k];
+        }
+      } else {
+        // Register k of float lanes k * WT.. holds double registers 2k and 2k + 1.
+        using VH = typename VecOf<float, kBytes / 2>::type;
+#pragma GCC unroll 16
+        for (int k = 0; k < NT; ++k) {
+          const char* ca = reinterpret_cast<const char*>(&pa[k]);
+          const char* cb = reinterpret_cast<const char*>(&pb[k]);
+          a[2 * k] += __builtin_convertvector(Load<VH>(ca), VD);
+          a[2 * k + 1] += __builtin_convertvector(Load<VH>(ca + kBytes / 2), VD);
+          b[2 * k] += __builtin_convertvector(Load<VH>(cb), VD);
+          b[2 * k + 1] += __builtin_convertvector(Load<VH>(cb + kBytes / 2), VD);
+        }
       }
     }
-    if constexpr (sizeof(T) == 8) {
-      for (int k = 0; k < ND; ++k) {
-        a[k] += pa[k];
-        b[k] += pb[k];
-      }
-    } else {
-      // Register k of float lanes k * WT.. holds double registers 2k and 2k + 1.
-      using VH = typename VecOf<float, kBytes / 2>::type;
-#pragma GCC unroll 16
-      for (int k = 0; k < NT; ++k) {
-        const char* ca = reinterpret_cast<const char*>(&pa[k]);
-        const char* cb = reinterpret_cast<const char*>(&pb[k]);
-        a[2 * k] += __builtin_convertvector(Load<VH>(ca), VD);
-        a[2 * k + 1] += __builtin_convertvector(Load<VH>(ca + kBytes / 2), VD);
-        b[2 * k] += __builtin_convertvector(Load<VH>(cb), VD);
-        b[2 * k + 1] += __builtin_convertvector(Load<VH>(cb + kBytes / 2), VD);
-      }
+    for (int64_t k = 0; whole + k < n; ++k) {
+      ta[k] += static_cast<double>(f(x[whole + k]));
+      tb[k] += static_cast<double>(g(x[whole + k], y[whole + k]));
     }
   }
   if (whole == n) {
@@ -206,12 +221,8 @@ TB_INLINE void DoubleSums2(const T* x, const T* y, int64_t n, const F& f, const 
   }
   double la[kLanes], lb[kLanes];
   for (int k = 0; k < kLanes; ++k) {
-    la[k] = a[k / WD][k % WD];
-    lb[k] = b[k / WD][k % WD];
-  }
-  for (int64_t k = 0; whole + k < n; ++k) {
-    la[k] += static_cast<double>(f(x[whole + k]));
-    lb[k] += static_cast<double>(g(x[whole + k], y[whole + k]));
+    la[k] = a[k / WD][k % WD] + ta[k];
+    lb[k] = b[k / WD][k % WD] + tb[k];
   }
   for (int w = kLanes / 2; w > 0; w /= 2) {
     for (int k = 0; k < w; ++k) {
@@ -224,26 +235,33 @@ TB_INLINE void DoubleSums2(const T* x, const T* y, int64_t n, const F& f, const 
 }
 
 template <int kBytes, typename T>
-TB_INLINE void MomentsT(const T* x, int64_t n, T m, double* sum, double* sqdev) {
+TB_INLINE void MomentsT(const T* x, int64_t rows, int64_t stride, int64_t n, T m, double* sum,
+                        double* sqdev) {
   DoubleSums2<kBytes>(
-      x, x, n, [](auto v) { return v; }, [m](auto v, auto) { return (v - m) * (v - m); }, sum,
-      sqdev);
+      x, x, rows, stride, n, [](auto v) { return v; },
+      [m](auto v, auto) { return (v - m) * (v - m); }, sum, sqdev);
 }
 
 template <int kBytes, typename T>
-TB_INLINE void SumDotT(const T* x, const T* dy, int64_t n, T m, double* sum, double* dot) {
+TB_INLINE void SumDotT(const T* x, const T* dy, int64_t rows, int64_t stride, int64_t n, T m,
+                       double* sum, double* dot) {
   DoubleSums2<kBytes>(
-      dy, x, n, [](auto g) { return g; }, [m](auto g, auto v) { return g * (v - m); }, sum, dot);
-}
-
-template <int kBytes, typename T>
-TB_INLINE void ScaleShiftAnyT(const T* x, T* y, int64_t n, T scale, T shift) {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
+      dy, x, rows, stride, n, [](auto g) { return g; }, [m](auto g, auto v) { return g * (v - m); },
+      sum, dot);
 }
 
 template <int kBytes, typename T>
 TB_INLINE void BnBackwardT(const T* x, const T* dy, T* dx, int64_t n, T mean, T gm, T proj, T k) {
   for (int64_t i = 0; i < n; ++i) dx[i] = (dy[i] - gm - (x[i] - mean) * proj) * k;
+}
+
+// BnBackwardT over `rows` rows of n elements, row r at offset r * stride.
+template <int kBytes, typename T>
+TB_INLINE void BnBackwardRowsT(const T* x, const T* dy, T* dx, int64_t rows, int64_t stride,
+                               int64_t n, T mean, T gm, T proj, T k) {
+  for (int64_t r = 0; r < rows; ++r) {
+    BnBackwardT<kBytes>(x + r * stride, dy + r * stride, dx + r * stride, n, mean, gm, proj, k);
+  }
 }
 
 // Layer norm's gradient of one float32 row (see LayerNormBackwardRow in simd_internal.h).
@@ -257,7 +275,7 @@ TB_INLINE void LnBackwardT(const float* x, const float* dy, const float* w, int6
       g = scratch;
     }
     double sum = 0, dot = 0;
-    SumDotT<kBytes>(x, g, n, mean, &sum, &dot);
+    SumDotT<kBytes>(x, g, 1, 0, n, mean, &sum, &dot);
     const auto nd = static_cast<double>(n);
     const float gm = static_cast<float>(sum / nd);
     const float proj = static_cast<float>(static_cast<double>(rstd) * rstd * dot / nd);
@@ -314,30 +332,38 @@ TB_ISA_VERSIONS(void, LayerNorm, LayerNormRowT,
                 (const float* x, float* y, const float* w, const float* b, int64_t n, float eps,
                  float* mean, float* rstd),
                 (x, y, w, b, n, eps, mean, rstd))
-TB_ISA_VERSIONS(void, ScaleShift, ScaleShiftT,
-                (const float* x, float* y, int64_t n, float scale, float shift),
-                (x, y, n, scale, shift))
+TB_ISA_VERSIONS(void, ScaleShiftF32, ScaleShiftT,
+                (const float* x, float* y, int64_t rows, int64_t stride, int64_t n, float scale,
+                 float shift),
+                (x, y, rows, stride, n, scale, shift))
 TB_ISA_VERSIONS(void, MomentsF32, MomentsT,
-                (const float* x, int64_t n, float m, double* s, double* q), (x, n, m, s, q))
+                (const float* x, int64_t rows, int64_t stride, int64_t n, float m, double* s,
+                 double* q),
+                (x, rows, stride, n, m, s, q))
 TB_ISA_VERSIONS(void, MomentsF64, MomentsT,
-                (const double* x, int64_t n, double m, double* s, double* q), (x, n, m, s, q))
+                (const double* x, int64_t rows, int64_t stride, int64_t n, double m, double* s,
+                 double* q),
+                (x, rows, stride, n, m, s, q))
 TB_ISA_VERSIONS(void, SumDotF32, SumDotT,
-                (const float* x, const float* dy, int64_t n, float m, double* s, double* d),
-                (x, dy, n, m, s, d))
+                (const float* x, const float* dy, int64_t rows, int64_t stride, int64_t n, float m,
+                 double* s, double* d),
+                (x, dy, rows, stride, n, m, s, d))
 TB_ISA_VERSIONS(void, SumDotF64, SumDotT,
-                (const double* x, const double* dy, int64_t n, double m, double* s, double* d),
-                (x, dy, n, m, s, d))
-TB_ISA_VERSIONS(void, ScaleShiftF64, ScaleShiftAnyT,
-                (const double* x, double* y, int64_t n, double scale, double shift),
-                (x, y, n, scale, shift))
-TB_ISA_VERSIONS(void, BnBackwardF32, BnBackwardT,
-                (const float* x, const float* dy, float* dx, int64_t n, float mean, float gm,
-                 float proj, float k),
-                (x, dy, dx, n, mean, gm, proj, k))
-TB_ISA_VERSIONS(void, BnBackwardF64, BnBackwardT,
-                (const double* x, const double* dy, double* dx, int64_t n, double mean, double gm,
-                 double proj, double k),
-                (x, dy, dx, n, mean, gm, proj, k))
+                (const double* x, const double* dy, int64_t rows, int64_t stride, int64_t n,
+                 double m, double* s, double* d),
+                (x, dy, rows, stride, n, m, s, d))
+TB_ISA_VERSIONS(void, ScaleShiftF64, ScaleShiftT,
+                (const double* x, double* y, int64_t rows, int64_t stride, int64_t n, double scale,
+                 double shift),
+                (x, y, rows, stride, n, scale, shift))
+TB_ISA_VERSIONS(void, BnBackwardF32, BnBackwardRowsT,
+                (const float* x, const float* dy, float* dx, int64_t rows, int64_t stride,
+                 int64_t n, float mean, float gm, float proj, float k),
+                (x, dy, dx, rows, stride, n, mean, gm, proj, k))
+TB_ISA_VERSIONS(void, BnBackwardF64, BnBackwardRowsT,
+                (const double* x, const double* dy, double* dx, int64_t rows, int64_t stride,
+                 int64_t n, double mean, double gm, double proj, double k),
+                (x, dy, dx, rows, stride, n, mean, gm, proj, k))
 TB_ISA_VERSIONS(void, LnBackward, LnBackwardT,
                 (const float* x, const float* dy, const float* w, int64_t n, float mean, float rstd,
                  float* dx, float* scratch, float* dw, float* db),
@@ -368,11 +394,6 @@ void LayerNormRow(const float* x, float* y, const float* w, const float* b, int6
   f(x, y, w, b, n, eps, mean, rstd);
 }
 
-void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift) {
-  static const ScaleShift_fn f = ScaleShift_pick();
-  f(x, y, n, scale, shift);
-}
-
 // The picked version of a TB_ISA_VERSIONS function, called with `args`.
 #define TB_CALL_PICKED(NAME, ...)              \
   do {                                         \
@@ -385,28 +406,44 @@ void LayerNormBackwardRow(const float* x, const float* dy, const float* w, int64
   TB_CALL_PICKED(LnBackward, x, dy, w, n, mean, rstd, dx, scratch, dw, db);
 }
 
-void Moments(const float* x, int64_t n, float m, double* sum, double* sqdev) {
-  TB_CALL_PICKED(MomentsF32, x, n, m, sum, sqdev);
+void Moments(const float* x, int64_t rows, int64_t stride, int64_t n, float m, double* sum,
+             double* sqdev) {
+  TB_CALL_PICKED(MomentsF32, x, rows, stride, n, m, sum, sqdev);
 }
-void Moments(const double* x, int64_t n, double m, double* sum, double* sqdev) {
-  TB_CALL_PICKED(MomentsF64, x, n, m, sum, sqdev);
+void Moments(const double* x, int64_t rows, int64_t stride, int64_t n, double m, double* sum,
+             double* sqdev) {
+  TB_CALL_PICKED(MomentsF64, x, rows, stride, n, m, sum, sqdev);
 }
-void SumDot(const float* x, const float* dy, int64_t n, float m, double* sum, double* dot) {
-  TB_CALL_PICKED(SumDotF32, x, dy, n, m, sum, dot);
+void SumDot(const float* x, const float* dy, int64_t rows, int64_t stride, int64_t n, float m,
+            double* sum, double* dot) {
+  TB_CALL_PICKED(SumDotF32, x, dy, rows, stride, n, m, sum, dot);
 }
-void SumDot(const double* x, const double* dy, int64_t n, double m, double* sum, double* dot) {
-  TB_CALL_PICKED(SumDotF64, x, dy, n, m, sum, dot);
+void SumDot(const double* x, const double* dy, int64_t rows, int64_t stride, int64_t n, double m,
+            double* sum, double* dot) {
+  TB_CALL_PICKED(SumDotF64, x, dy, rows, stride, n, m, sum, dot);
+}
+void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift) {
+  TB_CALL_PICKED(ScaleShiftF32, x, y, 1, 0, n, scale, shift);
 }
 void ScaleShiftRow(const double* x, double* y, int64_t n, double scale, double shift) {
-  TB_CALL_PICKED(ScaleShiftF64, x, y, n, scale, shift);
+  TB_CALL_PICKED(ScaleShiftF64, x, y, 1, 0, n, scale, shift);
 }
-void BatchNormBackwardRow(const float* x, const float* dy, float* dx, int64_t n, float mean,
-                          float gm, float proj, float k) {
-  TB_CALL_PICKED(BnBackwardF32, x, dy, dx, n, mean, gm, proj, k);
+void ScaleShiftRows(const float* x, float* y, int64_t rows, int64_t stride, int64_t n, float scale,
+                    float shift) {
+  TB_CALL_PICKED(ScaleShiftF32, x, y, rows, stride, n, scale, shift);
 }
-void BatchNormBackwardRow(const double* x, const double* dy, double* dx, int64_t n, double mean,
-                          double gm, double proj, double k) {
-  TB_CALL_PICKED(BnBackwardF64, x, dy, dx, n, mean, gm, proj, k);
+void ScaleShiftRows(const double* x, double* y, int64_t rows, int64_t stride, int64_t n,
+                    double scale, double shift) {
+  TB_CALL_PICKED(ScaleShiftF64, x, y, rows, stride, n, scale, shift);
+}
+void BatchNormBackwardRows(const float* x, const float* dy, float* dx, int64_t rows, int64_t stride,
+                           int64_t n, float mean, float gm, float proj, float k) {
+  TB_CALL_PICKED(BnBackwardF32, x, dy, dx, rows, stride, n, mean, gm, proj, k);
+}
+void BatchNormBackwardRows(const double* x, const double* dy, double* dx, int64_t rows,
+                           int64_t stride, int64_t n, double mean, double gm, double proj,
+                           double k) {
+  TB_CALL_PICKED(BnBackwardF64, x, dy, dx, rows, stride, n, mean, gm, proj, k);
 }
 void ThresholdBackwardRow(const float* g, const float* x, float* out, int64_t n, float th) {
   TB_CALL_PICKED(ThresholdBackwardF32, g, x, out, n, th);

@@ -34,22 +34,34 @@ void LayerNormBackwardRow(const float* x, const float* dy, const float* w, int64
 
 // y[i] = x[i] * scale + shift over [0, n) (not fused: the same bits as the scalar float code).
 void ScaleShiftRow(const float* x, float* y, int64_t n, float scale, float shift);
-
 void ScaleShiftRow(const double* x, double* y, int64_t n, double scale, double shift);
+// The same over `rows` rows of n elements, row r at offset r * stride of x and y.
+void ScaleShiftRows(const float* x, float* y, int64_t rows, int64_t stride, int64_t n, float scale,
+                    float shift);
+void ScaleShiftRows(const double* x, double* y, int64_t rows, int64_t stride, int64_t n,
+                    double scale, double shift);
 
-// Batch norm statistics of a row in double, in kLanes lanes (float32 lanes add 8 elements in
-// float before each step in double): *sum = sum of x, *sqdev = sum of (x - m)^2 (in x's type).
-void Moments(const float* x, int64_t n, float m, double* sum, double* sqdev);
-void Moments(const double* x, int64_t n, double m, double* sum, double* sqdev);
-// *sum = sum of dy, *dot = sum of dy * (x - m), as Moments.
-void SumDot(const float* x, const float* dy, int64_t n, float m, double* sum, double* dot);
-void SumDot(const double* x, const double* dy, int64_t n, double m, double* sum, double* dot);
+// Batch norm statistics of `rows` rows of n elements (row r at x + r * stride) in double, in
+// kLanes lanes over all the rows (float32 lanes add 8 elements of a row in float before each
+// step in double; the rows' tails summed per position, then added to lanes 0..): *sum = sum
+// of x, *sqdev = sum of (x - m)^2 (in x's type).
+void Moments(const float* x, int64_t rows, int64_t stride, int64_t n, float m, double* sum,
+             double* sqdev);
+void Moments(const double* x, int64_t rows, int64_t stride, int64_t n, double m, double* sum,
+             double* sqdev);
+// *sum = sum of dy, *dot = sum of dy * (x - m), as Moments (dy's rows at the same offsets).
+void SumDot(const float* x, const float* dy, int64_t rows, int64_t stride, int64_t n, float m,
+            double* sum, double* dot);
+void SumDot(const double* x, const double* dy, int64_t rows, int64_t stride, int64_t n, double m,
+            double* sum, double* dot);
 
-// dx[i] = (dy[i] - gm - (x[i] - mean) * proj) * k over [0, n) (not fused).
-void BatchNormBackwardRow(const float* x, const float* dy, float* dx, int64_t n, float mean,
-                          float gm, float proj, float k);
-void BatchNormBackwardRow(const double* x, const double* dy, double* dx, int64_t n, double mean,
-                          double gm, double proj, double k);
+// dx[i] = (dy[i] - gm - (x[i] - mean) * proj) * k over `rows` rows of n elements, row r at
+// offset r * stride of x, dy and dx (not fused).
+void BatchNormBackwardRows(const float* x, const float* dy, float* dx, int64_t rows, int64_t stride,
+                           int64_t n, float mean, float gm, float proj, float k);
+void BatchNormBackwardRows(const double* x, const double* dy, double* dx, int64_t rows,
+                           int64_t stride, int64_t n, double mean, double gm, double proj,
+                           double k);
 
 // out[i] = x[i] <= th ? 0 : g[i] over [0, n) (ReLU's gradient; NaN x passes g through).
 void ThresholdBackwardRow(const float* g, const float* x, float* out, int64_t n, float th);

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from tensorbridge import _C, _epilogue, _fuse, _memory
+from tensorbridge import _C, _epilogue, _fuse, _joint, _memory
 from tensorbridge._compile_state import install_fusion_alias, state
 from tensorbridge._config import config
 
@@ -104,7 +104,13 @@ class _Builder:
         self.casts: dict = {}
         # Chains of element-wise nodes the epilogues leave run as one fused node each
         # (tensorbridge._fuse).
-        self.pointwise = _fuse.Emitter(gm, {*self.fused, *self.skipped}) if config.fusion else None
+        # Convolution gradients of zero-padded inputs (tensorbridge._joint).
+        self.padded = _joint.PaddedBackwards(gm)
+        self.pointwise = (
+            _fuse.Emitter(gm, {*self.fused, *self.skipped, *self.padded.all()})
+            if config.fusion
+            else None
+        )
 
     def arg(self, x, list_kind: str = "list"):
         if isinstance(x, torch.fx.Node):
@@ -121,6 +127,8 @@ class _Builder:
         target = n.target
         if n in self.skipped:
             return  # runs inside the fused node of its chain (emitted at the chain's end)
+        if self.padded.emit(self, n):
+            return
         if n in self.fused:
             e = self.fused[n]
             args = [self.arg(a) if isinstance(a, torch.fx.Node) else _const(a) for a in e.args]
@@ -595,10 +603,14 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any
         isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
     )
     kw = {}
-    if needs_autograd and config.recompute:
-        from torch._functorch.partitioners import min_cut_rematerialization_partition
+    if needs_autograd:
+        from torch._functorch.partitioners import (
+            default_partition,
+            min_cut_rematerialization_partition,
+        )
 
-        kw["partition_fn"] = min_cut_rematerialization_partition
+        base = min_cut_rematerialization_partition if config.recompute else default_partition
+        kw["partition_fn"] = _joint.partition_fn(base, min_cut=config.recompute)
     compiled = aot_autograd(
         fw_compiler=fw, bw_compiler=bw, decompositions=_decompositions(needs_autograd), **kw
     )(gm, example_inputs)

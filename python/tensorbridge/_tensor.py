@@ -702,8 +702,7 @@ def _linear_recorded() -> int:
 
 def _linear_backward_node(on: bool) -> None:
     """Whether ``aten::linear`` calls with gradients to record run as one table call with their
-    own backward node (True, the default) or as torch's decomposition (False: for programs whose
-    backward compiled autograd traces, which cannot trace that node)."""
+    own backward node (True, the default) or as torch's decomposition (False)."""
     if _python_key_lib is not None:
         _python_key_lib.tb_python_key_linear_record(1 if on else 0)
 

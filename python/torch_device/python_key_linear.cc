@@ -17,9 +17,10 @@
 // engine like any node's (AccumulateGrad, its hooks and DDP's, tensor hooks,
 // torch.autograd.grad). With create_graph (grad mode on in backward), or operands the table
 // does not take, the backward computes with torch ops (matmul, mm, sum), which autograd records
-// for higher-order gradients. Compiled autograd (torch._dynamo.compiled_autograd) cannot trace
-// the node (it raises "compiled_args not implemented"); tb_python_key_linear_record(0) leaves
-// gradients to the decomposition for such programs.
+// for higher-order gradients. Compiled autograd (torch._dynamo.compiled_autograd) traces the
+// node as torch's own nodes are traced: compiled_args hands it the saved tensors, and
+// apply_with_saved puts a call of a functional backward (the same three formulas in torch ops:
+// mm, sum) into the graph it captures, which its compiler then traces into aten ops.
 //
 // Every other call takes torch's fallback, i.e. the decomposition: a key other than the plain
 // CPU ones (autocast, functorch, the Python dispatcher), a TorchDispatchMode, a torch_dispatch
@@ -32,10 +33,12 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/saved_variable.h>
+#include <torch/csrc/dynamo/compiled_autograd.h>
 
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -101,6 +104,48 @@ tb::Tensor Forward(const LinearIds& ids, const tb::Tensor& x, const tb::Tensor& 
 using torch::autograd::SavedVariable;
 using torch::autograd::variable_list;
 
+// The gradients in torch ops, which autograd records (create_graph) and compiled autograd
+// traces. `x` and `w` are the saved input and weight (undefined where not saved).
+variable_list TorchGradients(const at::Tensor& g, const at::Tensor& x, const at::Tensor& w,
+                             bool want_x, bool want_w, bool want_b) {
+  variable_list out(3);
+  const at::Tensor rows = g.reshape({-1, g.size(-1)});
+  if (want_x) out[0] = at::matmul(g, w);
+  if (want_w) out[1] = rows.t().mm(x.reshape({-1, x.size(-1)}));
+  if (want_b) out[2] = rows.sum(0);
+  return out;
+}
+
+// LinearBackward as compiled autograd calls it: grads = {grad}; args = {want_x, want_w, want_b,
+// then the input where want_w, then the weight where want_x}.
+variable_list FunctionalBackward(const variable_list& grads, const std::vector<c10::IValue>& args) {
+  const bool want_x = args.at(0).toBool();
+  const bool want_w = args.at(1).toBool();
+  const bool want_b = args.at(2).toBool();
+  size_t next = 3;
+  const at::Tensor x = want_w ? args.at(next++).toTensor() : at::Tensor();
+  const at::Tensor w = want_x ? args.at(next++).toTensor() : at::Tensor();
+  if (!grads.at(0).defined()) return variable_list(3);
+  return TorchGradients(grads[0], x, w, want_x, want_w, want_b);
+}
+
+// The name under which compiled autograd's namespace of functional backwards (one per process)
+// holds FunctionalBackward for arguments of this schema, bound on first use. The schemas differ
+// only in how many tensors follow the three flags.
+std::string FunctionalName(PyObject* compiler, const std::vector<at::TypePtr>& schema) {
+  static std::mutex mutex;
+  static std::set<size_t> bound;
+  std::string name = "tensorbridge_LinearBackward" + std::to_string(schema.size());
+  std::lock_guard<std::mutex> lock(mutex);
+  if (bound.count(schema.size()) == 0) {
+    torch::dynamo::autograd::getPyCompilerInterface()->bind_function(
+        compiler, name, FunctionalBackward, schema, /*is_custom_function=*/false,
+        /*is_traceable=*/true);
+    bound.insert(schema.size());
+  }
+  return name;
+}
+
 // The backward of one aten::linear call; its inputs are (input, weight, bias).
 class LinearBackward final : public torch::autograd::Node {
  public:
@@ -130,10 +175,46 @@ class LinearBackward final : public torch::autograd::Node {
       return out;
     }
     // Differentiable torch ops: create_graph, or operands the table path declines.
-    const at::Tensor rows = g.reshape({-1, g.size(-1)});
-    if (want_x) out[0] = at::matmul(g, w);
-    if (want_w) out[1] = rows.t().mm(x.reshape({-1, x.size(-1)}));
-    if (want_b) out[2] = rows.sum(0);
+    return TorchGradients(g, x, w, want_x, want_w, want_b);
+  }
+
+  // Compiled autograd: what the node's backward depends on (its cache key and graph inputs).
+  void compiled_args(torch::dynamo::autograd::CompiledNodeArgs& args) const override {
+    args.collect(input_, /*is_output=*/false);
+    args.collect(weight_, /*is_output=*/false);
+    args.collect(has_bias_);
+  }
+
+  // Compiled autograd: the backward as a call of FunctionalBackward in the graph it captures,
+  // on the saved tensors' proxies.
+  variable_list apply_with_saved(const variable_list& grads,
+                                 torch::dynamo::autograd::SwapSavedVariables& saved) override {
+    saved.before(input_);
+    saved.before(weight_);
+    const at::Tensor x = input_.unpack();
+    const at::Tensor w = weight_.unpack();
+    const bool want_x = w.defined() && task_should_compute_output(0);
+    const bool want_w = x.defined() && task_should_compute_output(1);
+    const bool want_b = has_bias_ && task_should_compute_output(2);
+    std::vector<c10::IValue> args{want_x, want_w, want_b};
+    if (want_w) args.emplace_back(x);
+    if (want_x) args.emplace_back(w);
+    std::vector<at::TypePtr> schema;
+    schema.reserve(args.size());
+    for (const c10::IValue& arg : args) {
+      schema.push_back(arg.isTensor() ? at::TensorType::get() : arg.type());
+    }
+    const auto& py = torch::dynamo::autograd::getPyCompilerInterface();
+    // Bound once per process (the compiler's namespace of functional backwards is global);
+    // its argument types depend on which gradients are wanted, so one name per combination.
+    const std::string fn_name = FunctionalName(saved.get_py_compiler(), schema);
+    using Metadata = std::vector<std::optional<torch::autograd::InputMetadata>>;
+    const c10::IValue output_metadata = torch::dynamo::autograd::IValuePacker<Metadata>::pack(
+        torch::dynamo::autograd::get_input_metadata(next_edges()));
+    variable_list out = py->call_function(saved.get_py_compiler(), "apply_functional", fn_name,
+                                          grads, args, output_metadata);
+    saved.after(input_);
+    saved.after(weight_);
     return out;
   }
 

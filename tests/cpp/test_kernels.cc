@@ -544,6 +544,47 @@ TEST(KernelCountersTest, GlobalCallsCountAsKernelCalls) {
   EXPECT_EQ(c.fallback, 0u);
 }
 
+// ---- convolution gradients of zero-padded inputs ---------------------------------------------
+
+// tensorbridge::convolution_backward_padded on the unpadded input equals
+// aten::convolution_backward on the padded copy, its input gradient cropped back.
+TEST(KernelsTest, PaddedConvolutionBackwardEqualsPaddingFirst) {
+  const Tensor x = RandomFloats({2, 4, 7, 6}, 11), w = RandomFloats({4, 2, 3, 3}, 12);
+  const std::vector<int64_t> stride{2, 1}, padding{1, 0}, dilation{1, 1};
+  // (left, right) of the last dim, then of dim 2; the same as (left, right) per dim in order.
+  const std::vector<int64_t> pads{0, 1, 2, 1}, extra{2, 1, 0, 1};
+  Stack s{x, pads, 0.0};
+  OpTable::Global().Call("aten::constant_pad_nd", s);
+  const Tensor padded = s.at(0).to_tensor();
+  Stack fwd{padded,    w, Value(), stride, padding, dilation, false, std::vector<int64_t>{0, 0},
+            int64_t{2}};
+  const Tensor y = Call1("aten::convolution", fwd);
+  const Tensor g = RandomFloats(y.shape(), 13);
+  const std::vector<bool> mask{true, true, true};
+  Stack want{g,       padded,   w,     std::vector<int64_t>{4},    stride,
+             padding, dilation, false, std::vector<int64_t>{0, 0}, int64_t{2},
+             mask};
+  OpTable::Global().Call("aten::convolution_backward", want);
+  Stack got{g, x, w, stride, padding, dilation, int64_t{2}, mask, extra};
+  OpTable::Global().Call("tensorbridge::convolution_backward_padded", got);
+  ASSERT_EQ(got.size(), 3u);
+  const std::vector<int64_t> crop{0, -1, -2, -1};
+  Stack cropped{want.at(0).to_tensor(), crop, 0.0};
+  OpTable::Global().Call("aten::constant_pad_nd", cropped);
+  const std::vector<Tensor> pairs[] = {{got.at(0).to_tensor(), cropped.at(0).to_tensor()},
+                                       {got.at(1).to_tensor(), want.at(1).to_tensor()},
+                                       {got.at(2).to_tensor(), want.at(2).to_tensor()}};
+  for (const auto& pair : pairs) {
+    ASSERT_EQ(pair[0].shape(), pair[1].shape());
+    const std::vector<float> a = Values<float>(pair[0]), b = Values<float>(pair[1]);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5f) << i;
+  }
+  EXPECT_EQ(got.at(0).to_tensor().shape(), x.shape());
+  // Negative or miscounted extra padding is an error naming the op.
+  Stack bad{g, x, w, stride, padding, dilation, int64_t{2}, mask, std::vector<int64_t>{1, 1}};
+  EXPECT_THROW(OpTable::Global().Call("tensorbridge::convolution_backward_padded", bad), Error);
+}
+
 // ---- oneDNN set-up -----------------------------------------------------------------------------
 
 TEST(OneDnnTest, VersionAndIsa) {

@@ -255,6 +255,44 @@ def test_convolution_residual_and_activation(dtype, act):
     assert "tensorbridge::convolution_epilogue(" in dump and f"'add,{act}'" in dump
 
 
+class ConvReshapeAct(torch.nn.Module):
+    """A convolution whose result is reshaped (or copied into another layout) before its
+    activation: the steps after a reshape do not fold into the convolution."""
+
+    def __init__(self, reshape):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 6, 1)
+        self.reshape = reshape
+
+    def forward(self, x):
+        y = self.conv(x)
+        if self.reshape == "view":
+            y = y.view(2, -1)
+        elif self.reshape == "reshape":
+            y = y.reshape(2, 6, 16)
+        else:
+            y = y.contiguous()
+        return y.tanh()
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference", "training"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+@pytest.mark.parametrize("reshape", ["view", "reshape", "contiguous"])
+def test_convolution_steps_stop_at_a_reshape(reshape, channels_last, grad):
+    if reshape == "view" and channels_last:
+        pytest.skip("view of a channels-last result raises in torch itself")
+    torch.manual_seed(0)
+    m = ConvReshapeAct(reshape)
+    x = torch.randn(2, 8, 4, 4)
+    if channels_last:
+        m, x = m.to(memory_format=torch.channels_last), x.to(memory_format=torch.channels_last)
+    got, want, _ = _plans(m, x, grad=grad)
+    ref = m(x)
+    assert got.shape == ref.shape and got.stride() == ref.stride()
+    _close(got.detach(), ref.detach(), torch.float32)
+    _close(got.detach(), want.detach(), torch.float32)
+
+
 class PadConvBnBlock(torch.nn.Module):
     """MobileNet's and ResNet's blocks: zero padding (asymmetric, as TF-style "same" padding),
     convolution, inference batch norm, then ReLU6 / hardtanh / ReLU / a residual and ReLU /

@@ -359,6 +359,62 @@ def test_eager_training_step_of_zoo_models(no_fallback, name):
     assert zoo.grad_error(got_grads, want_grads) < 1e-4
 
 
+@pytest.mark.parametrize("wants", _WANTS)
+@pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])
+def test_compiled_autograd_traces_the_node(no_fallback, bias, wants):
+    from torch._dynamo import compiled_autograd
+
+    x, w, b = _operands(_XL, bias, wants, wrap=True)
+    tx, tw, tb_ = _operands(_XL, bias, wants, wrap=False)
+    graphs = []
+
+    def compiler(gm):
+        graphs.append(gm.code)
+        return torch.compile(gm, backend="tensorbridge", fullgraph=True)
+
+    torch._dynamo.reset()
+    for _step in range(2):  # the second backward reuses the compiled graph
+        for t in (x, w, b, tx, tw, tb_):
+            if t is not None:
+                t.grad = None
+        out = torch.nn.functional.linear(x, w, b)
+        assert out.grad_fn.name() == _NAME
+        with compiled_autograd._enable(compiler):
+            (out * out).sum().backward()
+        want = torch.nn.functional.linear(tx, tw, tb_)
+        (want * want).sum().backward()
+        for got, ref in ((x, tx), (w, tw), (b, tb_)):
+            if ref is None:
+                continue
+            assert (got.grad is None) == (ref.grad is None)
+            if ref.grad is not None:
+                assert type(got.grad) is tb.Tensor
+                _close(got.grad, ref.grad)
+    assert len(graphs) == 1 and "tensorbridge_LinearBackward" in graphs[0]
+
+
+def test_compiled_autograd_with_saved_tensor_hooks(no_fallback):
+    from torch._dynamo import compiled_autograd
+
+    x, w, b = _operands(_XL, True, "xwb", wrap=True)
+    tx, tw, tb_ = _operands(_XL, True, "xwb", wrap=False)
+    unpacked = []
+
+    def unpack(t):
+        unpacked.append(tuple(t.shape))
+        return t
+
+    torch._dynamo.reset()
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        out = torch.nn.functional.linear(x, w, b).tanh()
+    with compiled_autograd._enable(lambda gm: torch.compile(gm, backend="eager")):
+        out.sum().backward()
+    torch.nn.functional.linear(tx, tw, tb_).tanh().sum().backward()
+    assert (3, 6) in unpacked and (2, 5, 6) in unpacked
+    for got, want in ((x, tx), (w, tw), (b, tb_)):
+        _close(got.grad, want.grad)
+
+
 def test_switched_off_records_the_decomposition(no_fallback):
     x, w, _ = _operands(_XL, False, "w", wrap=True)
     _tensor._linear_backward_node(False)
