@@ -252,7 +252,8 @@ def main(argv=None) -> None:
         if sym not in uses
         and any(pg in at_import for pg in range(addr // PAGE * PAGE, addr + max(size, 1), PAGE))
     ]
-    hot_bytes = sum(size for _, size, sym in syms if sym in set(hot))
+    listed = set(hot)
+    hot_bytes = sum(size for _, size, sym in syms if sym in listed)
     sections = list(dict.fromkeys(section_of(n) for n in hot))
     with open(args.out, "w") as f:
         f.write(
