@@ -41,7 +41,8 @@ measured in one run, one row per model, on the same weights and inputs:
   /proc/self/clear_refs``, Linux >= 4.0) and one more step runs. The cell is ``VmHWM`` minus
   the RSS after building the model: the step's activations, gradients and workspace plus what
   the backend keeps resident after compiling (compiled code, caches, buffers held between
-  calls; the JSON gives that part as ``resident_mb``). Where the reset is refused the peak
+  calls; the JSON gives that part as ``resident_mb``; code counts as the kernel maps it, each
+  executed page with its 64 KB neighbourhood). Where the reset is refused the peak
   includes the compile (the JSON says ``hwm_reset: false``).
 
 Speed ratios are peer time / tensorbridge time on the minimum of repeats (> 1.00x:

@@ -297,11 +297,11 @@ def test_broadcast_copies_and_casts_over_many_short_rows():
     ]:
         x = torch.randn(src, generator=g)
         for fn in (
-            lambda t: t.expand(shape).contiguous(),
-            lambda t: t.expand(shape).to(torch.float64),
-            lambda t: t.expand(shape).to(torch.bfloat16),
-            lambda t: t.expand(shape) * 2 + 1,
-            lambda t: t.expand(shape).movedim(0, -1).contiguous(),
+            lambda t, s=shape: t.expand(s).contiguous(),
+            lambda t, s=shape: t.expand(s).to(torch.float64),
+            lambda t, s=shape: t.expand(s).to(torch.bfloat16),
+            lambda t, s=shape: t.expand(s) * 2 + 1,
+            lambda t, s=shape: t.expand(s).movedim(0, -1).contiguous(),
         ):
             _check(fn, x)
 
