@@ -165,12 +165,11 @@ def test_convolution_backward_padded_kernel(dtype):
     )
     g = torch.randn_like(y)
     y.backward(g)
-    for mask in ([True, True, False], [False, True, False], [True, False, True]):
-        gi, gw, gb = _C.call(
+
+    def padded_backward(mask, extra):  # stride (2, 1), padding (1, 0), dilation 1, 2 groups
+        return _C.call(
             "tensorbridge::convolution_backward_padded",
-            tb.wrap(g),
-            tb.wrap(x),
-            tb.wrap(w),
+            *(tb.wrap(t) for t in (g, x, w)),
             [2, 1],
             [1, 0],
             [1, 1],
@@ -178,6 +177,9 @@ def test_convolution_backward_padded_kernel(dtype):
             mask,
             extra,
         )
+
+    for mask in ([True, True, False], [False, True, False], [True, False, True]):
+        gi, gw, gb = padded_backward(mask, extra)
         tol = {"rtol": 2e-2, "atol": 5e-2} if dtype == torch.bfloat16 else {}
         if mask[0]:
             torch.testing.assert_close(torch.from_dlpack(gi), xr.grad, **tol)
@@ -188,16 +190,5 @@ def test_convolution_backward_padded_kernel(dtype):
             want_b = g.to(acc).sum((0, 2, 3)).to(dtype)
             torch.testing.assert_close(torch.from_dlpack(gb), want_b, **tol)
     with pytest.raises(ValueError, match="expected 4 extra padding values, got 2"):
-        _C.call(
-            "tensorbridge::convolution_backward_padded",
-            tb.wrap(g),
-            tb.wrap(x),
-            tb.wrap(w),
-            [2, 1],
-            [1, 0],
-            [1, 1],
-            2,
-            [True, True, False],
-            [1, 1],
-        )
+        padded_backward([True, True, False], [1, 1])
     assert np.isfinite(torch.from_dlpack(gi).float().numpy()).all()
