@@ -273,7 +273,9 @@ bool OneDnnMatmul(const char* op, Tensor a, Tensor w, const Tensor* bias, const 
       auto desc = bias != nullptr ? dnnl::matmul::desc(a_md, w_md, bias_md, o_md)
                                   : dnnl::matmul::desc(a_md, w_md, o_md);
       dnnl::matmul::primitive_desc pd(desc, attr, onednn::Engine());
-      return MatmulPrim{dnnl::primitive(dnnl::matmul(pd)), pd.weights_desc()};
+      MatmulPrim made{dnnl::primitive(dnnl::matmul(pd)), pd.weights_desc()};
+      onednn::CountCreated(made.prim);
+      return made;
     });
   } catch (const dnnl::error& e) {
     if (onednn::IsUnimplemented(e)) return false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -45,12 +46,38 @@ std::string OneDnnEffectiveIsa() {
   }
 }
 
+std::map<std::string, int64_t> OneDnnPrimitivesCreated() {
+  std::lock_guard<std::mutex> lock(onednn::CreatedMutex());
+  return onednn::CreatedCounts();
+}
+
 std::string OneDnnVersion() {
   const dnnl_version_t* v = dnnl_version();
   return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
 namespace onednn {
+
+std::mutex& CreatedMutex() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+
+std::map<std::string, int64_t>& CreatedCounts() {
+  static auto* counts = new std::map<std::string, int64_t>();
+  return *counts;
+}
+
+void CountCreated(const dnnl::primitive& prim) {
+  const char* name = nullptr;
+  if (dnnl_primitive_desc_query(prim.get_primitive_desc(), dnnl_query_impl_info_str, 0, &name) !=
+          dnnl_success ||
+      name == nullptr) {
+    name = "unknown";
+  }
+  std::lock_guard<std::mutex> lock(CreatedMutex());
+  ++CreatedCounts()[name];
+}
 
 dnnl::engine& Engine() {
   static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
@@ -141,6 +168,7 @@ dnnl::primitive Cached(const std::string& key, const std::function<dnnl::primiti
     if (it != cache->end()) return it->second;
   }
   dnnl::primitive p = make();  // outside the lock: creation can take milliseconds
+  CountCreated(p);
   std::lock_guard<std::mutex> lock(mu);
   return cache->emplace(key, p).first->second;
 }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -47,6 +48,12 @@ void Execute(const dnnl::primitive& prim, std::unordered_map<int, dnnl::memory> 
 
 // Returns the cached primitive for `key`, creating it with `make` on first use.
 dnnl::primitive Cached(const std::string& key, const std::function<dnnl::primitive()>& make);
+
+// Counts `prim` under its implementation name (tb::OneDnnPrimitivesCreated()). Cached() counts
+// what it creates; a cache of its own (CachedValue) calls this from its `make`.
+void CountCreated(const dnnl::primitive& prim);
+std::mutex& CreatedMutex();
+std::map<std::string, int64_t>& CreatedCounts();  // guarded by CreatedMutex()
 
 // The oneDNN data type of a DType; NotImplementedError naming `op` when there is none.
 dnnl::memory::data_type DataType(DType dtype, const char* op);

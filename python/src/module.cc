@@ -40,7 +40,11 @@ PYBIND11_MODULE(_C, m) {
         d["version"] = tb::OneDnnVersion();
         d["effective_isa"] = tb::OneDnnEffectiveIsa();
         d["isa_capped"] = tb::OneDnnIsaCapped();
+        py::dict created;
+        for (const auto& [name, count] : tb::OneDnnPrimitivesCreated()) created[name.c_str()] = count;
+        d["primitives_created"] = created;
         return d;
       },
-      "oneDNN's version, the CPU ISA it dispatches to, and whether tensorbridge capped it.");
+      "oneDNN's version, the CPU ISA it dispatches to, whether tensorbridge capped it, and how "
+      "many primitives the kernels created, by implementation name.");
 }
