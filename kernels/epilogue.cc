@@ -12,8 +12,10 @@
 //       float32 / bfloat16: one oneDNN matmul, bias as its bias argument, the activations as
 //       eltwise post-ops and the residual as a binary add post-op, computed in float32 and
 //       rounded once into `dtype`; relu runs after the primitive, in place (oneDNN's relu turns
-//       NaN into 0, torch's keeps it). Other dtypes, or a combination oneDNN lacks: the ATen ops
-//       one after the other.
+//       NaN into 0, torch's keeps it). float32 with few rows or a short inner dimension
+//       (kernels::SmallGemm): the small-product kernels with the bias, then the steps as the
+//       ATen ops, rounded once into `dtype`. Other dtypes, or a combination oneDNN lacks: the
+//       ATen ops one after the other.
 //       pack >= 0 (inference plans whose weight is a plan input): the weight, cast and reordered
 //       into the layout the primitive prefers, is kept under that id for the next calls while
 //       the same memory is bound; the plan drops it (tensorbridge::drop_packed) when the
@@ -45,6 +47,7 @@
 #include "kernels/common_internal.h"
 #include "kernels/conv_internal.h"
 #include "kernels/cpu/simd_internal.h"
+#include "kernels/linear_internal.h"
 #include "kernels/loops_internal.h"
 #include "kernels/norm_internal.h"
 #include "kernels/onednn/onednn_internal.h"
@@ -367,7 +370,19 @@ Tensor MatmulEpilogue(const Tensor& input, const Tensor& weight, const std::opti
                       (!bias.has_value() || OneDnnType(bias->dtype())) &&
                       (!residual.has_value() || OneDnnType(residual->dtype())) && numel > 0 &&
                       input.size(nd - 1) > 0;
+  // The steps on a fresh result as the ATen ops apply them, then rounded into `dtype`.
+  auto finish = [&](Tensor t) {
+    t = ApplySteps(steps, t.contiguous(), residual.has_value() ? &*residual : nullptr);
+    if (t.dtype() != dtype) t = Cast(t, dtype);
+    return t.reshape(IntArrayRef(shape.data(), shape.size()));
+  };
   Tensor out;
+  // float32 with few rows or a short inner dimension: the small-product kernels add the bias,
+  // and the steps follow in float32.
+  if (numel > 0 && (!bias.has_value() || bias->dtype() == DType::kFloat32) &&
+      kernels::SmallGemm(input, w, bias.has_value() ? &*bias : nullptr, 1.0, 0.0, &out)) {
+    return finish(out);
+  }
   if (onednn) {
     Tensor res = residual.has_value() ? residual->reshape(od.ref()) : Tensor();
     if (OneDnnMatmul(op, input, w, bias.has_value() ? &*bias : nullptr,
@@ -381,9 +396,7 @@ Tensor MatmulEpilogue(const Tensor& input, const Tensor& weight, const std::opti
   if (w.dtype() != input.dtype()) w = Cast(w, input.dtype());
   out = (nd == 2 ? mm : bmm)(input, w).tensor();
   if (bias.has_value()) out = add(out, *bias).tensor();
-  out = ApplySteps(steps, out.contiguous(), residual.has_value() ? &*residual : nullptr);
-  if (out.dtype() != dtype) out = Cast(out, dtype);
-  return out.reshape(IntArrayRef(shape.data(), shape.size()));
+  return finish(out);
 }
 
 // The "hardtanh:lo:hi" step a convolution's epilogue may end with (ReLU6 is hardtanh:0:6),

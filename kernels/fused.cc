@@ -5,8 +5,9 @@
 //   tensorbridge::addmm_act(self, mat1, mat2, beta, alpha, activation, approximate)
 //       = activation(addmm(self, mat1, mat2, beta, alpha)); activation "relu" or "gelu"
 //       (approximate "none" or "tanh", as aten::gelu).
-//       float32 with a bias vector, beta = alpha = 1 and row- or column-major operands: one
-//       oneDNN primitive with the bias as its bias argument and gelu as an eltwise post-op
+//       float32 with a bias vector, beta = alpha = 1: few rows or a short inner dimension on
+//       the small-product kernels (kernels::SmallGemm), then the activation in place; else,
+//       with row- or column-major operands, one oneDNN primitive with the bias as its bias argument and gelu as an eltwise post-op
 //       (relu in place after it, keeping NaN as torch does) (an inner product on the weight as
 //       stored when mat2 is a row-major weight's transpose and mat1 has few rows, else a matmul).
 //       Otherwise aten::addmm then the activation in place on its fresh result.
@@ -24,6 +25,7 @@
 #include "dispatch/op_table.h"
 #include "kernels/common_internal.h"
 #include "kernels/conv_internal.h"
+#include "kernels/cpu/small_gemm_internal.h"
 #include "kernels/linear_internal.h"
 #include "kernels/onednn/onednn_internal.h"
 
@@ -59,6 +61,34 @@ bool MatrixStrides(const Tensor& t, dnnl::memory::dims* strides) {
 }
 
 }  // namespace
+
+bool SmallGemm(const Tensor& a, const Tensor& b, const Tensor* bias, double alpha, double beta,
+               Tensor* out) {
+  auto f32 = [](const Tensor& t) { return t.dtype() == DType::kFloat32; };
+  if (!f32(a) || !f32(b) || (bias != nullptr && !f32(*bias)) ||
+      (out->defined() && (!f32(*out) || !out->is_contiguous()))) {
+    return false;
+  }
+  const int d = static_cast<int>(a.ndim()) - 2;  // the row dimension: 0, or 1 in a batch
+  const int64_t nb = d == 1 ? a.size(0) : 1, m = a.size(d), k = a.size(d + 1), n = b.size(d + 1);
+  if ((m > kSmallRows && k > kSmallInner) || k == 0 || nb * m * n * k > kSmallMacs) return false;
+  const small_gemm::Mat b0{b.data_as<const float>(), b.stride(d), b.stride(d + 1)};
+  if (!small_gemm::Vectorised(k, b0)) return false;
+  if (!out->defined()) {
+    *out = Tensor::Empty(d == 1 ? Dims{nb, m, n} : Dims{m, n}, DType::kFloat32);
+  }
+  Tensor bc = bias != nullptr ? bias->contiguous() : Tensor();
+  const float* pbias = bias != nullptr ? bc.data_as<const float>() : nullptr;
+  float* pc = static_cast<float*>(out->mutable_data());
+  for (int64_t i = 0; i < nb; ++i) {
+    const int64_t ao = d == 1 ? i * a.stride(0) : 0, bo = d == 1 ? i * b.stride(0) : 0;
+    const small_gemm::Mat ai{a.data_as<const float>() + ao, a.stride(d), a.stride(d + 1)};
+    const small_gemm::Mat bi{b0.p + bo, b0.rs, b0.cs};
+    small_gemm::Gemm(m, n, k, static_cast<float>(alpha), ai, bi, pbias, static_cast<float>(beta),
+                     pc + i * m * n, n);
+  }
+  return true;
+}
 
 bool OneDnnLinear(const char* op, const Tensor& bias, Tensor a, Tensor b, LinearAct act,
                   Tensor* out) {
@@ -200,8 +230,12 @@ Tensor AddmmAct(const Tensor& self, const Tensor& mat1, const Tensor& mat2, cons
     // gelu is oneDNN's post-op; relu runs after, in place: oneDNN's relu turns NaN into 0
     // where torch's keeps it.
     const Act post = act == Act::kRelu ? Act::kNone : act;
-    // Few rows: the inner product (a matrix-vector product at batch 1) is several times faster
-    // than oneDNN 2.6's matmul on the transposed weight.
+    // Few rows: the small-product kernels, else the inner product (a matrix-vector product at
+    // batch 1), several times faster than oneDNN 2.6's matmul on the transposed weight.
+    if (kernels::SmallGemm(mat1, mat2, &self, 1.0, 0.0, &out)) {
+      ActivateInPlace(kOp, out, act);
+      return out;
+    }
     if ((mat1.size(0) <= kInnerProductRows &&
          kernels::OneDnnInnerProduct(kOp, &self, mat1, mat2, post, &out)) ||
         kernels::OneDnnLinear(kOp, self, mat1, mat2, post, &out)) {

@@ -1,7 +1,8 @@
 // Matrix products: aten::mm, addmm, bmm, baddbmm, mv, addmv, dot, vdot.
 //
 // Every product runs through BatchedGemm (out[b] = alpha * a[b] @ b[b] + beta * out[b]):
-// float32 and bfloat16 on oneDNN's matmul primitive (alpha as an output scale, beta as a sum
+// float32 with few rows or a short inner dimension on the small-product kernels
+// (kernels::SmallGemm), other float32 and bfloat16 on oneDNN's matmul primitive (alpha as an output scale, beta as a sum
 // post-op), float16 as float32 on oneDNN, float64 and the integer types on Eigen.
 #include <algorithm>
 #include <cmath>
@@ -211,6 +212,10 @@ void BatchedGemm(const char* op, const Tensor& out, const Tensor& a, const Tenso
     });
     return;
   }
+  if (dt == DType::kFloat32) {
+    Tensor o = out;
+    if (kernels::SmallGemm(a, b, nullptr, alpha, beta, &o)) return;
+  }
   if (dt == DType::kFloat32 || dt == DType::kBFloat16) {
     try {
       OneDnnGemm(op, out, a, b, alpha, beta);
@@ -302,11 +307,12 @@ Tensor Mm(const Tensor& self, const Tensor& mat2) {
   // Tiny products (k * m * n < 400) take the plain loop: a oneDNN call (inner product or
   // gemm) costs more than the product itself there.
   const bool tiny = self.size(1) > 0 && self.size(1) * self.size(0) * mat2.size(1) < kSmallBmm;
-  // A few rows times a transposed row-major weight (linear layers at small batch): the inner
-  // product reads the weight as stored.
+  // A few rows times a transposed row-major weight (linear layers at small batch): the
+  // small-product kernels, else the inner product, read the weight as stored.
   if (!tiny && self.dtype() == DType::kFloat32 && self.size(0) <= kernels::kInnerProductRows) {
     Tensor out;
-    if (kernels::OneDnnInnerProduct(kOp, nullptr, self, mat2, kernels::LinearAct::kNone, &out)) {
+    if (kernels::SmallGemm(self, mat2, nullptr, 1.0, 0.0, &out) ||
+        kernels::OneDnnInnerProduct(kOp, nullptr, self, mat2, kernels::LinearAct::kNone, &out)) {
       return out;
     }
   }
@@ -339,6 +345,7 @@ Tensor Addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const S
   if (self.dtype() == DType::kFloat32 && mat1.dtype() == DType::kFloat32 && bias_vector &&
       a == 1.0 && b == 1.0) {
     Tensor out;
+    if (kernels::SmallGemm(mat1, mat2, &self, 1.0, 0.0, &out)) return out;
     if (mat1.size(0) <= kernels::kInnerProductRows &&
         kernels::OneDnnInnerProduct(kOp, &self, mat1, mat2, kernels::LinearAct::kNone, &out)) {
       return out;

@@ -1,5 +1,6 @@
 // Private to kernels/: what the ISA-dispatched vector files of kernels/cpu/ (simd.cc,
-// pool_max_vec.cc, attention_vec.cc, attention_gemm.cc) share.
+// pool_max_vec.cc, attention_vec.cc,
+// attention_gemm.cc, small_gemm.cc) share.
 // Include it in a .cc file only: it turns off GCC's note about vector arguments' ABI, true for
 // those files, whose vectors pass by value between their own inline functions and never cross
 // the library's ABI.
