@@ -1,7 +1,9 @@
 // float32 products on register-blocked micro-kernels (see kernels/cpu/small_gemm_internal.h):
 // AVX-512 (8 rows x 48 columns, and dot products along k for a transposed weight), AVX2 + FMA
 // (6 rows x 16 columns) and scalar code, picked once per process from the CPU's features
-// (capped by TB_MAX_CPU_ISA, as kernels/cpu/attention_vec.cc's loops).
+// (capped by TB_MAX_CPU_ISA, as kernels/cpu/attention_vec.cc's loops). The register loops are
+// unrolled by pragma: GCC then keeps the accumulator arrays in registers, where without it it
+// stores every accumulator to the stack on each step of k.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -52,25 +54,36 @@ TB_AVX512 TB_INLINE void Micro512(int64_t k, float alpha, Mat A, const float* b,
                                   const float* bias, float beta, float* c, int64_t ldc,
                                   const __mmask16* mask) {
   __m512 acc[R][V];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
     for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < k; ++p) {
     __m512 bv[V];
+#pragma GCC unroll 4
     for (int v = 0; v < V; ++v) bv[v] = _mm512_maskz_loadu_ps(mask[v], b + p * ldb + 16 * v);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 x = _mm512_set1_ps(A.p[r * A.rs + p * A.cs]);
+#pragma GCC unroll 4
       for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
     for (int v = 0; v < V; ++v) {
       float* out = c + r * ldc + 16 * v;
       __m512 y = _mm512_mul_ps(acc[r][v], va);
       if (beta != 0.0f) y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask[v], out), vb, y);
       if (bias != nullptr) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask[v], bias + 16 * v));
-      _mm512_mask_storeu_ps(out, mask[v], y);
+      if (mask[v] == 0xFFFF) {  // whole vectors: plain stores (masked ones are slower on AMD)
+        _mm512_storeu_ps(out, y);
+      } else {
+        _mm512_mask_storeu_ps(out, mask[v], y);
+      }
     }
   }
 }
@@ -120,50 +133,82 @@ TB_AVX512 void Gemm512(int64_t m, int64_t n, int64_t k, float alpha, Mat A, cons
 }
 
 // ---- AVX-512, b the transpose of a row-major weight: dot products along k ----------------
-// R rows of a (contiguous, row stride lda) against C weight rows (row stride ldw), 16 lanes
-// of k at a time, each sum reduced at the end.
+// R rows of a (contiguous, row stride lda) against C = 16 / R weight rows (row stride ldw), 16
+// lanes of k at a time in R * C <= 16 accumulators, reduced together at the end.
 
-template <int R, int C>
-TB_AVX512 TB_INLINE void Dot512(int64_t k, float alpha, const float* a, int64_t lda,
-                                const float* w, int64_t ldw, const float* bias, float beta,
-                                float* c, int64_t ldc) {
-  __m512 acc[R][C];
-  for (int r = 0; r < R; ++r) {
-    for (int q = 0; q < C; ++q) acc[r][q] = _mm512_setzero_ps();
+// Lane i of the result: the sum of v[i]'s lanes permuted: v[i]'s sum is at lane SumLane(i).
+// Four rounds of shuffles and adds (16 vectors to 8, 4, 2, 1).
+TB_AVX512 TB_INLINE __m512 Sum16(const __m512* v) {
+  __m512 z[8], w[4], t[2];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // lanes 0-7: v[2i]'s partial sums, 8-15: v[2i + 1]'s
+    z[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
   }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // 128-bit lane L: 4 partial sums of v[4i + L]
+    w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(z[2 * i], z[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(z[2 * i], z[2 * i + 1], 0xDD));
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) {  // lane L: 2 partial sums each of v[8i + L] and v[8i + 4 + L]
+    t[i] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0x88),
+                         _mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0xDD));
+  }
+  // lane L: the sums of v[L], v[4 + L], v[8 + L], v[12 + L]
+  return _mm512_add_ps(_mm512_shuffle_ps(t[0], t[1], 0x88), _mm512_shuffle_ps(t[0], t[1], 0xDD));
+}
+
+// Where Sum16 leaves the sum of v[i].
+constexpr int SumLane(int i) { return 4 * (i % 4) + i / 4; }
+
+template <int R>
+TB_AVX512 TB_INLINE void Dot512(int64_t k, float alpha, const float* a, int64_t lda,
+                                const float* w, int64_t ldw, int64_t cols, const float* bias,
+                                float beta, float* c, int64_t ldc) {
+  constexpr int C = 16 / R;
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+  const float* wq[C];  // past the last column: the last one again, not stored
+#pragma GCC unroll 16
+  for (int q = 0; q < C; ++q) wq[q] = w + std::min<int64_t>(q, cols - 1) * ldw;
   for (int64_t p = 0; p < k; p += 16) {
     const __mmask16 mask =
         k - p >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << static_cast<unsigned>(k - p)) - 1u);
-    __m512 wv[C];
-    for (int q = 0; q < C; ++q) wv[q] = _mm512_maskz_loadu_ps(mask, w + q * ldw + p);
-    for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_maskz_loadu_ps(mask, a + r * lda + p);
-      for (int q = 0; q < C; ++q) acc[r][q] = _mm512_fmadd_ps(x, wv[q], acc[r][q]);
+    __m512 x[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) x[r] = _mm512_maskz_loadu_ps(mask, a + r * lda + p);
+#pragma GCC unroll 16
+    for (int q = 0; q < C; ++q) {
+      const __m512 wv = _mm512_maskz_loadu_ps(mask, wq[q] + p);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r * C + q] = _mm512_fmadd_ps(x[r], wv, acc[r * C + q]);
     }
   }
+  const __m512 sums = Sum16(acc);
+  const __mmask16 out = __mmask16((1u << static_cast<unsigned>(cols)) - 1u);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    for (int q = 0; q < C; ++q) {
-      float* out = c + r * ldc + q;
-      *out = Out(_mm512_reduce_add_ps(acc[r][q]), alpha, beta, out,
-                 bias != nullptr ? bias + q : nullptr);
-    }
+    alignas(64) int idx[16] = {};
+    for (int q = 0; q < C; ++q) idx[q] = SumLane(r * C + q);
+    __m512 y = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_load_si512(idx), sums), va);
+    float* row = c + r * ldc;
+    if (beta != 0.0f) y = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(out, row), vb, y);
+    if (bias != nullptr) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(out, bias));
+    _mm512_mask_storeu_ps(row, out, y);
   }
 }
 
-// C weight rows at a time: as many as keep R * C accumulators within 16 registers.
 template <int R>
 TB_AVX512 void DotRows512(int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                           const float* w, int64_t ldw, const float* bias, float beta, float* c,
                           int64_t ldc) {
-  constexpr int C = R <= 2 ? 8 : R <= 4 ? 4 : 2;
-  int64_t j = 0;
-  for (; j + C <= n; j += C) {
-    Dot512<R, C>(k, alpha, a, lda, w + j * ldw, ldw, bias != nullptr ? bias + j : nullptr, beta,
-                 c + j, ldc);
-  }
-  for (; j < n; ++j) {
-    Dot512<R, 1>(k, alpha, a, lda, w + j * ldw, ldw, bias != nullptr ? bias + j : nullptr, beta,
-                 c + j, ldc);
+  constexpr int64_t C = 16 / R;
+  for (int64_t j = 0; j < n; j += C) {
+    Dot512<R>(k, alpha, a, lda, w + j * ldw, ldw, std::min(C, n - j),
+              bias != nullptr ? bias + j : nullptr, beta, c + j, ldc);
   }
 }
 
@@ -204,10 +249,12 @@ TB_AVX2 TB_INLINE void Micro256(int64_t k, float alpha, Mat A, const float* b, i
                                 const float* bias, float beta, float* c, int64_t ldc,
                                 const __m256i* mask) {
   __m256 acc[R][2];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
     const __m256 b0 = _mm256_maskload_ps(b + p * ldb, mask[0]);
     const __m256 b1 = _mm256_maskload_ps(b + p * ldb + 8, mask[1]);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256 x = _mm256_set1_ps(A.p[r * A.rs + p * A.cs]);
       acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
@@ -215,7 +262,9 @@ TB_AVX2 TB_INLINE void Micro256(int64_t k, float alpha, Mat A, const float* b, i
     }
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
     for (int v = 0; v < 2; ++v) {
       float* out = c + r * ldc + 8 * v;
       __m256 y = _mm256_mul_ps(acc[r][v], va);
