@@ -71,7 +71,10 @@ bool SmallGemm(const Tensor& a, const Tensor& b, const Tensor* bias, double alph
   }
   const int d = static_cast<int>(a.ndim()) - 2;  // the row dimension: 0, or 1 in a batch
   const int64_t nb = d == 1 ? a.size(0) : 1, m = a.size(d), k = a.size(d + 1), n = b.size(d + 1);
-  if ((m > kSmallRows && k > kSmallInner) || k == 0 || nb * m * n * k > kSmallMacs) return false;
+  const int64_t macs = nb * m * n * k;
+  if (k == 0 || (m <= kSmallRows ? macs > kSmallMacs : k > kSmallInner || macs > kShortInnerMacs)) {
+    return false;
+  }
   const small_gemm::Mat b0{b.data_as<const float>(), b.stride(d), b.stride(d + 1)};
   if (!small_gemm::Vectorised(k, b0)) return false;
   if (!out->defined()) {
@@ -80,12 +83,19 @@ bool SmallGemm(const Tensor& a, const Tensor& b, const Tensor* bias, double alph
   Tensor bc = bias != nullptr ? bias->contiguous() : Tensor();
   const float* pbias = bias != nullptr ? bc.data_as<const float>() : nullptr;
   float* pc = static_cast<float*>(out->mutable_data());
+  // Products of kParallelMacs multiply-adds or more split their columns across threads, in
+  // blocks of kParallelCols; smaller ones run on the calling thread.
+  constexpr int64_t kParallelMacs = int64_t{1} << 17, kParallelCols = 96;
+  const bool parallel = m * n * k >= kParallelMacs && n > kParallelCols;
   for (int64_t i = 0; i < nb; ++i) {
     const int64_t ao = d == 1 ? i * a.stride(0) : 0, bo = d == 1 ? i * b.stride(0) : 0;
     const small_gemm::Mat ai{a.data_as<const float>() + ao, a.stride(d), a.stride(d + 1)};
-    const small_gemm::Mat bi{b0.p + bo, b0.rs, b0.cs};
-    small_gemm::Gemm(m, n, k, static_cast<float>(alpha), ai, bi, pbias, static_cast<float>(beta),
-                     pc + i * m * n, n);
+    ForEachBlock(n, parallel ? kParallelCols : n, parallel, [&](int64_t j0, int64_t j1) {
+      const small_gemm::Mat bj{b0.p + bo + j0 * b0.cs, b0.rs, b0.cs};
+      small_gemm::Gemm(m, j1 - j0, k, static_cast<float>(alpha), ai, bj,
+                       pbias != nullptr ? pbias + j0 : nullptr, static_cast<float>(beta),
+                       pc + i * m * n + j0, n);
+    });
   }
   return true;
 }

@@ -17,13 +17,15 @@ enum class LinearAct : uint8_t { kNone, kRelu, kGelu, kGeluTanh };
 // batch 1) is several times faster than oneDNN 2.6's matmul on the transposed weight.
 constexpr int64_t kInnerProductRows = 8;
 
-// Products with at most kSmallRows rows or a short inner dimension (k <= kSmallInner), up to
-// kSmallMacs multiply-adds in all, run on the small-product kernels (cpu/small_gemm.cc) on the
-// calling thread: oneDNN would run them on its JIT sgemm, whose generated code and library
-// pages cost more memory than the product, and whose call costs more time.
+// Products with at most kSmallRows rows (up to kSmallMacs multiply-adds in all), or with more
+// rows and a short inner dimension (k <= kSmallInner, up to kShortInnerMacs), run on the
+// small-product kernels (cpu/small_gemm.cc): oneDNN would run most of them on its JIT sgemm,
+// whose generated code and library pages cost more memory than the product, and whose call
+// costs more time. (Larger short-k products stay on oneDNN's brgemm, faster there.)
 constexpr int64_t kSmallRows = 8;
 constexpr int64_t kSmallInner = 8;
 constexpr int64_t kSmallMacs = int64_t{1} << 22;
+constexpr int64_t kShortInnerMacs = int64_t{1} << 16;
 
 // *out = alpha * a @ b + beta * *out + bias on the small-product kernels: float32 a [m, k] and
 // b [k, n] (any strides) into [m, n], or a batch of them (a [B, m, k], b [B, k, n] into

@@ -45,7 +45,7 @@ TB_INLINE Mat RowsFrom(Mat A, int64_t i) { return Mat{A.p + i * A.rs, A.rs, A.cs
 
 #if TB_X86_DISPATCH
 
-// ---- AVX-512, b row-major: R rows x V vectors of 16 columns ------------------------------
+// ---- AVX-512, b row-major: R rows x V vectors of 16 columns (8 x 3, or 2 x 8 for few rows) -
 
 #define TB_AVX512 TB_TARGET("avx512f,avx512dq,avx2,fma")
 
@@ -110,10 +110,29 @@ TB_AVX512 void Rows512(int64_t m, int64_t k, float alpha, Mat A, const float* b,
   }
 }
 
+// One or two rows: panels of 128 columns (8 vectors), fewer passes over b's rows.
+TB_AVX512 int64_t FewRows512(int64_t m, int64_t n, int64_t k, float alpha, Mat A, const float* b,
+                             int64_t ldb, const float* bias, float beta, float* c, int64_t ldc) {
+  constexpr int64_t kCols = 128;
+  static const __mmask16 full[8] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF,
+                                    0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
+  int64_t j = 0;
+  for (; j + kCols <= n; j += kCols) {
+    const float* bj = bias != nullptr ? bias + j : nullptr;
+    if (m == 2) {
+      Micro512<2, 8>(k, alpha, A, b + j, ldb, bj, beta, c + j, ldc, full);
+    } else {
+      Micro512<1, 8>(k, alpha, A, b + j, ldb, bj, beta, c + j, ldc, full);
+    }
+  }
+  return j;
+}
+
 TB_AVX512 void Gemm512(int64_t m, int64_t n, int64_t k, float alpha, Mat A, const float* b,
                        int64_t ldb, const float* bias, float beta, float* c, int64_t ldc) {
   constexpr int64_t kCols = 48;
-  for (int64_t j = 0; j < n; j += kCols) {
+  for (int64_t j = m <= 2 ? FewRows512(m, n, k, alpha, A, b, ldb, bias, beta, c, ldc) : 0; j < n;
+       j += kCols) {
     const int64_t w = std::min(kCols, n - j);
     __mmask16 mask[3];
     for (int v = 0; v < 3; ++v) {

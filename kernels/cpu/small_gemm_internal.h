@@ -29,9 +29,9 @@ inline constexpr int64_t kPackedInner = 8;
 // j < n, accumulating in float32; beta == 0 ignores c's contents and a null bias adds nothing.
 // k == 0 gives beta * c + alpha * 0 + bias (NaN for an infinite alpha, as BLAS).
 // With b row-major the kernel broadcasts a's elements against vectors of b's rows (up to 8 rows
-// x 48 columns in registers); with b the transpose of a row-major [n, k] weight (b.rs == 1,
-// k > kPackedInner) it takes dot products along k, reading each weight row once per 8 rows of a
-// (a's rows copied to a contiguous buffer first when a.cs != 1).
+// x 48 columns, or 2 x 128, in registers); with b the transpose of a row-major [n, k] weight
+// (b.rs == 1, k > kPackedInner) it takes dot products along k, reading each weight row once
+// per 8 rows of a (a's rows copied to a contiguous buffer first when a.cs != 1).
 void Gemm(int64_t m, int64_t n, int64_t k, float alpha, Mat a, Mat b, const float* bias,
           float beta, float* c, int64_t ldc);
 
