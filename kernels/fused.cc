@@ -77,6 +77,8 @@ bool SmallGemm(const Tensor& a, const Tensor& b, const Tensor* bias, double alph
   }
   const small_gemm::Mat b0{b.data_as<const float>(), b.stride(d), b.stride(d + 1)};
   if (!small_gemm::Vectorised(k, b0)) return false;
+  // One row times a large row-major b reads b at memory speed: oneDNN's sgemm reads it faster.
+  if (m == 1 && n > 1 && b0.cs == 1 && k * n > kOneRowElems) return false;
   if (!out->defined()) {
     *out = Tensor::Empty(d == 1 ? Dims{nb, m, n} : Dims{m, n}, DType::kFloat32);
   }

@@ -26,6 +26,8 @@ constexpr int64_t kSmallRows = 8;
 constexpr int64_t kSmallInner = 8;
 constexpr int64_t kSmallMacs = int64_t{1} << 22;
 constexpr int64_t kShortInnerMacs = int64_t{1} << 16;
+// One row times a row-major b of more than this many elements stays on oneDNN.
+constexpr int64_t kOneRowElems = int64_t{1} << 19;
 
 // *out = alpha * a @ b + beta * *out + bias on the small-product kernels: float32 a [m, k] and
 // b [k, n] (any strides) into [m, n], or a batch of them (a [B, m, k], b [B, k, n] into

@@ -82,6 +82,17 @@ def test_short_inner_dimension_many_rows(m, k, n):
         _close(_t(tb.call("aten::addmm", bias, a, b)), torch.addmm(bias, a, b), k)
 
 
+@pytest.mark.parametrize("k", [1, 3, 130])
+@pytest.mark.parametrize("n", [1024, 1031])
+def test_one_row_wide(k, n):
+    # one row times a wide b: b's rows streamed into the output row
+    torch.manual_seed(k + n)
+    for la, lb in LAYOUTS:
+        a, b, bias = _a(la, 1, k), _b(lb, k, n), torch.randn(n)
+        _close(_t(tb.call("aten::mm", a, b)), a @ b, k)
+        _close(_t(tb.call("aten::addmm", bias, a, b)), torch.addmm(bias, a, b), k)
+
+
 def test_special_values_and_beta_zero():
     a, b = torch.randn(2, 40), torch.randn(40, 33)
     a[0, 3] = float("nan")
