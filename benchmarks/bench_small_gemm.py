@@ -64,8 +64,18 @@ def worker(calls: int) -> None:
             args = ("aten::addmm", bias, a, b)
         else:
             w = b.t()  # the weight [n, k]
-            args = ("tensorbridge::matmul_epilogue", a, w, bias, None, True, "tanh", [m, n],
-                    torch.float32, -1)
+            args = (
+                "tensorbridge::matmul_epilogue",
+                a,
+                w,
+                bias,
+                None,
+                True,
+                "tanh",
+                [m, n],
+                torch.float32,
+                -1,
+            )
         for _ in range(50):
             tb.call(*args)
         best = float("inf")
@@ -81,7 +91,10 @@ def _run(pythonpath: str, calls: int) -> dict:
     env = dict(os.environ, PYTHONPATH=pythonpath)
     r = subprocess.run(
         [sys.executable, __file__, "--worker", "--calls", str(calls)],
-        env=env, capture_output=True, text=True, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(r.stdout.strip().splitlines()[-1])
 

@@ -239,12 +239,11 @@ void OneDnnPass(const char* op, Pass pass, const ConvParams& p, const Tensor& x,
       "conv", static_cast<int>(pass), bias != nullptr, static_cast<int>(dt), p.n, p.cin, p.cout,
       p.groups, Dnnl(p.in), Dnnl(p.k), Dnnl(p.stride), Dnnl(p.pad_l), Dnnl(p.pad_r), Dnnl(p.dil));
   onednn::Guard(op, [&] {
-    OneDnnConv c = onednn::CachedValue<OneDnnConv>(
-        key, [&] {
-          OneDnnConv made = MakeOneDnnConv(pass, p, dt, bias != nullptr);
-          onednn::CountCreated(made.prim);
-          return made;
-        });
+    OneDnnConv c = onednn::CachedValue<OneDnnConv>(key, [&] {
+      OneDnnConv made = MakeOneDnnConv(pass, p, dt, bias != nullptr);
+      onednn::CountCreated(made.prim);
+      return made;
+    });
     OneDnnShapes s = ShapesOf(p);
     auto xm = onednn::Wrap(onednn::PlainDesc(s.src, dt), x.data());
     auto wm = onednn::Wrap(onednn::PlainDesc(s.wei, dt), w.data());

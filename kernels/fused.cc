@@ -7,10 +7,11 @@
 //       (approximate "none" or "tanh", as aten::gelu).
 //       float32 with a bias vector, beta = alpha = 1: few rows or a short inner dimension on
 //       the small-product kernels (kernels::SmallGemm), then the activation in place; else,
-//       with row- or column-major operands, one oneDNN primitive with the bias as its bias argument and gelu as an eltwise post-op
-//       (relu in place after it, keeping NaN as torch does) (an inner product on the weight as
-//       stored when mat2 is a row-major weight's transpose and mat1 has few rows, else a matmul).
-//       Otherwise aten::addmm then the activation in place on its fresh result.
+//       with row- or column-major operands, one oneDNN primitive with the bias as its bias argument
+//       and gelu as an eltwise post-op (relu in place after it, keeping NaN as torch does) (an
+//       inner product on the weight as stored when mat2 is a row-major weight's transpose and mat1
+//       has few rows, else a matmul). Otherwise aten::addmm then the activation in place on its
+//       fresh result.
 //   tensorbridge::convolution_relu(<aten::convolution's arguments>)
 //       = relu(convolution(...)): the convolution, then relu in place on its fresh result (one
 //       node and one buffer). Not oneDNN's relu post-op: it turns NaN into 0 where torch's

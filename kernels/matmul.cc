@@ -2,8 +2,9 @@
 //
 // Every product runs through BatchedGemm (out[b] = alpha * a[b] @ b[b] + beta * out[b]):
 // float32 with few rows or a short inner dimension on the small-product kernels
-// (kernels::SmallGemm), other float32 and bfloat16 on oneDNN's matmul primitive (alpha as an output scale, beta as a sum
-// post-op), float16 as float32 on oneDNN, float64 and the integer types on Eigen.
+// (kernels::SmallGemm), other float32 and bfloat16 on oneDNN's matmul primitive (alpha as an output
+// scale, beta as a sum post-op), float16 as float32 on oneDNN, float64 and the integer types on
+// Eigen.
 #include <algorithm>
 #include <cmath>
 #include <complex>

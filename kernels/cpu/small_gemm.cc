@@ -56,24 +56,24 @@ TB_AVX512 TB_INLINE void Micro512(int64_t k, float alpha, Mat A, const float* b,
   __m512 acc[R][V];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < k; ++p) {
     __m512 bv[V];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int v = 0; v < V; ++v) bv[v] = _mm512_maskz_loadu_ps(mask[v], b + p * ldb + 16 * v);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 x = _mm512_set1_ps(A.p[r * A.rs + p * A.cs]);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
       float* out = c + r * ldc + 16 * v;
       __m512 y = _mm512_mul_ps(acc[r][v], va);
@@ -114,8 +114,7 @@ TB_AVX512 void Rows512(int64_t m, int64_t k, float alpha, Mat A, const float* b,
 TB_AVX512 int64_t FewRows512(int64_t m, int64_t n, int64_t k, float alpha, Mat A, const float* b,
                              int64_t ldb, const float* bias, float beta, float* c, int64_t ldc) {
   constexpr int64_t kCols = 128;
-  static const __mmask16 full[8] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF,
-                                    0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
+  static const __mmask16 full[8] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
   int64_t j = 0;
   for (; j + kCols <= n; j += kCols) {
     const float* bj = bias != nullptr ? bias + j : nullptr;
@@ -152,8 +151,8 @@ TB_AVX512 void Gemm512(int64_t m, int64_t n, int64_t k, float alpha, Mat A, cons
 }
 
 // ---- AVX-512, b the transpose of a row-major weight: dot products along k ----------------
-// R rows of a (contiguous, row stride lda) against C = 16 / R weight rows (row stride ldw), 16
-// lanes of k at a time in R * C <= 16 accumulators, reduced together at the end.
+// R rows of a (contiguous, row stride lda) against C = min(8, 16 / R) weight rows (row stride
+// ldw), 16 lanes of k at a time in R * C <= 16 accumulators, reduced together at the end.
 
 // Lane i of the result: the sum of v[i]'s lanes permuted: v[i]'s sum is at lane SumLane(i).
 // Four rounds of shuffles and adds (16 vectors to 8, 4, 2, 1).
@@ -182,10 +181,10 @@ TB_AVX512 TB_INLINE __m512 Sum16(const __m512* v) {
 constexpr int SumLane(int i) { return 4 * (i % 4) + i / 4; }
 
 template <int R>
-TB_AVX512 TB_INLINE void Dot512(int64_t k, float alpha, const float* a, int64_t lda,
-                                const float* w, int64_t ldw, int64_t cols, const float* bias,
-                                float beta, float* c, int64_t ldc) {
-  constexpr int C = 16 / R;
+TB_AVX512 TB_INLINE void Dot512(int64_t k, float alpha, const float* a, int64_t lda, const float* w,
+                                int64_t ldw, int64_t cols, const float* bias, float beta, float* c,
+                                int64_t ldc) {
+  constexpr int C = std::min(8, 16 / R);
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
@@ -224,16 +223,16 @@ template <int R>
 TB_AVX512 void DotRows512(int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                           const float* w, int64_t ldw, const float* bias, float beta, float* c,
                           int64_t ldc) {
-  constexpr int64_t C = 16 / R;
+  constexpr int64_t C = std::min(8, 16 / R);
   for (int64_t j = 0; j < n; j += C) {
     Dot512<R>(k, alpha, a, lda, w + j * ldw, ldw, std::min(C, n - j),
               bias != nullptr ? bias + j : nullptr, beta, c + j, ldc);
   }
 }
 
-TB_AVX512 void GemmDot512(int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                          int64_t lda, const float* w, int64_t ldw, const float* bias, float beta,
-                          float* c, int64_t ldc) {
+TB_AVX512 void GemmDot512(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                          const float* w, int64_t ldw, const float* bias, float beta, float* c,
+                          int64_t ldc) {
   int64_t i = 0;
   for (; i + 8 <= m; i += 8) {
     DotRows512<8>(n, k, alpha, a + i * lda, lda, w, ldw, bias, beta, c + i * ldc, ldc);
@@ -357,8 +356,8 @@ bool Vectorised(int64_t k, Mat b) {
   return Rows() != nullptr && (b.cs == 1 || k <= kPackedInner);
 }
 
-void Gemm(int64_t m, int64_t n, int64_t k, float alpha, Mat a, Mat b, const float* bias,
-          float beta, float* c, int64_t ldc) {
+void Gemm(int64_t m, int64_t n, int64_t k, float alpha, Mat a, Mat b, const float* bias, float beta,
+          float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // no products: alpha * 0 (NaN for an infinite alpha, as BLAS)
     GemmScalar(m, n, 0, alpha, a, b, bias, beta, c, ldc);

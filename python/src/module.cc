@@ -41,7 +41,8 @@ PYBIND11_MODULE(_C, m) {
         d["effective_isa"] = tb::OneDnnEffectiveIsa();
         d["isa_capped"] = tb::OneDnnIsaCapped();
         py::dict created;
-        for (const auto& [name, count] : tb::OneDnnPrimitivesCreated()) created[name.c_str()] = count;
+        for (const auto& [name, count] : tb::OneDnnPrimitivesCreated())
+          created[name.c_str()] = count;
         d["primitives_created"] = created;
         return d;
       },

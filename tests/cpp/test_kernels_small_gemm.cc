@@ -132,8 +132,9 @@ TEST(SmallGemmTest, ShortInnerDimensionManyRows) {
 TEST(SmallGemmTest, AlphaBetaAndBatches) {
   static const OpRef addmm("aten::addmm"), baddbmm("aten::baddbmm");
   const Tensor a = OperandA(1, 3, 70, 11), b = OperandB(1, 70, 33, 12), self = Random({3, 33}, 13);
-  ExpectClose(addmm.WithKeywords({Value(self), Value(a), Value(b)},
-                                 {{"beta", Value(0.5)}, {"alpha", Value(-2.0)}})
+  ExpectClose(addmm
+                  .WithKeywords({Value(self), Value(a), Value(b)},
+                                {{"beta", Value(0.5)}, {"alpha", Value(-2.0)}})
                   .tensor(),
               Plain(a, b, nullptr, -2.0, 0.5, &self), 70, "addmm beta alpha");
   // baddbmm on a batch of column-major matrices with a broadcast (stride 0) b
@@ -180,7 +181,8 @@ TEST(SmallGemmTest, SeveralThreadsAtOnce) {
   std::vector<Case> cases;
   uint32_t seed = 31;
   for (int lb = 0; lb < 3; ++lb) {
-    cases.push_back({OperandA(2, 2, 128, ++seed), OperandB(lb, 128, 128, ++seed), Random({128}, 1)});
+    cases.push_back(
+        {OperandA(2, 2, 128, ++seed), OperandB(lb, 128, 128, ++seed), Random({128}, 1)});
     cases.push_back({OperandA(1, 128, 2, ++seed), OperandB(lb, 2, 128, ++seed), Random({128}, 2)});
     cases.push_back({OperandA(0, 7, 130, ++seed), OperandB(lb, 130, 17, ++seed), Random({17}, 3)});
   }
@@ -226,8 +228,8 @@ TEST(SmallGemmTest, NoJitSgemmPrimitiveForThePoolerProducts) {
   epilogue(x, weight, bias, std::nullopt, true, "tanh", std::vector<int64_t>{2, 136},
            DType::kFloat32, int64_t{-1});
   addmm(bias, x, weight.transpose(0, 1));
-  mm(grad, weight);                   // the input's gradient
-  mm(grad.transpose(0, 1), x);        // the weight's gradient: k = 2
+  mm(grad, weight);             // the input's gradient
+  mm(grad.transpose(0, 1), x);  // the weight's gradient: k = 2
   EXPECT_EQ(JitSgemmCount(), before) << "oneDNN created JIT sgemm primitives";
   // The counter counts: a product with many rows and a long k makes a primitive.
   int64_t all_before = 0, all_after = 0;
