@@ -363,10 +363,9 @@ void Gemm(int64_t m, int64_t n, int64_t k, float alpha, Mat a, Mat b, const floa
     GemmScalar(m, n, 0, alpha, a, b, bias, beta, c, ldc);
     return;
   }
-  if (n == 1) b.cs = 1;  // one column: any column stride reads it
-  const RowFn rows = Rows();
 #if TB_X86_DISPATCH
-  if (HasDot() && b.rs == 1 && b.cs != 1 && k > kPackedInner) {
+  // A transposed weight, or one contiguous column against contiguous rows of a: dot products.
+  if (HasDot() && b.rs == 1 && k > kPackedInner && (b.cs != 1 || (n == 1 && a.cs == 1))) {
     if (a.cs == 1) {
       GemmDot512(m, n, k, alpha, a.p, a.rs, b.p, b.cs, bias, beta, c, ldc);
     } else {
@@ -377,6 +376,8 @@ void Gemm(int64_t m, int64_t n, int64_t k, float alpha, Mat a, Mat b, const floa
     return;
   }
 #endif
+  if (n == 1) b.cs = 1;  // one column: any column stride reads it
+  const RowFn rows = Rows();
   if (rows != nullptr && b.cs == 1) {
     rows(m, n, k, alpha, a, b.p, b.rs, bias, beta, c, ldc);
   } else if (rows != nullptr && (HasDot() || k <= kPackedInner)) {
