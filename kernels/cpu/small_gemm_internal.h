@@ -31,7 +31,7 @@ inline constexpr int64_t kPackedInner = 8;
 // With b row-major the kernel broadcasts a's elements against vectors of b's rows (up to 8 rows
 // x 48 columns, or 2 x 128, in registers); with b the transpose of a row-major [n, k] weight
 // (b.rs == 1, k > kPackedInner) it takes dot products along k, reading each weight row once
-// per 8 rows of a (a's rows copied to a contiguous buffer first when a.cs != 1).
+// per 4 rows of a (a's rows copied to a contiguous buffer first when a.cs != 1).
 void Gemm(int64_t m, int64_t n, int64_t k, float alpha, Mat a, Mat b, const float* bias, float beta,
           float* c, int64_t ldc);
 
