@@ -10,6 +10,7 @@ the inputs zero-copy through DLPack and runs the plan in C++ with the GIL releas
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import operator
 import re
@@ -21,7 +22,7 @@ from typing import Any
 
 import torch
 
-from tensorbridge import _C, _epilogue, _fuse, _joint, _memory
+from tensorbridge import _C, _compile_cache, _epilogue, _fuse, _joint, _memory
 from tensorbridge._compile_state import install_fusion_alias, state
 from tensorbridge._config import config
 
@@ -39,7 +40,9 @@ def plan_metrics(fn: Callable | None = None) -> dict:
     Without: counters of the compile backend: ``graphs`` captured by dynamo (distinct), ``compilations``
     (backend calls: a graph captured again for new shapes or failed guards counts as a
     ``recompilation``), ``plans_built`` (forward and backward plans; ``shape_plans`` of them
-    built for the concrete shapes of a graph traced with symbolic sizes) and ``plan_calls``."""
+    built for the concrete shapes of a graph traced with symbolic sizes), ``plan_calls``, and
+    ``cache_saves`` / ``cache_hits``: graphs stored in and plans built from the on-disk compile
+    cache (``config.compile_cache``)."""
     if fn is not None:
         return compiled_metrics(fn)
     stats = state.stats
@@ -50,6 +53,8 @@ def plan_metrics(fn: Callable | None = None) -> dict:
         "plans_built": stats["plans_built"],
         "shape_plans": stats["shape_plans"],
         "plan_calls": state.plan_calls(),
+        "cache_saves": stats["cache_saves"],
+        "cache_hits": stats["cache_hits"],
     }
 
 
@@ -614,9 +619,16 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any
 
         base = min_cut_rematerialization_partition if config.recompute else default_partition
         kw["partition_fn"] = _joint.partition_fn(base, min_cut=config.recompute)
-    compiled = aot_autograd(
-        fw_compiler=fw, bw_compiler=bw, decompositions=_decompositions(needs_autograd), **kw
-    )(gm, example_inputs)
+    decompositions = _decompositions(needs_autograd)
+    scope = contextlib.nullcontext()
+    if _compile_cache.enabled():
+        scope = _compile_cache.scope(record, _compile_cache.key_tag(decompositions, needs_autograd))
+        fw = _compile_cache.serializable(fw, "forward", not needs_autograd)
+        bw = _compile_cache.serializable(bw, "backward", False)
+    with scope:
+        compiled = aot_autograd(
+            fw_compiler=fw, bw_compiler=bw, decompositions=decompositions, **kw
+        )(gm, example_inputs)
     return _wrapped_tangents(compiled) if needs_autograd else compiled
 
 

@@ -1,9 +1,9 @@
 """Run-time configuration: every setting of the library, read and written on ``tensorbridge.config``.
 
 Settings read from the environment at import use the one prefix ``TB_``: ``TB_DECOMPOSE`` (ops
-taken out of ``config.legal_ops``), ``TB_POINTWISE_FUSION``, ``TB_PREPACK`` and ``TB_RECOMPUTE``
-(``0`` or ``1``: the first ``config.pointwise_fusion``, ``config.prepack`` and
-``config.recompute``) here, ``TB_HOST_CACHE_MB`` (the first ``host_cache_limit``) and
+taken out of ``config.legal_ops``), ``TB_POINTWISE_FUSION``, ``TB_PREPACK``, ``TB_RECOMPUTE`` and
+``TB_COMPILE_CACHE`` (``0`` or ``1``: the first ``config.pointwise_fusion``, ``config.prepack``,
+``config.recompute`` and ``config.compile_cache``) here, ``TB_HOST_CACHE_MB`` (the first ``host_cache_limit``) and
 ``TB_MAX_CPU_ISA`` (the widest vector code the kernels pick) in the C++ library. (``.ci/dev``'s
 ``TB_CACHE`` and ``TB_JOBS`` are settings of the build script, not of the library.)
 """
@@ -28,6 +28,7 @@ _BOOL_ENV = {
     "TB_POINTWISE_FUSION": "pointwise_fusion",
     "TB_PREPACK": "prepack",
     "TB_RECOMPUTE": "recompute",
+    "TB_COMPILE_CACHE": "compile_cache",
 }
 _TRUE, _FALSE = ("1", "true", "on", "yes"), ("0", "false", "off", "no")
 
@@ -82,6 +83,13 @@ class Config:
     backward plan rather than saving their results, which lowers the step's peak memory.
     False saves every intermediate the backward reads. Compilations from then on follow it.
 
+    ``compile_cache``: whether compilations keep AOT autograd's results (the forward and
+    backward graphs the plans are built from) in PyTorch's on-disk AOT autograd cache, so that
+    another process compiling the same graph builds its plans without tracing it again (default
+    True; environment ``TB_COMPILE_CACHE=0`` at import). PyTorch's
+    ``TORCHINDUCTOR_FORCE_DISABLE_CACHES=1`` turns it off as well. See
+    ``tensorbridge._compile_cache``.
+
     ``profiling``: whether every table call is timed (default False); while on, ``metrics()``
     reports ``time_ns`` per op.
 
@@ -99,6 +107,7 @@ class Config:
         self._pointwise_fusion = True
         self._prepack = True
         self._recompute = True
+        self._compile_cache = True
         self._profiling = False
         self._host_cache_limit_set = False  # set by the user: compiled plans leave it alone
 
@@ -206,6 +215,16 @@ class Config:
         if not isinstance(on, bool):
             raise ValueError(f"config.recompute must be True or False, got {on!r}")
         self._recompute = on
+
+    @property
+    def compile_cache(self) -> bool:
+        return self._compile_cache
+
+    @compile_cache.setter
+    def compile_cache(self, on: bool) -> None:
+        if not isinstance(on, bool):
+            raise ValueError(f"config.compile_cache must be True or False, got {on!r}")
+        self._compile_cache = on
 
     @property
     def profiling(self) -> bool:

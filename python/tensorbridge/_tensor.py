@@ -116,6 +116,12 @@ class Tensor(torch.Tensor):
     def __tensor_flatten__(self):
         return ["_inner"], None
 
+    def _stable_hash_for_caching(self) -> str:
+        # AOT autograd's cache key for this input: its metadata (the wrapper holds no state
+        # beyond its one zero-copy inner view)
+        meta = (self.dtype, tuple(self.shape), tuple(self.stride()), self.requires_grad)
+        return f"tensorbridge.Tensor{meta}"
+
     @staticmethod
     def __tensor_unflatten__(inner_tensors, ctx, outer_size, outer_stride):
         return Tensor._from_inner(inner_tensors["_inner"])

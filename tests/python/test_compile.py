@@ -286,7 +286,10 @@ def test_wrapped_and_plain_tensors_mix_in_compiled_calls(wrapped):
         expected = torch.from_numpy(a @ w.T + b)
         got = tb.to_torch(y.detach()) if isinstance(y, tb.Tensor) else y.detach()
         torch.testing.assert_close(got, expected)
-    assert tb.diagnostics.plan_metrics(compiled)["plans_built"] == 1
+    # a training graph (the parameters require grad): its backward plan is built with the
+    # forward when the compile cache stores both, else at the first backward (never run here)
+    built = 2 if tb._compile_cache.enabled() else 1
+    assert tb.diagnostics.plan_metrics(compiled)["plans_built"] == built
 
 
 def test_wrapped_numpy_parameters_are_used_in_place():
