@@ -46,11 +46,6 @@ std::string OneDnnEffectiveIsa() {
   }
 }
 
-std::map<std::string, int64_t> OneDnnPrimitivesCreated() {
-  std::lock_guard<std::mutex> lock(onednn::CreatedMutex());
-  return onednn::CreatedCounts();
-}
-
 std::string OneDnnVersion() {
   const dnnl_version_t* v = dnnl_version();
   return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
@@ -58,15 +53,20 @@ std::string OneDnnVersion() {
 
 namespace onednn {
 
+namespace {
+
 std::mutex& CreatedMutex() {
   static auto* mu = new std::mutex();
   return *mu;
 }
 
+// Primitives created by implementation name; guarded by CreatedMutex().
 std::map<std::string, int64_t>& CreatedCounts() {
   static auto* counts = new std::map<std::string, int64_t>();
   return *counts;
 }
+
+}  // namespace
 
 void CountCreated(const dnnl::primitive& prim) {
   const char* name = nullptr;
@@ -189,4 +189,10 @@ dnnl::memory::data_type DataType(DType dtype, const char* op) {
 }
 
 }  // namespace onednn
+
+std::map<std::string, int64_t> OneDnnPrimitivesCreated() {
+  std::lock_guard<std::mutex> lock(onednn::CreatedMutex());
+  return onednn::CreatedCounts();
+}
+
 }  // namespace tb

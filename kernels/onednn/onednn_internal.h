@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -52,8 +51,6 @@ dnnl::primitive Cached(const std::string& key, const std::function<dnnl::primiti
 // Counts `prim` under its implementation name (tb::OneDnnPrimitivesCreated()). Cached() counts
 // what it creates; a cache of its own (CachedValue) calls this from its `make`.
 void CountCreated(const dnnl::primitive& prim);
-std::mutex& CreatedMutex();
-std::map<std::string, int64_t>& CreatedCounts();  // guarded by CreatedMutex()
 
 // The oneDNN data type of a DType; NotImplementedError naming `op` when there is none.
 dnnl::memory::data_type DataType(DType dtype, const char* op);
