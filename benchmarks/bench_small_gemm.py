@@ -4,9 +4,9 @@ tensorbridge's small-product kernels (kernels/cpu/small_gemm.cc) as on the oneDN
 
 Baseline: another build of tensorbridge (``--baseline PYTHONPATH``, e.g. a build of the commit
 before), run in its own process. The two builds run alternately, ``--rounds`` times each, in
-one invocation; each round times every case (``tb.call`` of the op on the same operands, the
-minimum over ``--calls`` calls after a warm-up) and the table shows each build's minimum over
-rounds. Without ``--baseline`` the current build alone is timed.
+one invocation; each round times every case (``tb.call`` of the op on the same operands:
+``torch.utils.benchmark`` blocks through ``_bench_util.measure``, the fastest block's time per
+call) and the table shows each build's minimum over rounds. Without ``--baseline`` the current build alone is timed.
 
     python benchmarks/bench_small_gemm.py --baseline /path/to/old/pkg --rounds 5
 """
@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 # name: (op, m, k, n, b layout); b "wt" is nn.Linear's weight.t(), "row" a row-major [k, n];
 # a "col" (k < 8 cases) is the transpose of a row-major [k, m] gradient.
@@ -46,10 +45,13 @@ def _label(case):
     return f"{op} {m}x{k}x{n} b={lb}"
 
 
-def worker(calls: int) -> None:
+def worker(repeats: int) -> None:
     import torch
 
     import tensorbridge as tb
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _bench_util as bu
 
     torch.manual_seed(0)
     out = {}
@@ -76,21 +78,15 @@ def worker(calls: int) -> None:
                 torch.float32,
                 -1,
             )
-        for _ in range(50):
-            tb.call(*args)
-        best = float("inf")
-        for _ in range(calls):
-            t0 = time.perf_counter_ns()
-            tb.call(*args)
-            best = min(best, time.perf_counter_ns() - t0)
-        out[_label(case)] = best / 1000.0
+        t = bu.measure(lambda args=args: tb.call(*args), repeats=repeats, warmup=50)
+        out[_label(case)] = t.min_ns / 1000.0
     print(json.dumps(out))
 
 
-def _run(pythonpath: str, calls: int) -> dict:
+def _run(pythonpath: str, repeats: int) -> dict:
     env = dict(os.environ, PYTHONPATH=pythonpath)
     r = subprocess.run(
-        [sys.executable, __file__, "--worker", "--calls", str(calls)],
+        [sys.executable, __file__, "--worker", "--repeats", str(repeats)],
         env=env,
         capture_output=True,
         text=True,
@@ -103,11 +99,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--baseline", help="PYTHONPATH of the build to compare with")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--repeats", type=int, default=15, help="blocks of ~20 ms per case")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
-        worker(args.calls)
+        worker(args.repeats)
         return
     builds = {"new": os.environ.get("PYTHONPATH", "")}
     if args.baseline:
@@ -116,7 +112,7 @@ def main() -> None:
     order = list(builds)
     for r in range(args.rounds):
         for name in order if r % 2 == 0 else order[::-1]:
-            for label, us in _run(builds[name], args.calls).items():
+            for label, us in _run(builds[name], args.repeats).items():
                 best[name][label] = min(best[name].get(label, float("inf")), us)
     print(f"load average: {os.getloadavg()}")
     head = f"{'case (min us per call)':34}" + "".join(f"{n:>10}" for n in builds)
