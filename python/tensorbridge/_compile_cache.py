@@ -95,7 +95,9 @@ def scope(record, tag: str):
     outer = torch.compiler.config.cache_key_tag
     try:
         with (
-            functorch_config.patch(bundled_autograd_cache=True, force_non_lazy_backward_lowering=True),
+            functorch_config.patch(
+                bundled_autograd_cache=True, force_non_lazy_backward_lowering=True
+            ),
             torch.compiler.config.patch(cache_key_tag=f"{outer}|{tag}" if outer else tag),
         ):
             yield
@@ -151,7 +153,9 @@ def _plan_code_type() -> type:
                 raise BypassAOTAutogradCache("tensorbridge: graphs with symbolic sizes")
             # the plan reads each node's value (its shape, strides and dtype) and nothing else
             # of the metadata: stack traces and the rest stay out of the entry
-            options = Options(ops_filter=_ops_filter, node_metadata_key_filter=_META_KEPT.__contains__)
+            options = Options(
+                ops_filter=_ops_filter, node_metadata_key_filter=_META_KEPT.__contains__
+            )
             try:
                 self._graph = GraphPickler.dumps(gm, options)
             except Exception as e:  # an op or a constant the pickler does not take
@@ -171,9 +175,7 @@ def _plan_code_type() -> type:
             gm = GraphPickler.loads(self._graph, fake_mode)
             scope = _scope.get()
             record = scope[0] if scope is not None else None
-            self._run = compile_graph(
-                gm, record=record, kind=self._kind, inference=self._inference
-            )
+            self._run = compile_graph(gm, record=record, kind=self._kind, inference=self._inference)
             self._graph = None
             state.stats["cache_hits"] += 1
 
@@ -234,4 +236,3 @@ def serializable(compile_fn: Callable, kind: str, inference: bool):
         return code
 
     return SerializableAOTDispatchCompiler(code_type, compile_)
-
