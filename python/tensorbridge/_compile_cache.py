@@ -98,7 +98,9 @@ def scope(record, tag: str):
             functorch_config.patch(
                 bundled_autograd_cache=True, force_non_lazy_backward_lowering=True
             ),
-            torch.compiler.config.patch(cache_key_tag=f"{outer}|{tag}" if outer else tag),
+            torch.compiler.config.patch(  # type: ignore[attr-defined]
+                cache_key_tag=f"{outer}|{tag}" if outer else tag
+            ),
         ):
             yield
     finally:
@@ -171,8 +173,10 @@ def _plan_code_type() -> type:
 
             from tensorbridge._compile import compile_graph
 
+            assert self._graph is not None, "a PlanCode loaded without its graph"
             fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode()
             gm = GraphPickler.loads(self._graph, fake_mode)
+            assert isinstance(gm, torch.fx.GraphModule)
             scope = _scope.get()
             record = scope[0] if scope is not None else None
             self._run = compile_graph(gm, record=record, kind=self._kind, inference=self._inference)
