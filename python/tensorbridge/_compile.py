@@ -620,7 +620,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any
         base = min_cut_rematerialization_partition if config.recompute else default_partition
         kw["partition_fn"] = _joint.partition_fn(base, min_cut=config.recompute)
     decompositions = _decompositions(needs_autograd)
-    scope = contextlib.nullcontext()
+    scope: contextlib.AbstractContextManager = contextlib.nullcontext()
     if _compile_cache.enabled():
         scope = _compile_cache.scope(record, _compile_cache.key_tag(decompositions, needs_autograd))
         fw = _compile_cache.serializable(fw, "forward", not needs_autograd)

@@ -95,8 +95,12 @@ def scope(record, tag: str):
     outer = torch.compiler.config.cache_key_tag
     try:
         with (
-            functorch_config.patch(bundled_autograd_cache=True, force_non_lazy_backward_lowering=True),
-            torch.compiler.config.patch(cache_key_tag=f"{outer}|{tag}" if outer else tag),
+            functorch_config.patch(
+                bundled_autograd_cache=True, force_non_lazy_backward_lowering=True
+            ),
+            torch.compiler.config.patch(  # type: ignore[attr-defined]
+                cache_key_tag=f"{outer}|{tag}" if outer else tag
+            ),
         ):
             yield
     finally:
@@ -151,7 +155,9 @@ def _plan_code_type() -> type:
                 raise BypassAOTAutogradCache("tensorbridge: graphs with symbolic sizes")
             # the plan reads each node's value (its shape, strides and dtype) and nothing else
             # of the metadata: stack traces and the rest stay out of the entry
-            options = Options(ops_filter=_ops_filter, node_metadata_key_filter=_META_KEPT.__contains__)
+            options = Options(
+                ops_filter=_ops_filter, node_metadata_key_filter=_META_KEPT.__contains__
+            )
             try:
                 self._graph = GraphPickler.dumps(gm, options)
             except Exception as e:  # an op or a constant the pickler does not take
@@ -167,13 +173,13 @@ def _plan_code_type() -> type:
 
             from tensorbridge._compile import compile_graph
 
+            assert self._graph is not None, "a PlanCode loaded without its graph"
             fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode()
             gm = GraphPickler.loads(self._graph, fake_mode)
+            assert isinstance(gm, torch.fx.GraphModule)
             scope = _scope.get()
             record = scope[0] if scope is not None else None
-            self._run = compile_graph(
-                gm, record=record, kind=self._kind, inference=self._inference
-            )
+            self._run = compile_graph(gm, record=record, kind=self._kind, inference=self._inference)
             self._graph = None
             state.stats["cache_hits"] += 1
 
@@ -234,4 +240,3 @@ def serializable(compile_fn: Callable, kind: str, inference: bool):
         return code
 
     return SerializableAOTDispatchCompiler(code_type, compile_)
-
