@@ -28,6 +28,7 @@ import contextlib
 import contextvars
 import hashlib
 import pathlib
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -159,7 +160,8 @@ def _plan_code_type() -> type:
                 ops_filter=_ops_filter, node_metadata_key_filter=_META_KEPT.__contains__
             )
             try:
-                self._graph = GraphPickler.dumps(gm, options)
+                # compressed: PyTorch keeps each loaded entry's bytes for the process's life
+                self._graph = zlib.compress(GraphPickler.dumps(gm, options), 6)
             except Exception as e:  # an op or a constant the pickler does not take
                 raise BypassAOTAutogradCache(f"tensorbridge: {e}") from e
             state.stats["cache_saves"] += 1
@@ -175,7 +177,7 @@ def _plan_code_type() -> type:
 
             assert self._graph is not None, "a PlanCode loaded without its graph"
             fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode()
-            gm = GraphPickler.loads(self._graph, fake_mode)
+            gm = GraphPickler.loads(zlib.decompress(self._graph), fake_mode)
             assert isinstance(gm, torch.fx.GraphModule)
             scope = _scope.get()
             record = scope[0] if scope is not None else None
