@@ -47,6 +47,7 @@
 #include "kernels/common_internal.h"
 #include "kernels/conv_internal.h"
 #include "kernels/cpu/simd_internal.h"
+#include "kernels/fused_pointwise_internal.h"
 #include "kernels/linear_internal.h"
 #include "kernels/loops_internal.h"
 #include "kernels/norm_internal.h"
@@ -148,6 +149,44 @@ void ReluInPlace(const Tensor& t) {
       p[i] = (x & 0x8000) && (x & 0x7fff) <= 0x7f80 ? uint16_t(0) : x;
     }
   });
+}
+
+// Applies `steps` in place to `t`, a fresh contiguous float32 result (the small-product path),
+// a chunk at a time through a buffer on the stack: the loops the fused pointwise node and the
+// ATen ops' float32 kernels run (the same bits), with no temporary tensor. False (nothing done)
+// when `t` or the residual is not contiguous float32.
+bool StepsInPlace(const std::vector<Step>& steps, const Tensor& t, const Tensor* residual) {
+  if (t.dtype() != DType::kFloat32 || !t.is_contiguous()) return false;
+  if (residual != nullptr && (residual->dtype() != DType::kFloat32 || !residual->is_contiguous())) {
+    return false;
+  }
+  using fused_pointwise::Op;
+  float* p = static_cast<float*>(t.mutable_data());
+  const float* r = residual != nullptr ? residual->data_as<const float>() : nullptr;
+  const int64_t n = t.numel();
+  constexpr int64_t kChunk = 512;
+  alignas(64) float buf[kChunk];
+  for (int64_t s = 0; s < n; s += kChunk) {
+    const int64_t len = std::min(kChunk, n - s);
+    for (Step step : steps) {
+      if (step == Step::kRelu) {
+        ReluInPlace(p + s, len);
+        continue;
+      }
+      const Op op = step == Step::kGelu       ? Op::kGelu
+                    : step == Step::kGeluTanh ? Op::kGeluTanh
+                    : step == Step::kSilu     ? Op::kSilu
+                    : step == Step::kSigmoid  ? Op::kSigmoid
+                    : step == Step::kTanh     ? Op::kTanh
+                                              : Op::kAdd;
+      const float* b = op == Op::kAdd ? r + s : nullptr;
+      if (!fused_pointwise::Arith(op, buf, p + s, b, nullptr, len)) {
+        fused_pointwise::Math(op, buf, p + s, b, len);
+      }
+      std::memcpy(p + s, buf, len * sizeof(float));
+    }
+  }
+  return true;
 }
 
 // ---- the oneDNN matmul -------------------------------------------------------------------
@@ -370,9 +409,14 @@ Tensor MatmulEpilogue(const Tensor& input, const Tensor& weight, const std::opti
                       (!bias.has_value() || OneDnnType(bias->dtype())) &&
                       (!residual.has_value() || OneDnnType(residual->dtype())) && numel > 0 &&
                       input.size(nd - 1) > 0;
-  // The steps on a fresh result as the ATen ops apply them, then rounded into `dtype`.
+  // The steps on a fresh result as the ATen ops apply them (in place for float32), then
+  // rounded into `dtype`.
   auto finish = [&](Tensor t) {
-    t = ApplySteps(steps, t.contiguous(), residual.has_value() ? &*residual : nullptr);
+    t = t.contiguous();
+    Tensor res = residual.has_value() ? residual->reshape(t.shape()) : Tensor();
+    if (!StepsInPlace(steps, t, residual.has_value() ? &res : nullptr)) {
+      t = ApplySteps(steps, t, residual.has_value() ? &*residual : nullptr);
+    }
     if (t.dtype() != dtype) t = Cast(t, dtype);
     return t.reshape(IntArrayRef(shape.data(), shape.size()));
   };
