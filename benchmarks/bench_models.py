@@ -44,11 +44,8 @@ measured in one run, one row per model, on the same weights and inputs:
   calls; the JSON gives that part as ``resident_mb``; code counts as the kernel maps it, each
   executed page with its 64 KB neighbourhood). Where the reset is refused the peak
   includes the compile (the JSON says ``hwm_reset: false``). Both compilers' on-disk caches
-  serve these processes when earlier runs filled them (inductor's FX graph and AOT autograd
-  caches; tensorbridge's graphs in the AOT autograd cache, ``tb.config.compile_cache``): a
-  cache hit skips AOT autograd's trace and the memory it leaves behind. ``tb_cache_hits`` in
-  the JSON counts tensorbridge's; a full run fills the cache in its compiled columns first,
-  ``--memory-only`` twice in a row measures the second time with it filled.
+  serve these processes once filled (a hit skips AOT autograd's trace and what it leaves
+  behind): a full run fills them in its compiled columns; ``tb_cache_hits`` in the JSON.
 
 Speed ratios are peer time / tensorbridge time on the minimum of repeats (> 1.00x:
 tensorbridge faster). Timing is the house method of ``_bench_util`` (timeit's autorange, the
@@ -437,7 +434,6 @@ def _memory_child(name: str, size: str, backend: str, threads, conn) -> None:
                 # plus the cache's idle blocks
                 "tb_peak_live_mb": stats["peak_live_bytes"] / 2**20,
                 "tb_peak_footprint_mb": stats["peak_footprint_bytes"] / 2**20,
-                # plans built from graphs the compile cache held (config.compile_cache)
                 "tb_cache_hits": tb.diagnostics.plan_metrics()["cache_hits"],
             }
         )

@@ -10,7 +10,6 @@ the inputs zero-copy through DLPack and runs the plan in C++ with the GIL releas
 from __future__ import annotations
 
 import collections
-import contextlib
 import copy
 import operator
 import re
@@ -620,11 +619,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any
         base = min_cut_rematerialization_partition if config.recompute else default_partition
         kw["partition_fn"] = _joint.partition_fn(base, min_cut=config.recompute)
     decompositions = _decompositions(needs_autograd)
-    scope: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if _compile_cache.enabled():
-        scope = _compile_cache.scope(record, _compile_cache.key_tag(decompositions, needs_autograd))
-        fw = _compile_cache.serializable(fw, "forward", not needs_autograd)
-        bw = _compile_cache.serializable(bw, "backward", False)
+    fw, bw, scope = _compile_cache.compilers(record, fw, bw, decompositions, needs_autograd)
     with scope:
         compiled = aot_autograd(
             fw_compiler=fw, bw_compiler=bw, decompositions=decompositions, **kw

@@ -38,7 +38,7 @@ from tensorbridge import _C
 from tensorbridge._compile_state import state
 from tensorbridge._config import config
 
-__all__ = ["enabled", "scope", "serializable"]
+__all__ = ["compilers", "enabled"]
 
 # The backend call in progress: its _Compilation (for the plans a cache hit builds) and the
 # PlanCode objects it made (whose graphs are dropped once the call has stored them).
@@ -108,6 +108,19 @@ def scope(record, tag: str):
         _scope.reset(token)
         for code in made:
             code.forget_graph()
+
+
+def compilers(record, fw: Callable, bw: Callable, decompositions: dict, needs_autograd: bool):
+    """(fw, bw, context): the backend's compilers as AOT autograd's cache stores them and the
+    context to run ``aot_autograd`` in (``scope``); the compilers as given and a null context
+    when the cache is off."""
+    if not enabled():
+        return fw, bw, contextlib.nullcontext()
+    return (
+        serializable(fw, "forward", not needs_autograd),
+        serializable(bw, "backward", False),
+        scope(record, key_tag(decompositions, needs_autograd)),
+    )
 
 
 def _plan_code_type() -> type:
