@@ -1,6 +1,7 @@
 // Arithmetic: aten::add, sub, rsub, mul, div (true, "trunc" and "floor" rounding),
 // true_divide and floor_divide, with their Scalar, in-place and out= overloads. Types promote
 // as torch's do (kernels/promote_broadcast.h); Half/BFloat16 compute in float and round once.
+#include <cmath>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -91,10 +92,11 @@ void AddKernel(const char* op, DType dt, const Scalar& alpha, const Tensor& out,
       if (k == 1) {
         BinaryMap<T, T, T>(out, in[0], in[1], OnOpMath<T>([](M x, M y) { return x + y; }));
       } else if constexpr (kIsReducedFloat<T>) {
-        // torch rounds alpha * other to T before adding.
+        // x + k * y in float, rounded once into T, as torch's vectorized loop computes it (a
+        // fused multiply-add); torch's scalar loop, which it runs on the few elements past its
+        // last whole vector, rounds k * y into T first, so those may differ by one ulp.
         BinaryMap<T, T, T>(out, in[0], in[1], [k](T x, T y) {
-          const T scaled = static_cast<T>(k * static_cast<M>(y));
-          return static_cast<T>(static_cast<M>(x) + static_cast<M>(scaled));
+          return static_cast<T>(std::fma(k, static_cast<M>(y), static_cast<M>(x)));
         });
       } else {
         BinaryMap<T, T, T>(out, in[0], in[1], OnOpMath<T>([k](M x, M y) { return x + k * y; }));

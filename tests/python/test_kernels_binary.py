@@ -495,3 +495,19 @@ def test_read_only_destination_is_refused():
     # Read-only inputs are fine: only the output is written.
     r = torch.from_dlpack(tb.call("aten::add.Tensor", ro, ro))
     torch.testing.assert_close(r, torch.full((3,), 2.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("alpha", [0.3, 2.5, -1.7])
+@pytest.mark.parametrize("op", ["aten::add.Tensor", "aten::sub.Tensor"])
+def test_reduced_float_add_with_alpha_rounds_once(op, alpha, dtype):
+    # torch's vectorized loop computes x + round(alpha) * y in float and rounds once; 4096
+    # elements are whole vectors in one chunk, so every element takes that loop: the same bits.
+    # Rounding alpha * y first (torch's scalar loop) differs in about a quarter of them.
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4096, generator=g).to(dtype)
+    y = torch.randn(4096, generator=g).to(dtype)
+    want = (torch.add if op == "aten::add.Tensor" else torch.sub)(x, y, alpha=alpha)
+    got = _call(op, x, y, alpha=alpha)
+    assert got.dtype == dtype
+    assert torch.equal(got, want), (got != want).sum().item()
