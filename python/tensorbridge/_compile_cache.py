@@ -214,10 +214,6 @@ def _plan_code_type() -> type:
             self._gm = None
             self._run = None
 
-        @property
-        def plan(self):
-            return self._run.plan
-
     PlanCode.__module__ = __name__
     PlanCode.__qualname__ = "PlanCode"
     _PlanCode = PlanCode
